@@ -2,6 +2,7 @@
 //! Nothing here knows about language models.
 
 pub mod log;
+pub mod quants;
 pub mod types;
 
 pub use types::{Type, TypeInfo};

@@ -1,0 +1,1 @@
+//! Block layouts and reference quantizers, bit-exact with ggml.
