@@ -1,0 +1,201 @@
+//! Buffer types and buffers. A buffer is a range of memory with a base address; tensors point
+//! into it with absolute addresses, as ggml's `data` pointers do.
+
+use crate::tensor::Tensor;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use super::BackendError;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BufferUsage {
+    Any = 0,
+    Weights = 1,
+    Compute = 2,
+}
+
+pub trait BufferType: Send + Sync {
+    fn name(&self) -> &str;
+    fn alloc_buffer(self: Arc<Self>, size: usize) -> Result<Arc<Buffer>, BackendError>;
+    fn alignment(&self) -> usize;
+    fn max_size(&self) -> usize {
+        usize::MAX
+    }
+    /// Bytes a tensor needs in this buffer type (padding for some backends).
+    fn alloc_size(&self, t: &Tensor) -> usize {
+        t.nbytes()
+    }
+    fn is_host(&self) -> bool;
+}
+
+pub type BufferTypeRef = Arc<dyn BufferType>;
+
+/// Buffer types are singletons compared by identity, as ggml compares pointers.
+pub fn same_buft(a: &BufferTypeRef, b: &BufferTypeRef) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}
+
+/// The memory behind a buffer.
+pub trait BufferImpl: Send + Sync {
+    fn base(&self) -> usize;
+    fn size(&self) -> usize;
+    fn set(&self, addr: usize, data: &[u8]);
+    fn get(&self, addr: usize, out: &mut [u8]);
+    fn memset(&self, addr: usize, value: u8, size: usize);
+}
+
+pub struct Buffer {
+    buft: BufferTypeRef,
+    imp: Box<dyn BufferImpl>,
+    usage: AtomicU8,
+}
+
+impl Buffer {
+    pub fn new(buft: BufferTypeRef, imp: Box<dyn BufferImpl>) -> Buffer {
+        Buffer { buft, imp, usage: AtomicU8::new(BufferUsage::Any as u8) }
+    }
+    pub fn name(&self) -> &str {
+        self.buft.name()
+    }
+    pub fn buft(&self) -> &BufferTypeRef {
+        &self.buft
+    }
+    pub fn base(&self) -> usize {
+        self.imp.base()
+    }
+    pub fn size(&self) -> usize {
+        self.imp.size()
+    }
+    pub fn is_host(&self) -> bool {
+        self.buft.is_host()
+    }
+    pub fn usage(&self) -> BufferUsage {
+        match self.usage.load(Ordering::Relaxed) {
+            1 => BufferUsage::Weights,
+            2 => BufferUsage::Compute,
+            _ => BufferUsage::Any,
+        }
+    }
+    pub fn set_usage(&self, u: BufferUsage) {
+        self.usage.store(u as u8, Ordering::Relaxed)
+    }
+    fn check(&self, addr: usize, len: usize) {
+        let (base, size) = (self.base(), self.size());
+        assert!(
+            addr >= base && addr + len <= base + size,
+            "access of {len} bytes at {addr:#x} outside buffer {} [{base:#x}, +{size})",
+            self.name()
+        );
+    }
+    pub fn set(&self, addr: usize, data: &[u8]) {
+        self.check(addr, data.len());
+        self.imp.set(addr, data)
+    }
+    pub fn get(&self, addr: usize, out: &mut [u8]) {
+        self.check(addr, out.len());
+        self.imp.get(addr, out)
+    }
+    pub fn memset(&self, addr: usize, value: u8, size: usize) {
+        self.check(addr, size);
+        self.imp.memset(addr, value, size)
+    }
+    pub fn clear(&self, value: u8) {
+        self.imp.memset(self.base(), value, self.size())
+    }
+}
+
+impl std::fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Buffer({}, {} bytes)", self.name(), self.size())
+    }
+}
+
+/// Host memory owned by the buffer (64-byte aligned), or borrowed host memory that some owner
+/// (a memory map) keeps alive for the buffer's lifetime.
+pub struct HostBuffer {
+    ptr: usize,
+    size: usize,
+    owned: Option<std::alloc::Layout>,
+    _keep: Option<Arc<dyn Send + Sync>>,
+}
+
+pub const HOST_ALIGN: usize = 64;
+
+impl HostBuffer {
+    pub fn alloc(size: usize) -> Option<HostBuffer> {
+        let layout = std::alloc::Layout::from_size_align(size.max(1), HOST_ALIGN).ok()?;
+        // SAFETY: the layout has a non-zero size; zeroed memory makes fresh buffers deterministic.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return None;
+        }
+        Some(HostBuffer { ptr: ptr as usize, size, owned: Some(layout), _keep: None })
+    }
+    /// Borrow `size` bytes at `ptr`; `keep` owns that memory and outlives the buffer.
+    ///
+    /// # Safety
+    /// `ptr..ptr+size` must stay valid and writable-or-unwritten while `keep` is alive.
+    pub unsafe fn from_raw(ptr: usize, size: usize, keep: Arc<dyn Send + Sync>) -> HostBuffer {
+        HostBuffer { ptr, size, owned: None, _keep: Some(keep) }
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        if let Some(layout) = self.owned {
+            // SAFETY: ptr came from alloc_zeroed with this layout and is freed once.
+            unsafe { std::alloc::dealloc(self.ptr as *mut u8, layout) };
+        }
+    }
+}
+
+impl BufferImpl for HostBuffer {
+    fn base(&self) -> usize {
+        self.ptr
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn set(&self, addr: usize, data: &[u8]) {
+        // SAFETY: Buffer::set bounds-checked addr..addr+len against this allocation.
+        unsafe { std::ptr::copy(data.as_ptr(), addr as *mut u8, data.len()) }
+    }
+    fn get(&self, addr: usize, out: &mut [u8]) {
+        // SAFETY: Buffer::get bounds-checked addr..addr+len against this allocation.
+        unsafe { std::ptr::copy(addr as *const u8, out.as_mut_ptr(), out.len()) }
+    }
+    fn memset(&self, addr: usize, value: u8, size: usize) {
+        // SAFETY: Buffer::memset bounds-checked the range.
+        unsafe { std::ptr::write_bytes(addr as *mut u8, value, size) }
+    }
+}
+
+/// A plain host-memory buffer type (the CPU backend's "CPU", and test backends' memory).
+pub struct HostBufferType {
+    pub name: String,
+    pub alignment: usize,
+    pub max_size: usize,
+}
+
+impl BufferType for HostBufferType {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn alloc_buffer(self: Arc<Self>, size: usize) -> Result<Arc<Buffer>, BackendError> {
+        let mem = HostBuffer::alloc(size).ok_or_else(|| BackendError::Alloc {
+            buft: self.name.clone(),
+            size,
+            reason: "out of memory".into(),
+        })?;
+        Ok(Arc::new(Buffer::new(self, Box::new(mem))))
+    }
+    fn alignment(&self) -> usize {
+        self.alignment
+    }
+    fn max_size(&self) -> usize {
+        self.max_size
+    }
+    fn is_host(&self) -> bool {
+        true
+    }
+}
