@@ -1,0 +1,121 @@
+//! Test helpers shared by the workspace's tests: where the project's shared documents are, and
+//! the reference model, generated once per target directory by shared/scripts/make-tiny-model.py.
+
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The repository root (this crate lives in crates/testutil).
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The shared/ folder beside the repository (`$LLAMA_SHARED_DIR` overrides it).
+pub fn shared_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("LLAMA_SHARED_DIR") {
+        return PathBuf::from(dir);
+    }
+    let beside = repo_root().join("../shared");
+    if beside.is_dir() {
+        return beside;
+    }
+    repo_root().join("shared")
+}
+
+/// Where generated test files live: `target/test-models`.
+pub fn cache_dir() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    target.join("test-models")
+}
+
+/// A scratch directory for one test, emptied first.
+pub fn scratch_dir(name: &str) -> PathBuf {
+    let dir = cache_dir().join("scratch").join(name);
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("create scratch dir");
+    dir
+}
+
+/// Why the python generator cannot run here, if it cannot.
+fn python_unavailable() -> Option<String> {
+    match Command::new("python3")
+        .args(["-c", "import numpy, gguf"])
+        .output()
+    {
+        Err(e) => Some(format!("python3 not runnable ({e})")),
+        Ok(o) if !o.status.success() => Some(format!(
+            "python3 cannot import numpy and gguf (pip install numpy gguf): {}",
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        )),
+        Ok(_) => None,
+    }
+}
+
+/// Make (once) a model with make-tiny-model.py and the given extra arguments, cached under
+/// `file_name`. Concurrent test processes wait on a lock file; the result appears by rename.
+pub fn generated_model(file_name: &str, args: &[&str]) -> Result<PathBuf, String> {
+    let dir = cache_dir();
+    let out = dir.join(file_name);
+    if out.is_file() {
+        return Ok(out);
+    }
+    fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let lock = File::create(dir.join(format!("{file_name}.lock")))
+        .map_err(|e| format!("create lock file: {e}"))?;
+    lock.lock().map_err(|e| format!("lock: {e}"))?;
+    if out.is_file() {
+        return Ok(out);
+    }
+    if let Some(why) = python_unavailable() {
+        return Err(why);
+    }
+    let script = shared_dir().join("scripts/make-tiny-model.py");
+    let tmp = dir.join(format!("{file_name}.tmp{}", std::process::id()));
+    let status = Command::new("python3")
+        .arg(&script)
+        .arg(&tmp)
+        .args(args)
+        .status()
+        .map_err(|e| format!("run {}: {e}", script.display()))?;
+    if !status.success() {
+        let _ = fs::remove_file(&tmp);
+        return Err(format!("{} failed: {status}", script.display()));
+    }
+    fs::rename(&tmp, &out).map_err(|e| format!("rename into {}: {e}", out.display()))?;
+    Ok(out)
+}
+
+/// The reference model (tiny-random-qwen2vocab-f32.gguf), or why it cannot be made here.
+pub fn try_reference_model() -> Result<PathBuf, String> {
+    generated_model("tiny-random-qwen2vocab-f32.gguf", &[])
+}
+
+/// The reference model; panics with the reason if it cannot be made.
+pub fn reference_model() -> PathBuf {
+    try_reference_model().unwrap_or_else(|e| panic!("reference model unavailable: {e}"))
+}
+
+/// The reference model, or `None` after printing why the calling test is skipped. Only a
+/// missing python3/numpy/gguf is a reason to skip; a failing generator still panics.
+pub fn reference_model_or_skip() -> Option<PathBuf> {
+    if let Some(why) = python_unavailable() {
+        if !cache_dir()
+            .join("tiny-random-qwen2vocab-f32.gguf")
+            .is_file()
+        {
+            eprintln!("SKIPPED: reference model cannot be generated: {why}");
+            return None;
+        }
+    }
+    Some(reference_model())
+}
+
+/// A file of shared/vocab.
+pub fn vocab(name: &str) -> PathBuf {
+    shared_dir().join("vocab").join(name)
+}
