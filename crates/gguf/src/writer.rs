@@ -357,6 +357,12 @@ impl<W: Write> TensorStream<W> {
                 ));
             };
             let (offset, size) = (t.offset, t.size);
+            if self.written == size {
+                // Only an empty tensor is current and complete here: it takes no bytes.
+                self.current += 1;
+                self.written = 0;
+                continue;
+            }
             if self.written == 0 && self.pos < offset {
                 self.zeros(offset - self.pos).map_err(io_err)?;
             }
@@ -365,35 +371,26 @@ impl<W: Write> TensorStream<W> {
             self.written += n as u64;
             self.pos += n as u64;
             bytes = &bytes[n..];
-            self.advance_if_done();
+            if self.written == size {
+                self.current += 1;
+                self.written = 0;
+            }
         }
         Ok(())
     }
 
-    fn advance_if_done(&mut self) {
-        while let Some(t) = self.writer.tensors.get(self.current) {
-            if self.written < t.size {
-                break;
-            }
-            self.current += 1;
-            self.written = 0;
-        }
-    }
-
     /// Write the whole data of the next tensor; its length must be the tensor's size.
     pub fn write_tensor(&mut self, bytes: &[u8]) -> Result<(), GgufError> {
-        self.advance_if_done();
-        match self.current() {
-            Some(t) if self.written == 0 && t.size == bytes.len() as u64 => {}
-            Some(t) => {
-                return unwritable(format!(
-                    "tensor '{}' needs {} bytes, got {}",
-                    t.name,
-                    t.size - self.written,
-                    bytes.len()
-                ))
-            }
-            None => return unwritable("data for a tensor that was not declared".into()),
+        let Some(t) = self.current() else {
+            return unwritable("data for a tensor that was not declared".into());
+        };
+        if self.written != 0 || t.size != bytes.len() as u64 {
+            return unwritable(format!(
+                "tensor '{}' needs {} bytes, got {}",
+                t.name,
+                t.size - self.written,
+                bytes.len()
+            ));
         }
         if bytes.is_empty() {
             self.current += 1;
@@ -404,7 +401,9 @@ impl<W: Write> TensorStream<W> {
 
     /// Check that every tensor got its data, write the final padding and return the sink.
     pub fn finish(mut self) -> Result<W, GgufError> {
-        self.advance_if_done();
+        while self.current().is_some_and(|t| t.size == 0) {
+            self.current += 1;
+        }
         if let Some(t) = self.current() {
             return unwritable(format!(
                 "tensor '{}' got {} of its {} bytes",
