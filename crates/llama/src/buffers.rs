@@ -1,0 +1,36 @@
+//! Placing a list of tensors in one new buffer of a buffer type, one after another at the
+//! buffer type's alignment (what ggml_backend_alloc_ctx_tensors_from_buft does for one context).
+
+use crate::error::{LlamaError, Result};
+use ggml::backend::{Buffer, BufferTypeRef};
+use ggml::tensor::TensorData;
+use ggml::{Context, TensorId};
+use std::sync::Arc;
+
+fn pad(x: usize, align: usize) -> usize {
+    x.div_ceil(align.max(1)) * align.max(1)
+}
+
+/// Bytes the tensors take in `buft`, each padded to its alignment.
+pub fn tensors_size(ctx: &Context, ids: &[TensorId], buft: &BufferTypeRef) -> usize {
+    ids.iter().map(|&t| pad(buft.alloc_size(&ctx[t]), buft.alignment())).sum()
+}
+
+/// Allocates one buffer for `ids` and points each tensor into it.
+pub fn alloc_tensors(ctx: &mut Context, ids: &[TensorId], buft: &BufferTypeRef, what: &str) -> Result<Arc<Buffer>> {
+    let size = tensors_size(ctx, ids, buft);
+    let buffer = buft.clone().alloc_buffer(size).map_err(|e| LlamaError::Alloc {
+        what: what.to_string(),
+        buft: buft.name().to_string(),
+        size,
+        why: e.to_string(),
+    })?;
+    let align = buft.alignment();
+    let mut offset = 0usize;
+    for &t in ids {
+        let n = buft.alloc_size(&ctx[t]);
+        ctx[t].data = Some(TensorData { buffer: buffer.clone(), addr: buffer.base() + offset });
+        offset += pad(n, align);
+    }
+    Ok(buffer)
+}

@@ -1,0 +1,46 @@
+//! Every way loading a model or creating a context can fail. Library code returns these and
+//! never panics on bad input; the tools turn them into one `error: ...` line.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LlamaError {
+    #[error("failed to load model from {path}: {source}")]
+    Gguf { path: PathBuf, source: gguf::GgufError },
+    #[error("failed to read {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("unknown model architecture: '{0}'")]
+    UnknownArch(String),
+    #[error("key not found in model: {0}")]
+    MissingKey(String),
+    #[error("key {key} has wrong type: {why}")]
+    BadKey { key: String, why: String },
+    #[error("missing tensor '{0}'")]
+    MissingTensor(String),
+    #[error("tensor '{name}' has wrong shape; expected {expected}, got {got}")]
+    WrongShape { name: String, expected: String, got: String },
+    #[error("tensor '{name}' data is not within the file bounds, model is corrupted or incomplete")]
+    TensorOutOfBounds { name: String },
+    #[error("wrong number of tensors; expected {expected}, got {got}")]
+    TensorCount { expected: usize, got: usize },
+    #[error("invalid hyperparameter: {0}")]
+    BadHparams(String),
+    #[error("no backend device available: {0}")]
+    NoDevice(String),
+    #[error("unknown buffer type '{0}'")]
+    UnknownBufferType(String),
+    #[error("invalid tensor override regex '{pattern}': {why}")]
+    BadOverride { pattern: String, why: String },
+    #[error("failed to allocate {what} ({size} bytes in {buft}): {why}")]
+    Alloc { what: String, buft: String, size: usize, why: String },
+    #[error("invalid context parameters: {0}")]
+    BadParams(String),
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("graph computation failed: {0}")]
+    Compute(String),
+    #[error("vocabulary: {0}")]
+    Vocab(String),
+}
+
+pub type Result<T> = std::result::Result<T, LlamaError>;

@@ -1,0 +1,2 @@
+//! Graph building (llm_graph_context).
+pub(crate) struct GraphBuilder;

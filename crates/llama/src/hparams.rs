@@ -1,0 +1,265 @@
+//! Hyperparameters read from the GGUF metadata (`<arch>.*` keys), with libllama's defaults and
+//! the derived values print_info shows.
+
+use crate::arch::{Arch, RopeType};
+use crate::error::{LlamaError, Result};
+use gguf::{GgufFile, Value};
+
+pub const MAX_LAYERS: usize = 512;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RopeScaling {
+    None,
+    Linear,
+    Yarn,
+    LongRope,
+}
+
+impl RopeScaling {
+    pub fn name(self) -> &'static str {
+        match self {
+            RopeScaling::None => "none",
+            RopeScaling::Linear => "linear",
+            RopeScaling::Yarn => "yarn",
+            RopeScaling::LongRope => "longrope",
+        }
+    }
+    fn from_name(s: &str) -> Option<RopeScaling> {
+        match s {
+            "none" => Some(RopeScaling::None),
+            "linear" => Some(RopeScaling::Linear),
+            "yarn" => Some(RopeScaling::Yarn),
+            "longrope" => Some(RopeScaling::LongRope),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct HParams {
+    pub n_ctx_train: u32,
+    pub n_embd: u32,
+    pub n_layer: u32,
+    pub n_vocab: u32,
+    pub n_rot: u32,
+    pub n_embd_head_k: u32,
+    pub n_embd_head_v: u32,
+    pub n_head_arr: Vec<u32>,
+    pub n_head_kv_arr: Vec<u32>,
+    pub n_ff_arr: Vec<u32>,
+    pub n_expert: u32,
+    pub n_expert_used: u32,
+    pub f_norm_eps: f32,
+    pub f_norm_rms_eps: f32,
+    pub f_clamp_kqv: f32,
+    pub f_max_alibi_bias: f32,
+    pub f_logit_scale: f32,
+    pub f_attention_scale: f32,
+    pub f_attn_value_scale: f32,
+    pub causal_attn: bool,
+    pub use_kq_norm: bool,
+    pub pooling_type: i32,
+    pub rope_type: RopeType,
+    pub rope_scaling_type_train: RopeScaling,
+    pub rope_freq_base_train: f32,
+    pub rope_freq_scale_train: f32,
+    pub n_ctx_orig_yarn: u32,
+    pub rope_yarn_log_mul: f32,
+    pub rope_finetuned: bool,
+}
+
+/// Typed access to `<arch>.<key>` values.
+pub(crate) struct Keys<'a> {
+    pub gguf: &'a GgufFile,
+    pub arch: &'a str,
+}
+
+impl Keys<'_> {
+    pub fn full(&self, key: &str) -> String {
+        format!("{}.{}", self.arch, key)
+    }
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.gguf.get(&self.full(key))
+    }
+    fn bad(&self, key: &str, why: &str) -> LlamaError {
+        LlamaError::BadKey { key: self.full(key), why: why.into() }
+    }
+    pub fn u32_opt(&self, key: &str) -> Result<Option<u32>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => match v.as_u64() {
+                Some(n) if n <= u32::MAX as u64 => Ok(Some(n as u32)),
+                _ => Err(self.bad(key, "expected an unsigned integer")),
+            },
+        }
+    }
+    pub fn u32_req(&self, key: &str) -> Result<u32> {
+        self.u32_opt(key)?.ok_or_else(|| LlamaError::MissingKey(self.full(key)))
+    }
+    pub fn f32_opt(&self, key: &str) -> Result<Option<f32>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_f32().map(Some).ok_or_else(|| self.bad(key, "expected a float")),
+        }
+    }
+    pub fn bool_opt(&self, key: &str) -> Result<Option<bool>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_bool().map(Some).ok_or_else(|| self.bad(key, "expected a bool")),
+        }
+    }
+    pub fn str_opt(&self, key: &str) -> Result<Option<String>> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(v) => v.as_str().map(|s| Some(s.to_string())).ok_or_else(|| self.bad(key, "expected a string")),
+        }
+    }
+    /// A per-layer value stored either as one number or as an array of n_layer numbers
+    /// (get_key_or_arr).
+    pub fn per_layer(&self, key: &str, n_layer: usize, required: bool) -> Result<Option<Vec<u32>>> {
+        let Some(v) = self.get(key) else {
+            return if required { Err(LlamaError::MissingKey(self.full(key))) } else { Ok(None) };
+        };
+        if let Some(arr) = v.as_array() {
+            let vals = arr.i32s().ok_or_else(|| self.bad(key, "expected an array of integers"))?;
+            if vals.len() != n_layer || vals.iter().any(|&x| x < 0) {
+                return Err(self.bad(key, &format!("array length {} != n_layer {}", vals.len(), n_layer)));
+            }
+            return Ok(Some(vals.into_iter().map(|x| x as u32).collect()));
+        }
+        match v.as_u64() {
+            Some(n) if n <= u32::MAX as u64 => Ok(Some(vec![n as u32; n_layer])),
+            _ => Err(self.bad(key, "expected an unsigned integer or an array")),
+        }
+    }
+}
+
+impl HParams {
+    pub(crate) fn load(gguf: &GgufFile, arch: Arch) -> Result<HParams> {
+        let k = Keys { gguf, arch: arch.name() };
+        let n_ctx_train = k.u32_req("context_length")?;
+        let n_embd = k.u32_req("embedding_length")?;
+        let n_layer = k.u32_req("block_count")?;
+        if n_layer as usize > MAX_LAYERS {
+            return Err(LlamaError::BadHparams(format!("n_layer = {n_layer} exceeds {MAX_LAYERS}")));
+        }
+        let n_expert = k.u32_opt("expert_count")?.unwrap_or(0);
+        let n_expert_used = k.u32_opt("expert_used_count")?.unwrap_or(0);
+        if n_expert_used > n_expert {
+            return Err(LlamaError::BadHparams(format!("n_expert_used {n_expert_used} > n_expert {n_expert}")));
+        }
+        let nl = n_layer as usize;
+        let n_ff_arr = k.per_layer("feed_forward_length", nl, false)?.unwrap_or_else(|| vec![0; nl]);
+        let n_head_arr = k.per_layer("attention.head_count", nl, true)?.unwrap_or_default();
+        let n_head_kv_arr = k.per_layer("attention.head_count_kv", nl, false)?.unwrap_or_else(|| n_head_arr.clone());
+        let n_head0 = n_head_arr.first().copied().unwrap_or(0);
+        if n_embd == 0 || n_head0 == 0 {
+            return Err(LlamaError::BadHparams("n_embd and n_head must be positive".into()));
+        }
+        let default_head = n_embd / n_head0;
+        let n_embd_head_k = k.u32_opt("attention.key_length")?.unwrap_or(default_head);
+        let n_embd_head_v = k.u32_opt("attention.value_length")?.unwrap_or(default_head);
+        let n_rot = k.u32_opt("rope.dimension_count")?.unwrap_or(default_head);
+        if n_rot > n_embd_head_k {
+            return Err(LlamaError::BadHparams(format!("invalid n_rot: {n_rot}, expected <= {n_embd_head_k}")));
+        }
+        let rope_freq_base_train = k.f32_opt("rope.freq_base")?.unwrap_or(10000.0);
+        let rope_scaling_type_train = match k.str_opt("rope.scaling.type")? {
+            None => RopeScaling::Linear,
+            Some(s) => RopeScaling::from_name(&s).ok_or_else(|| k.bad("rope.scaling.type", "unknown scaling type"))?,
+        };
+        // the scale factor is stored as its inverse (factor), or as scale_linear in old files
+        let mut ropescale = k.f32_opt("rope.scaling.factor")?.unwrap_or(0.0);
+        if ropescale == 0.0 {
+            ropescale = k.f32_opt("rope.scale_linear")?.unwrap_or(0.0);
+        }
+        let rope_freq_scale_train = if ropescale == 0.0 { 1.0 } else { 1.0 / ropescale };
+        let n_ctx_orig_yarn = k.u32_opt("rope.scaling.original_context_length")?.unwrap_or(n_ctx_train);
+        let rope_finetuned = k.bool_opt("rope.scaling.finetuned")?.unwrap_or(false);
+        let rope_yarn_log_mul = k.f32_opt("rope.scaling.yarn_log_multiplier")?.unwrap_or(0.0);
+        let f_norm_rms_eps = k.f32_opt("attention.layer_norm_rms_epsilon")?;
+        let f_norm_rms_eps = match arch {
+            Arch::Llama | Arch::Qwen2 => {
+                f_norm_rms_eps.ok_or_else(|| LlamaError::MissingKey(k.full("attention.layer_norm_rms_epsilon")))?
+            }
+        };
+        let n_vocab = match k.u32_opt("vocab_size")? {
+            Some(n) => n,
+            None => gguf
+                .get("tokenizer.ggml.tokens")
+                .and_then(|v| v.as_array())
+                .map(|a| a.len() as u32)
+                .unwrap_or(0),
+        };
+        Ok(HParams {
+            n_ctx_train,
+            n_embd,
+            n_layer,
+            n_vocab,
+            n_rot,
+            n_embd_head_k,
+            n_embd_head_v,
+            n_head_arr,
+            n_head_kv_arr,
+            n_ff_arr,
+            n_expert,
+            n_expert_used,
+            f_norm_eps: k.f32_opt("attention.layer_norm_epsilon")?.unwrap_or(0.0),
+            f_norm_rms_eps,
+            f_clamp_kqv: k.f32_opt("attention.clamp_kqv")?.unwrap_or(0.0),
+            f_max_alibi_bias: k.f32_opt("attention.max_alibi_bias")?.unwrap_or(0.0),
+            f_logit_scale: k.f32_opt("logit_scale")?.unwrap_or(0.0),
+            f_attention_scale: k.f32_opt("attention.scale")?.unwrap_or(0.0),
+            f_attn_value_scale: 0.0,
+            causal_attn: k.bool_opt("attention.causal")?.unwrap_or(true),
+            use_kq_norm: false,
+            pooling_type: k.u32_opt("pooling_type")?.map_or(-1, |v| v as i32),
+            rope_type: arch.rope_type(),
+            rope_scaling_type_train,
+            rope_freq_base_train,
+            rope_freq_scale_train,
+            n_ctx_orig_yarn,
+            rope_yarn_log_mul,
+            rope_finetuned,
+        })
+    }
+
+    pub fn n_head(&self, il: usize) -> u32 {
+        self.n_head_arr.get(il).copied().unwrap_or(0)
+    }
+    pub fn n_head_kv(&self, il: usize) -> u32 {
+        self.n_head_kv_arr.get(il).copied().unwrap_or(0)
+    }
+    pub fn n_ff(&self, il: usize) -> u32 {
+        self.n_ff_arr.get(il).copied().unwrap_or(0)
+    }
+    pub fn n_gqa(&self, il: usize) -> u32 {
+        let kv = self.n_head_kv(il);
+        if kv == 0 {
+            0
+        } else {
+            self.n_head(il) / kv
+        }
+    }
+    pub fn n_embd_k_gqa(&self, il: usize) -> u32 {
+        self.n_embd_head_k * self.n_head_kv(il)
+    }
+    pub fn n_embd_v_gqa(&self, il: usize) -> u32 {
+        self.n_embd_head_v * self.n_head_kv(il)
+    }
+    pub fn n_embd_k_gqa_max(&self) -> u32 {
+        (0..self.n_layer as usize).map(|il| self.n_embd_k_gqa(il)).max().unwrap_or(0)
+    }
+    pub fn n_embd_v_gqa_max(&self) -> u32 {
+        (0..self.n_layer as usize).map(|il| self.n_embd_v_gqa(il)).max().unwrap_or(0)
+    }
+    /// Per-layer values print as one number when uniform, else as a list (print_f).
+    pub(crate) fn fmt_per_layer(&self, f: impl Fn(usize) -> u32) -> String {
+        let vals: Vec<u32> = (0..self.n_layer as usize).map(f).collect();
+        match vals.first() {
+            Some(&first) if vals.iter().all(|&v| v == first) => first.to_string(),
+            None => String::new(),
+            _ => format!("[{}]", vals.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")),
+        }
+    }
+}

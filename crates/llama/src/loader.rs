@@ -1,0 +1,279 @@
+//! The model loader (llama_model_loader): opens the GGUF file in the chosen load mode, dumps the
+//! metadata to the log, hands out tensor infos to the architecture's tensor list, and fills the
+//! weight buffers (mapped, read, locked, or read with direct I/O) with progress dots.
+
+use crate::error::{LlamaError, Result};
+use crate::ftype;
+use gguf::{GgufFile, TensorInfo, Value, ValueType};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Arc;
+
+/// How tensor data gets into memory (`-lm` / `--load-mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LoadMode {
+    #[default]
+    Auto,
+    None,
+    Mmap,
+    Mlock,
+    MmapMlock,
+    Dio,
+}
+
+impl LoadMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadMode::Auto => "auto",
+            LoadMode::None => "none",
+            LoadMode::Mmap => "mmap",
+            LoadMode::Mlock => "mlock",
+            LoadMode::MmapMlock => "mmap+mlock",
+            LoadMode::Dio => "dio",
+        }
+    }
+    pub fn uses_mmap(self) -> bool {
+        matches!(self, LoadMode::Mmap | LoadMode::MmapMlock)
+    }
+    pub fn uses_mlock(self) -> bool {
+        matches!(self, LoadMode::Mlock | LoadMode::MmapMlock)
+    }
+    /// `auto` maps the file: it is what llama.cpp does where mmap is available.
+    pub fn resolve(self) -> LoadMode {
+        match self {
+            LoadMode::Auto => LoadMode::Mmap,
+            m => m,
+        }
+    }
+}
+
+impl FromStr for LoadMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<LoadMode, String> {
+        match s {
+            "auto" => Ok(LoadMode::Auto),
+            "none" => Ok(LoadMode::None),
+            "mmap" => Ok(LoadMode::Mmap),
+            "mlock" => Ok(LoadMode::Mlock),
+            "mmap+mlock" => Ok(LoadMode::MmapMlock),
+            "dio" => Ok(LoadMode::Dio),
+            _ => Err(format!(
+                "unknown load mode '{s}' (expected auto, none, mmap, mlock, mmap+mlock or dio)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for LoadMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+pub(crate) struct ModelLoader {
+    pub path: PathBuf,
+    pub gguf: Arc<GgufFile>,
+    pub ftype: u32,
+    pub n_elements: u64,
+    pub n_bytes: u64,
+}
+
+const MAX_VALUE_LEN: usize = 40;
+
+fn version_name(v: u32) -> &'static str {
+    match v {
+        1 => "GGUF V1 (support until nov 2023)",
+        2 => "GGUF V2",
+        _ => "GGUF V3 (latest)",
+    }
+}
+
+fn scalar_to_string(v: &Value) -> String {
+    match v {
+        Value::U8(x) => x.to_string(),
+        Value::I8(x) => x.to_string(),
+        Value::U16(x) => x.to_string(),
+        Value::I16(x) => x.to_string(),
+        Value::U32(x) => x.to_string(),
+        Value::I32(x) => x.to_string(),
+        Value::U64(x) => x.to_string(),
+        Value::I64(x) => x.to_string(),
+        // std::to_string of a float is "%f"
+        Value::F32(x) => format!("{:.6}", x),
+        Value::F64(x) => format!("{:.6}", x),
+        Value::Bool(b) => (if *b { "true" } else { "false" }).to_string(),
+        Value::Str(s) => s.clone(),
+        Value::Array(_) => "???".to_string(),
+    }
+}
+
+/// gguf_kv_to_str, stopping early once the text is certainly longer than what the dump shows.
+fn value_to_string(v: &Value) -> String {
+    let Value::Array(arr) = v else {
+        return scalar_to_string(v);
+    };
+    let mut s = String::from("[");
+    for (j, e) in arr.values.iter().enumerate() {
+        if j > 0 {
+            s.push_str(", ");
+        }
+        match e {
+            Value::Str(x) => {
+                s.push('"');
+                s.push_str(&x.replace('\\', "\\\\").replace('"', "\\\""));
+                s.push('"');
+            }
+            Value::Array(_) => s.push_str("???"),
+            other => s.push_str(&scalar_to_string(other)),
+        }
+        if s.len() > 4 * MAX_VALUE_LEN {
+            return s;
+        }
+    }
+    s.push(']');
+    s
+}
+
+fn type_to_string(v: &Value) -> String {
+    match v {
+        Value::Array(a) => format!("arr[{},{}]", a.elem_type.name(), a.len()),
+        other => other.value_type().name().to_string(),
+    }
+}
+
+/// Cuts at a byte count as llama.cpp's substr does, then mends a split UTF-8 sequence.
+fn truncate_value(s: &str) -> String {
+    let s = s.replace('\n', "\\n");
+    if s.len() <= MAX_VALUE_LEN {
+        return s;
+    }
+    let cut = &s.as_bytes()[..MAX_VALUE_LEN - 3];
+    format!("{}...", String::from_utf8_lossy(cut))
+}
+
+impl ModelLoader {
+    pub fn open(path: &Path, mode: LoadMode) -> Result<ModelLoader> {
+        let opened = if mode.uses_mmap() {
+            GgufFile::open(path)
+        } else {
+            GgufFile::open_metadata(path)
+        };
+        let gguf = opened.map_err(|e| {
+            ggml::log_error!("llama_model_load: error loading model: llama_model_loader: failed to load model from {}\n", path.display());
+            LlamaError::Gguf { path: path.to_path_buf(), source: e }
+        })?;
+
+        let n_elements: u64 = gguf.tensors.iter().map(|t| t.n_elements()).sum();
+        let n_bytes: u64 = gguf.tensors.iter().map(|t| t.size).sum();
+
+        ggml::log_info!(
+            "llama_model_loader: loaded meta data with {} key-value pairs and {} tensors from {} (version {})\n",
+            gguf.kv.len(),
+            gguf.tensors.len(),
+            path.display(),
+            version_name(gguf.version)
+        );
+
+        // the most common tensor type decides the guessed file type
+        let mut counts: Vec<(ggml::Type, u32)> = Vec::new();
+        let (mut n_type_max, mut type_max) = (0u32, ggml::Type::F32);
+        for t in &gguf.tensors {
+            let c = match counts.iter_mut().find(|(ty, _)| *ty == t.ty) {
+                Some((_, c)) => {
+                    *c += 1;
+                    *c
+                }
+                None => {
+                    counts.push((t.ty, 1));
+                    1
+                }
+            };
+            if n_type_max < c {
+                n_type_max = c;
+                type_max = t.ty;
+            }
+        }
+        let mut ftype = ftype::from_type(type_max) | ftype::GUESSED;
+        if let Some(v) = gguf.get("general.file_type").and_then(|v| v.as_u64()) {
+            ftype = v as u32;
+        }
+
+        ggml::log_info!(
+            "llama_model_loader: Dumping metadata keys/values. Note: KV overrides do not apply in this output.\n"
+        );
+        for (i, (key, value)) in gguf.kv.iter().enumerate() {
+            ggml::log_info!(
+                "llama_model_loader: - kv {:3}: {:>42} {:<16} = {}\n",
+                i,
+                key,
+                type_to_string(value),
+                truncate_value(&value_to_string(value))
+            );
+        }
+        counts.sort_by_key(|(ty, _)| ty.id());
+        for (ty, n) in &counts {
+            ggml::log_info!("llama_model_loader: - type {:>4}: {:4} tensors\n", ty.name(), n);
+        }
+
+        Ok(ModelLoader { path: path.to_path_buf(), gguf: Arc::new(gguf), ftype, n_elements, n_bytes })
+    }
+
+    pub fn arch_name(&self) -> Result<String> {
+        match self.gguf.get("general.architecture") {
+            Some(Value::Str(s)) => Ok(s.clone()),
+            Some(_) => Err(LlamaError::BadKey { key: "general.architecture".into(), why: "expected a string".into() }),
+            None => Err(LlamaError::MissingKey("general.architecture".into())),
+        }
+    }
+
+    pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
+        self.gguf.tensor(name)
+    }
+
+    /// llama_model_loader::print_info
+    pub fn print_info(&self) {
+        ggml::log_info!("print_info: file format = {}\n", version_name(self.gguf.version));
+        ggml::log_info!("print_info: file type   = {}\n", ftype::name(self.ftype));
+        let bpw = if self.n_elements == 0 { 0.0 } else { self.n_bytes as f64 * 8.0 / self.n_elements as f64 };
+        if self.n_bytes < (1 << 30) {
+            ggml::log_info!("print_info: file size   = {:.2} MiB ({:.2} BPW) \n", self.n_bytes as f64 / 1024.0 / 1024.0, bpw);
+        } else {
+            ggml::log_info!(
+                "print_info: file size   = {:.2} GiB ({:.2} BPW) \n",
+                self.n_bytes as f64 / 1024.0 / 1024.0 / 1024.0,
+                bpw
+            );
+        }
+    }
+
+    /// Metadata as strings (llama_model_meta_val_str).
+    pub fn meta_strings(&self) -> Vec<(String, String)> {
+        self.gguf
+            .kv
+            .iter()
+            .filter(|(_, v)| !matches!(v, Value::Array(a) if a.elem_type == ValueType::Array))
+            .map(|(k, v)| (k.clone(), value_to_string(v)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_mode_names_round_trip() {
+        for m in [LoadMode::Auto, LoadMode::None, LoadMode::Mmap, LoadMode::Mlock, LoadMode::MmapMlock, LoadMode::Dio] {
+            assert_eq!(m.name().parse::<LoadMode>().unwrap(), m);
+        }
+        assert!("--mmap".parse::<LoadMode>().is_err());
+    }
+
+    #[test]
+    fn long_values_are_cut_at_40_bytes() {
+        assert_eq!(truncate_value("short"), "short");
+        let long = "x".repeat(50);
+        assert_eq!(truncate_value(&long), format!("{}...", "x".repeat(37)));
+        assert_eq!(truncate_value("a\nb"), "a\\nb");
+    }
+}

@@ -1,0 +1,298 @@
+//! The model (llama_model): hyperparameters, the weights in their backend buffers, the layer to
+//! device placement, and the descriptive queries (desc, size, n_params, metadata).
+
+use crate::arch::Arch;
+use crate::error::{LlamaError, Result};
+use crate::hparams::HParams;
+use crate::loader::{LoadMode, ModelLoader};
+use crate::model_tensors::{Placement, TensorCreator};
+use ggml::backend::{Buffer, DeviceRef};
+use ggml::{Context, TensorId};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SplitMode {
+    None,
+    #[default]
+    Layer,
+    Row,
+}
+
+impl std::str::FromStr for SplitMode {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<SplitMode, String> {
+        match s {
+            "none" => Ok(SplitMode::None),
+            "layer" => Ok(SplitMode::Layer),
+            "row" => Ok(SplitMode::Row),
+            _ => Err(format!("unknown split mode '{s}' (expected none, layer or row)")),
+        }
+    }
+}
+
+/// Called with the fraction of tensor data loaded; returning false cancels the load.
+pub type ProgressCallback = Box<dyn FnMut(f32) -> bool + Send>;
+
+/// llama_model_params
+pub struct ModelParams {
+    /// -1: as many as fit (all, with only the CPU), -2: all
+    pub n_gpu_layers: i32,
+    pub split_mode: SplitMode,
+    pub main_gpu: i32,
+    pub tensor_split: Vec<f32>,
+    pub load_mode: LoadMode,
+    /// (regex on the tensor name, buffer type name), first match wins
+    pub tensor_buft_overrides: Vec<(String, String)>,
+    pub use_extra_bufts: bool,
+    /// device names to use; None = every registered device
+    pub devices: Option<Vec<String>>,
+    pub vocab_only: bool,
+    pub check_tensors: bool,
+    /// create the tensors and size the buffers without allocating or reading them
+    pub no_alloc: bool,
+    /// None prints llama.cpp's progress dots
+    pub progress_callback: Option<ProgressCallback>,
+}
+
+impl Default for ModelParams {
+    fn default() -> Self {
+        ModelParams {
+            n_gpu_layers: -1,
+            split_mode: SplitMode::Layer,
+            main_gpu: 0,
+            tensor_split: Vec::new(),
+            load_mode: LoadMode::Auto,
+            tensor_buft_overrides: Vec::new(),
+            use_extra_bufts: true,
+            devices: None,
+            vocab_only: false,
+            check_tensors: false,
+            no_alloc: false,
+            progress_callback: None,
+        }
+    }
+}
+
+/// The weights of one transformer block; optional ones are None when the file lacks them.
+#[derive(Clone, Debug, Default)]
+pub struct Layer {
+    pub attn_norm: Option<TensorId>,
+    pub wq: Option<TensorId>,
+    pub wk: Option<TensorId>,
+    pub wv: Option<TensorId>,
+    pub wo: Option<TensorId>,
+    pub bq: Option<TensorId>,
+    pub bk: Option<TensorId>,
+    pub bv: Option<TensorId>,
+    pub bo: Option<TensorId>,
+    pub ffn_norm: Option<TensorId>,
+    pub ffn_gate: Option<TensorId>,
+    pub ffn_down: Option<TensorId>,
+    pub ffn_up: Option<TensorId>,
+    pub ffn_gate_b: Option<TensorId>,
+    pub ffn_down_b: Option<TensorId>,
+    pub ffn_up_b: Option<TensorId>,
+    pub rope_freqs: Option<TensorId>,
+}
+
+pub struct Model {
+    pub(crate) arch: Arch,
+    pub(crate) hparams: HParams,
+    pub(crate) name: String,
+    pub(crate) type_name: &'static str,
+    pub(crate) ftype: u32,
+    pub(crate) n_elements: u64,
+    pub(crate) n_bytes: u64,
+    pub(crate) meta: Vec<(String, String)>,
+    /// the weights; graphs import them as leaves
+    pub(crate) ctx: Context,
+    pub(crate) tok_embd: Option<TensorId>,
+    pub(crate) output_norm: Option<TensorId>,
+    pub(crate) output: Option<TensorId>,
+    pub(crate) output_b: Option<TensorId>,
+    pub(crate) layers: Vec<Layer>,
+    pub(crate) locked: crate::load_data::LockedMemory,
+    pub(crate) buffers: Vec<Arc<Buffer>>,
+    /// buffer sizes by buffer type name, also in no_alloc mode where no buffer exists
+    pub(crate) buffer_sizes: Vec<(String, usize)>,
+    pub(crate) placement: Placement,
+    pub(crate) n_gpu_layers: i32,
+    pub(crate) t_start: Instant,
+    pub(crate) t_load_us: u64,
+    pub(crate) load_mode: LoadMode,
+    /// keeps the memory map alive for CPU_Mapped buffers
+    pub(crate) _file: Arc<gguf::GgufFile>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Model({} {})", self.arch.name(), self.name)
+    }
+}
+
+impl Model {
+    /// llama_model_load_from_file: prints startup-log parts 1 and 2.
+    pub fn load(path: &Path, params: &ModelParams) -> Result<Arc<Model>> {
+        let mut params_owned = ModelParams {
+            progress_callback: None,
+            tensor_split: params.tensor_split.clone(),
+            tensor_buft_overrides: params.tensor_buft_overrides.clone(),
+            devices: params.devices.clone(),
+            ..*params
+        };
+        Model::load_with(path, &mut params_owned)
+    }
+
+    /// As `load`, with a progress callback taken from the params.
+    pub fn load_with(path: &Path, params: &mut ModelParams) -> Result<Arc<Model>> {
+        let t_start = Instant::now();
+        let mode = if params.no_alloc || params.vocab_only { LoadMode::None } else { params.load_mode.resolve() };
+        let ml = ModelLoader::open(path, mode)?;
+        ml.print_info();
+        let arch_name = ml.arch_name()?;
+        let arch = Arch::from_name(&arch_name).ok_or_else(|| {
+            ggml::log_error!(
+                "llama_model_load: error loading model: error loading model architecture: unknown model architecture: '{}'\n",
+                arch_name
+            );
+            LlamaError::UnknownArch(arch_name.clone())
+        })?;
+        let hparams = HParams::load(&ml.gguf, arch)?;
+        let name = ml.gguf.get("general.name").and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let n_head0 = hparams.n_head(0);
+        let n_head_kv0 = hparams.n_head_kv(0);
+        let type_name =
+            crate::arch::type_name(arch, hparams.n_layer, hparams.n_embd, n_head0, n_head_kv0, hparams.n_vocab);
+
+        let mut model = Model {
+            arch,
+            hparams,
+            name,
+            type_name,
+            ftype: ml.ftype,
+            n_elements: ml.n_elements,
+            n_bytes: ml.n_bytes,
+            meta: ml.meta_strings(),
+            ctx: Context::new(),
+            tok_embd: None,
+            output_norm: None,
+            output: None,
+            output_b: None,
+            layers: Vec::new(),
+            locked: Default::default(),
+            buffers: Vec::new(),
+            buffer_sizes: Vec::new(),
+            placement: Placement::default(),
+            n_gpu_layers: params.n_gpu_layers,
+            t_start,
+            t_load_us: 0,
+            load_mode: mode,
+            _file: ml.gguf.clone(),
+        };
+        model.print_info(params.no_alloc);
+        if params.vocab_only {
+            ggml::log_info!("llama_model_load: vocab only - skipping tensors\n");
+            return Ok(Arc::new(model));
+        }
+        ggml::log_info!(
+            "load_tensors: loading model tensors, this can take a while... (load_mode = {})\n",
+            mode.name()
+        );
+        let hparams = model.hparams.clone();
+        let mut creator = TensorCreator::new(&ml, &hparams, params)?;
+        match arch {
+            Arch::Llama | Arch::Qwen2 => crate::model_tensors::create_decoder_tensors(&mut model, &mut creator)?,
+        }
+        creator.finish(&mut model, params)?;
+        model.t_load_us = t_start.elapsed().as_micros() as u64;
+        Ok(Arc::new(model))
+    }
+
+    pub fn hparams(&self) -> &HParams {
+        &self.hparams
+    }
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+    pub fn arch_name(&self) -> &str {
+        self.arch.name()
+    }
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    pub fn ftype_name(&self) -> String {
+        crate::ftype::name(self.ftype)
+    }
+    /// llama_model_desc: "llama ?B all F32"
+    pub fn desc(&self) -> String {
+        format!("{} {} {}", self.arch.name(), self.type_name, self.ftype_name())
+    }
+    /// Bytes of tensor data.
+    pub fn size(&self) -> u64 {
+        self.n_bytes
+    }
+    pub fn n_params(&self) -> u64 {
+        self.n_elements
+    }
+    pub fn n_ctx_train(&self) -> u32 {
+        self.hparams.n_ctx_train
+    }
+    pub fn n_embd(&self) -> u32 {
+        self.hparams.n_embd
+    }
+    pub fn n_layer(&self) -> u32 {
+        self.hparams.n_layer
+    }
+    pub fn n_head(&self) -> u32 {
+        self.hparams.n_head(0)
+    }
+    pub fn n_vocab(&self) -> u32 {
+        self.hparams.n_vocab
+    }
+    pub fn n_gpu_layers(&self) -> i32 {
+        self.n_gpu_layers
+    }
+    pub fn load_mode(&self) -> LoadMode {
+        self.load_mode
+    }
+    /// Microseconds spent in Model::load.
+    pub fn t_load_us(&self) -> u64 {
+        self.t_load_us
+    }
+    pub fn t_start(&self) -> Instant {
+        self.t_start
+    }
+    /// (buffer type name, bytes) of each weight buffer, for the memory breakdown.
+    pub fn buffer_sizes(&self) -> Vec<(String, usize)> {
+        self.buffer_sizes.clone()
+    }
+    pub fn meta_get(&self, key: &str) -> Option<String> {
+        self.meta.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+    }
+    pub fn meta(&self) -> &[(String, String)] {
+        &self.meta
+    }
+    /// The weights arena (read-only), e.g. to look a weight up by name.
+    pub fn weights(&self) -> &Context {
+        &self.ctx
+    }
+    pub fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+    /// The device a layer's weights live on (il == n_layer is the output layer).
+    pub fn dev_layer(&self, il: usize) -> Option<&DeviceRef> {
+        self.placement.dev_layer.get(il)
+    }
+    pub fn dev_output(&self) -> Option<&DeviceRef> {
+        self.placement.dev_output.as_ref()
+    }
+    /// Devices in use, in registry order (GPUs first, CPU last).
+    pub fn devices(&self) -> &[DeviceRef] {
+        &self.placement.devices
+    }
+    pub(crate) fn rope_freqs(&self, il: usize) -> Option<TensorId> {
+        self.layers.get(il).and_then(|l| l.rope_freqs)
+    }
+}

@@ -1,0 +1,485 @@
+//! Creating the weight tensors (create_tensor): shape checks against the file, the device of
+//! each layer, the buffer type each weight prefers (and the one it gets), `-ot` overrides,
+//! then the buffers themselves and the data load.
+
+use crate::arch::{tn, Arch};
+use crate::error::{LlamaError, Result};
+use crate::hparams::HParams;
+use crate::loader::ModelLoader;
+use crate::model::{Layer, Model, ModelParams};
+use ggml::backend::{same_buft, BufferTypeRef, DeviceKind, DeviceRef};
+use ggml::tensor::TensorData;
+use ggml::{Context, Op, RopeParams, TensorId, Type};
+use regex::Regex;
+
+/// The devices of the model: which one holds each layer, and the buffer types to try, best first.
+#[derive(Default)]
+pub struct Placement {
+    pub devices: Vec<DeviceRef>,
+    pub cpu: Option<DeviceRef>,
+    /// n_layer entries
+    pub dev_layer: Vec<DeviceRef>,
+    pub dev_output: Option<DeviceRef>,
+    pub cpu_buft_list: Vec<(DeviceRef, BufferTypeRef)>,
+    pub gpu_buft_lists: Vec<Vec<(DeviceRef, BufferTypeRef)>>,
+}
+
+/// Which part of the model a weight belongs to (its device and buffer list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayerKind {
+    Input,
+    Output,
+    Repeating(usize),
+}
+
+pub const REQUIRED: u32 = 0;
+pub const NOT_REQUIRED: u32 = 1;
+pub const DUPLICATED: u32 = 2;
+
+struct Created {
+    id: TensorId,
+    file_offset: u64,
+    size: u64,
+    buft: BufferTypeRef,
+    dev: DeviceRef,
+}
+
+pub struct TensorCreator<'a> {
+    ml: &'a ModelLoader,
+    hp: &'a HParams,
+    ctx: Context,
+    created: Vec<Created>,
+    names: Vec<String>,
+    overrides: Vec<(Regex, BufferTypeRef)>,
+    /// (preferred buft name, used buft name) -> (first tensor "name' (type", count)
+    fallbacks: Vec<(String, String, String, Type, usize)>,
+    placement: Placement,
+}
+
+fn fmt_shape(ne: &[i64]) -> String {
+    ne.iter().map(|n| format!("{n:5}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Every buffer type the registered devices offer, by name (for -ot).
+fn all_bufts(devices: &[DeviceRef]) -> Vec<BufferTypeRef> {
+    let mut out: Vec<BufferTypeRef> = Vec::new();
+    for d in devices {
+        let mut list = vec![d.buffer_type()];
+        list.extend(d.host_buffer_type());
+        list.extend(d.extra_buffer_types());
+        for b in list {
+            if !out.iter().any(|o| same_buft(o, &b)) {
+                out.push(b);
+            }
+        }
+    }
+    out
+}
+
+fn select_devices(params: &ModelParams) -> Result<Vec<DeviceRef>> {
+    let all = ggml::backend::devices();
+    if all.is_empty() {
+        return Err(LlamaError::NoDevice("no backend is registered (call llama::backend_init() first)".into()));
+    }
+    let Some(names) = &params.devices else {
+        return Ok(all);
+    };
+    let mut out = Vec::new();
+    for n in names {
+        match all.iter().find(|d| d.name().eq_ignore_ascii_case(n)) {
+            Some(d) => out.push(d.clone()),
+            None => return Err(LlamaError::NoDevice(format!("invalid device: {n}"))),
+        }
+    }
+    // the CPU is always available for the input layer and the fallback
+    if !out.iter().any(|d| d.kind() == DeviceKind::Cpu) {
+        out.extend(all.iter().filter(|d| d.kind() == DeviceKind::Cpu).cloned());
+    }
+    Ok(out)
+}
+
+impl<'a> TensorCreator<'a> {
+    pub fn new(ml: &'a ModelLoader, hp: &'a HParams, params: &ModelParams) -> Result<TensorCreator<'a>> {
+        let devices = select_devices(params)?;
+        let cpu = devices
+            .iter()
+            .find(|d| d.kind() == DeviceKind::Cpu)
+            .cloned()
+            .ok_or_else(|| LlamaError::NoDevice("no CPU device".into()))?;
+        let gpus: Vec<DeviceRef> =
+            devices.iter().filter(|d| matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu)).cloned().collect();
+        for d in &gpus {
+            let (free, _) = d.memory();
+            ggml::log_info!(
+                "llama_prepare_model_devices: using device {} ({}) (unknown id) - {} MiB free\n",
+                d.name(),
+                d.description(),
+                free / 1024 / 1024
+            );
+        }
+
+        // make_cpu_buft_list: accelerators, a GPU's pinned host memory, the CPU's extras, the CPU
+        let mut cpu_list: Vec<(DeviceRef, BufferTypeRef)> = Vec::new();
+        for d in devices.iter().filter(|d| d.kind() == DeviceKind::Accel) {
+            cpu_list.push((d.clone(), d.buffer_type()));
+        }
+        if let Some((d, b)) = gpus.iter().find_map(|d| d.host_buffer_type().map(|b| (d.clone(), b))) {
+            cpu_list.push((d, b));
+        }
+        if params.use_extra_bufts {
+            for b in cpu.extra_buffer_types() {
+                cpu_list.push((cpu.clone(), b));
+            }
+        }
+        cpu_list.push((cpu.clone(), cpu.buffer_type()));
+
+        let gpu_buft_lists: Vec<Vec<(DeviceRef, BufferTypeRef)>> = gpus
+            .iter()
+            .map(|d| {
+                let mut l = vec![(d.clone(), d.buffer_type())];
+                l.extend(cpu_list.iter().cloned());
+                l
+            })
+            .collect();
+
+        // layer placement: the last n_gpu_layers layers (the output layer counted) go to the GPUs
+        let n_layer = hp.n_layer as i32;
+        let n_gpu_layers = if params.n_gpu_layers >= 0 { params.n_gpu_layers } else { n_layer + 1 };
+        let i_gpu_start = (n_layer + 1 - n_gpu_layers).max(0);
+        let act_gpu_layers = if gpus.is_empty() { 0 } else { n_gpu_layers.min(n_layer + 1) };
+        let mut splits: Vec<f32> = if params.tensor_split.iter().take(gpus.len()).all(|&x| x == 0.0) {
+            gpus.iter().map(|d| d.memory().0 as f32).collect()
+        } else {
+            (0..gpus.len()).map(|i| params.tensor_split.get(i).copied().unwrap_or(0.0)).collect()
+        };
+        let mut sum = 0.0f32;
+        for s in splits.iter_mut() {
+            sum += *s;
+            *s = sum;
+        }
+        if sum > 0.0 {
+            for s in splits.iter_mut() {
+                *s /= sum;
+            }
+        }
+        let layer_dev = |il: i32| -> (DeviceRef, usize) {
+            if il < i_gpu_start || (il - i_gpu_start) >= act_gpu_layers {
+                ggml::log_debug!("load_tensors: layer {:3} assigned to device {}, is_swa = 0\n", il, cpu.name());
+                return (cpu.clone(), usize::MAX);
+            }
+            let x = (il - i_gpu_start) as f32 / act_gpu_layers as f32;
+            let idx = splits.iter().position(|&s| s > x).unwrap_or(gpus.len() - 1);
+            ggml::log_debug!("load_tensors: layer {:3} assigned to device {}, is_swa = 0\n", il, gpus[idx].name());
+            (gpus[idx].clone(), idx)
+        };
+        let mut dev_layer: Vec<DeviceRef> = (0..=n_layer).map(|il| layer_dev(il).0).collect();
+        let dev_output = dev_layer.pop();
+        if !gpus.is_empty() {
+            let n_gpu = n_gpu_layers.min(n_layer);
+            if n_gpu_layers > n_layer {
+                ggml::log_info!("load_tensors: offloading output layer to GPU\n");
+            }
+            ggml::log_info!("load_tensors: offloading {} repeating layers to GPU\n", n_gpu);
+            ggml::log_info!(
+                "load_tensors: offloaded {}/{} layers to GPU\n",
+                n_gpu_layers.min(n_layer + 1),
+                n_layer + 1
+            );
+        }
+
+        let known = all_bufts(&devices);
+        let mut overrides = Vec::new();
+        for (pattern, buft_name) in &params.tensor_buft_overrides {
+            let re = Regex::new(pattern)
+                .map_err(|e| LlamaError::BadOverride { pattern: pattern.clone(), why: e.to_string() })?;
+            let buft = known
+                .iter()
+                .find(|b| b.name() == buft_name)
+                .cloned()
+                .ok_or_else(|| LlamaError::UnknownBufferType(buft_name.clone()))?;
+            overrides.push((re, buft));
+        }
+
+        Ok(TensorCreator {
+            ml,
+            hp,
+            ctx: Context::new(),
+            created: Vec::new(),
+            names: Vec::new(),
+            overrides,
+            fallbacks: Vec::new(),
+            placement: Placement {
+                devices,
+                cpu: Some(cpu),
+                dev_layer,
+                dev_output,
+                cpu_buft_list: cpu_list,
+                gpu_buft_lists,
+            },
+        })
+    }
+
+    fn buft_list(&self, kind: LayerKind) -> (DeviceRef, Vec<(DeviceRef, BufferTypeRef)>) {
+        let cpu = self.placement.cpu.clone().expect("cpu device");
+        let dev = match kind {
+            LayerKind::Input => return (cpu, self.placement.cpu_buft_list.clone()),
+            LayerKind::Output => self.placement.dev_output.clone().unwrap_or(cpu.clone()),
+            LayerKind::Repeating(il) => self.placement.dev_layer.get(il).cloned().unwrap_or(cpu.clone()),
+        };
+        if dev.kind() == DeviceKind::Cpu {
+            return (dev, self.placement.cpu_buft_list.clone());
+        }
+        let mut l = vec![(dev.clone(), dev.buffer_type())];
+        l.extend(self.placement.cpu_buft_list.iter().cloned());
+        (dev, l)
+    }
+
+    /// weight_buft_supported: can `dev` run the op this weight is used in, with the weight in `buft`?
+    fn weight_supported(&self, dev: &DeviceRef, buft: &BufferTypeRef, ty: Type, ne: [i64; 4], op: Op) -> bool {
+        if !dev.supports_buft(buft) {
+            return false;
+        }
+        let Ok(dummy) = buft.clone().alloc_buffer(0) else {
+            return false;
+        };
+        let mut c = Context::new();
+        let w = c.new_tensor(ty, &ne);
+        c[w].data = Some(TensorData { buffer: dummy.clone(), addr: dummy.base() });
+        let n = 512;
+        let node = match op {
+            Op::GetRows => {
+                let b = c.new_tensor_1d(Type::I32, n);
+                c.get_rows(w, b)
+            }
+            Op::MulMat { .. } => {
+                let b = c.new_tensor_4d(Type::F32, ne[0], n, ne[2], ne[3]);
+                c.mul_mat(w, b)
+            }
+            Op::Mul => {
+                let a = c.new_tensor_4d(Type::F32, ne[0], n, ne[2], ne[3]);
+                c.mul(a, w)
+            }
+            Op::Add => {
+                let a = c.new_tensor_4d(Type::F32, ne[0], n, ne[2], ne[3]);
+                c.add(a, w)
+            }
+            Op::Rope(_) => {
+                let head = self.hp.n_embd_head_k as i64;
+                let a = c.new_tensor_3d(Type::F32, head, self.hp.n_head(0) as i64, n);
+                let b = c.new_tensor_1d(Type::I32, n);
+                let p = RopeParams { n_dims: self.hp.n_rot as i32, ..Default::default() };
+                c.rope_ext(a, b, Some(w), p)
+            }
+            _ => return true,
+        };
+        dev.supports_op(&c, node)
+    }
+
+    /// create_tensor: None for an absent optional tensor.
+    pub fn create(&mut self, name: &str, dims: &[i64], flags: u32, kind: LayerKind, op: Op) -> Result<Option<TensorId>> {
+        ggml::log_debug!("create_tensor: loading tensor {}\n", name);
+        let Some(info) = self.ml.tensor(name) else {
+            if flags & NOT_REQUIRED != 0 {
+                return Ok(None);
+            }
+            return Err(LlamaError::MissingTensor(name.to_string()));
+        };
+        if flags & DUPLICATED != 0 {
+            if let Some(i) = self.names.iter().position(|n| n == name) {
+                return Ok(Some(self.created[i].id));
+            }
+        }
+        let got: [i64; 4] = [info.ne[0] as i64, info.ne[1] as i64, info.ne[2] as i64, info.ne[3] as i64];
+        let mut ok = true;
+        for i in 0..4 {
+            let want = dims.get(i).copied().unwrap_or(1);
+            ok &= got[i] == want;
+        }
+        if !ok {
+            return Err(LlamaError::WrongShape {
+                name: name.to_string(),
+                expected: fmt_shape(dims),
+                got: fmt_shape(&got),
+            });
+        }
+        if info.size == 0 && got.iter().product::<i64>() != 0 {
+            return Err(LlamaError::TensorOutOfBounds { name: name.to_string() });
+        }
+
+        let (dev, list) = self.buft_list(kind);
+        let mut chosen: Option<(DeviceRef, BufferTypeRef)> = None;
+        for (re, buft) in &self.overrides {
+            if re.is_match(name) {
+                ggml::log_debug!(
+                    "tensor {} ({} MiB {}) buffer type overridden to {}\n",
+                    name,
+                    info.size / 1024 / 1024,
+                    info.ty.name(),
+                    buft.name()
+                );
+                let owner = self
+                    .placement
+                    .devices
+                    .iter()
+                    .find(|d| d.supports_buft(buft))
+                    .cloned()
+                    .unwrap_or(dev.clone());
+                chosen = Some((owner, buft.clone()));
+                break;
+            }
+        }
+        let chosen = match chosen {
+            Some(c) => c,
+            None => {
+                let found = list.iter().find(|(d, b)| self.weight_supported(d, b, info.ty, got, op)).cloned();
+                let Some(found) = found else {
+                    return Err(LlamaError::Unsupported(format!("no suitable buffer type found for tensor {name}")));
+                };
+                let preferred = &list[0].1;
+                if !same_buft(preferred, &found.1) {
+                    let (p, u) = (preferred.name().to_string(), found.1.name().to_string());
+                    match self.fallbacks.iter_mut().find(|f| f.0 == p && f.1 == u) {
+                        Some(f) => f.4 += 1,
+                        None => self.fallbacks.push((p, u, name.to_string(), info.ty, 0)),
+                    }
+                }
+                found
+            }
+        };
+
+        let id = self.ctx.new_tensor(info.ty, &got[..(info.n_dims.max(1) as usize).min(4)]);
+        self.ctx.set_name(id, name);
+        self.created.push(Created { id, file_offset: info.offset, size: info.size, buft: chosen.1, dev: chosen.0 });
+        self.names.push(name.to_string());
+        Ok(Some(id))
+    }
+
+    pub fn require(&mut self, name: &str, dims: &[i64], kind: LayerKind, op: Op) -> Result<TensorId> {
+        Ok(self.create(name, dims, REQUIRED, kind, op)?.expect("required tensors are present or an error"))
+    }
+
+    /// done_getting_tensors, then the buffers and the data.
+    pub fn finish(self, model: &mut Model, params: &mut ModelParams) -> Result<()> {
+        let n_file = self.ml.gguf.tensors.len();
+        if self.created.len() != n_file {
+            return Err(LlamaError::TensorCount { expected: n_file, got: self.created.len() });
+        }
+        for (pref, used, first, ty, others) in &self.fallbacks {
+            ggml::log_debug!(
+                "done_getting_tensors: tensor '{}' ({}) (and {} others) cannot be used with preferred buffer type {}, using {} instead\n",
+                first,
+                ty.name(),
+                others,
+                pref,
+                used
+            );
+        }
+        let TensorCreator { ml, ctx, created, placement, .. } = self;
+        model.ctx = ctx;
+        model.placement = placement;
+        crate::load_data::allocate_and_load(model, ml, &created_to_plan(&created), params)
+    }
+}
+
+/// What the data loader needs of each weight.
+pub struct PlannedTensor {
+    pub id: TensorId,
+    pub file_offset: u64,
+    pub size: u64,
+    pub buft: BufferTypeRef,
+    pub dev: DeviceRef,
+}
+
+fn created_to_plan(c: &[Created]) -> Vec<PlannedTensor> {
+    c.iter()
+        .map(|c| PlannedTensor { id: c.id, file_offset: c.file_offset, size: c.size, buft: c.buft.clone(), dev: c.dev.clone() })
+        .collect()
+}
+
+/// The tensors of the llama and qwen2 decoders, in llama.cpp's creation order (which is also
+/// the order of the debug log and of the data load).
+pub fn create_decoder_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
+    let hp = model.hparams.clone();
+    let arch = model.arch;
+    let n_embd = hp.n_embd as i64;
+    let n_vocab = hp.n_vocab as i64;
+    let mm = Op::MulMat { prec: ggml::Prec::Default };
+    let tok = tn::global(tn::TOKEN_EMBD, "weight");
+    model.tok_embd = Some(c.require(&tok, &[n_embd, n_vocab], LayerKind::Input, Op::GetRows)?);
+    model.output_norm = Some(c.require(&tn::global(tn::OUTPUT_NORM, "weight"), &[n_embd], LayerKind::Output, Op::Mul)?);
+    model.output =
+        c.create(&tn::global(tn::OUTPUT, "weight"), &[n_embd, n_vocab], NOT_REQUIRED, LayerKind::Output, mm)?;
+    if model.output.is_none() {
+        // tied embeddings: the output matrix is the token embedding
+        model.output = c.create(&tok, &[n_embd, n_vocab], DUPLICATED, LayerKind::Output, mm)?;
+    }
+    let n_embd_head_k = hp.n_embd_head_k as i64;
+    for il in 0..hp.n_layer as usize {
+        let k = LayerKind::Repeating(il);
+        let n_embd_q = n_embd_head_k * hp.n_head(il) as i64;
+        let n_embd_k_gqa = hp.n_embd_k_gqa(il) as i64;
+        let n_embd_v_gqa = hp.n_embd_v_gqa(il) as i64;
+        let n_ff = hp.n_ff(il) as i64;
+        let mut l = Layer {
+            attn_norm: Some(c.require(&tn::blk(tn::ATTN_NORM, "weight", il), &[n_embd], k, Op::Mul)?),
+            ..Layer::default()
+        };
+        // create_tensor_qkv: a fused matrix if the file has one, else three
+        let wqkv = c.create(
+            &tn::blk(tn::ATTN_QKV, "weight", il),
+            &[n_embd, n_embd_q + n_embd_k_gqa + n_embd_v_gqa],
+            NOT_REQUIRED,
+            k,
+            mm,
+        )?;
+        if wqkv.is_some() {
+            return Err(LlamaError::Unsupported(format!(
+                "layer {il}: fused attn_qkv weights are not supported for {}",
+                arch.name()
+            )));
+        }
+        l.wq = Some(c.require(&tn::blk(tn::ATTN_Q, "weight", il), &[n_embd, n_embd_q], k, mm)?);
+        l.wk = Some(c.require(&tn::blk(tn::ATTN_K, "weight", il), &[n_embd, n_embd_k_gqa], k, mm)?);
+        l.wv = Some(c.require(&tn::blk(tn::ATTN_V, "weight", il), &[n_embd, n_embd_v_gqa], k, mm)?);
+        // qwen2 always has Q/K/V biases, llama may
+        let bias_flags = if arch == Arch::Qwen2 { REQUIRED } else { NOT_REQUIRED };
+        l.bq = c.create(&tn::blk(tn::ATTN_Q, "bias", il), &[n_embd_q], bias_flags, k, Op::Add)?;
+        l.bk = c.create(&tn::blk(tn::ATTN_K, "bias", il), &[n_embd_k_gqa], bias_flags, k, Op::Add)?;
+        l.bv = c.create(&tn::blk(tn::ATTN_V, "bias", il), &[n_embd_v_gqa], bias_flags, k, Op::Add)?;
+        l.wo = Some(c.require(&tn::blk(tn::ATTN_OUT, "weight", il), &[n_embd_q, n_embd], k, mm)?);
+        if arch == Arch::Llama {
+            l.bo = c.create(&tn::blk(tn::ATTN_OUT, "bias", il), &[n_embd], NOT_REQUIRED, k, Op::Add)?;
+        }
+        l.ffn_norm = Some(c.require(&tn::blk(tn::FFN_NORM, "weight", il), &[n_embd], k, Op::Mul)?);
+        if arch == Arch::Llama {
+            let flags = NOT_REQUIRED | if il != 0 { DUPLICATED } else { 0 };
+            let rope = Op::Rope(RopeParams::default());
+            l.rope_freqs = c.create(&tn::global(tn::ROPE_FREQS, "weight"), &[hp.n_rot as i64 / 2], flags, k, rope)?;
+        }
+        l.ffn_gate = Some(c.require(&tn::blk(tn::FFN_GATE, "weight", il), &[n_embd, n_ff], k, mm)?);
+        l.ffn_down = Some(c.require(&tn::blk(tn::FFN_DOWN, "weight", il), &[n_ff, n_embd], k, mm)?);
+        l.ffn_up = Some(c.require(&tn::blk(tn::FFN_UP, "weight", il), &[n_embd, n_ff], k, mm)?);
+        if arch == Arch::Llama {
+            l.ffn_gate_b = c.create(&tn::blk(tn::FFN_GATE, "bias", il), &[n_ff], NOT_REQUIRED, k, Op::Add)?;
+            l.ffn_down_b = c.create(&tn::blk(tn::FFN_DOWN, "bias", il), &[n_embd], NOT_REQUIRED, k, Op::Add)?;
+            l.ffn_up_b = c.create(&tn::blk(tn::FFN_UP, "bias", il), &[n_ff], NOT_REQUIRED, k, Op::Add)?;
+        }
+        model.layers.push(l);
+    }
+    if arch == Arch::Llama {
+        // per-tensor scales of scaled low-precision formats; the graph does not apply them yet
+        for il in 0..hp.n_layer as usize {
+            let k = LayerKind::Repeating(il);
+            for suffix in ["scale", "input_scale"] {
+                for base in [tn::ATTN_Q, tn::ATTN_K, tn::ATTN_V, tn::ATTN_OUT, tn::FFN_GATE, tn::FFN_DOWN, tn::FFN_UP] {
+                    if c.create(&tn::blk(base, suffix, il), &[1], NOT_REQUIRED, k, Op::Mul)?.is_some() {
+                        return Err(LlamaError::Unsupported(format!(
+                            "tensor blk.{il}.{base}.{suffix}: scaled weights are not supported"
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
