@@ -1,12 +1,14 @@
 //! ggml: tensors, types, ops, graphs, the allocator, the backend API and the scheduler.
 //! Nothing here knows about language models.
 
+pub mod alloc;
 pub mod backend;
 pub mod context;
 pub mod graph;
 pub mod log;
 pub mod op;
 pub mod quants;
+pub mod sched;
 pub mod tensor;
 pub mod types;
 
