@@ -1,1 +1,3 @@
-//! common
+//! What the tools share: logging (llama.cpp's common_log) and, as tools land, their flag groups.
+
+pub mod log;

@@ -4,6 +4,7 @@
 //! padding to the alignment (`general.alignment`, default 32), then the data section where each
 //! tensor starts at an aligned offset. Everything read from a file is validated before use.
 
+pub mod display;
 mod error;
 mod parse;
 mod reader;

@@ -1,1 +1,70 @@
-fn main() {}
+//! llama-gguf-inspect: what a user wants to know about a GGUF file without loading the model:
+//! header, every KV pair (in llama.cpp's loader dump layout), the tensors, the file type,
+//! parameter count and size. `--json` for scripts, `--key` for one value.
+
+mod json;
+mod report;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use gguf::GgufFile;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "llama-gguf-inspect",
+    version,
+    about = "Show the metadata and tensors of a GGUF file"
+)]
+struct Args {
+    /// The GGUF file
+    file: PathBuf,
+    /// Print a complete machine-readable dump as JSON
+    #[arg(long)]
+    json: bool,
+    /// Print arrays in full (JSON) / values uncut (text)
+    #[arg(long)]
+    full_arrays: bool,
+    /// Leave out the tensor list
+    #[arg(long)]
+    no_tensors: bool,
+    /// Print the value of one key alone (arrays one element a line) and exit
+    #[arg(long, value_name = "KEY")]
+    key: Option<String>,
+}
+
+fn run(args: &Args) -> Result<(), String> {
+    // Only the metadata is read: inspecting a 100 GB model must not read its weights.
+    let file = GgufFile::open_metadata(&args.file).map_err(|e| e.to_string())?;
+    let mut out = std::io::stdout().lock();
+    let bytes = if let Some(key) = &args.key {
+        let v = file
+            .get(key)
+            .ok_or_else(|| format!("key '{key}' not found in {}", args.file.display()))?;
+        report::key_value(v)
+    } else if args.json {
+        let mut s = json::dump(&file, &args.file, args.full_arrays, !args.no_tensors).to_string();
+        s.push('\n');
+        s.into_bytes()
+    } else {
+        report::text(&file, &args.file, args.full_arrays, !args.no_tensors)
+    };
+    match out.write_all(&bytes).and_then(|_| out.flush()) {
+        // A closed pipe (`| head`) is not an error worth reporting.
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("writing output: {e}")),
+        _ => Ok(()),
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
