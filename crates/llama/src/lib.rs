@@ -16,3 +16,4 @@ pub use hparams::HParams;
 pub use loader::LoadMode;
 pub use model::{Layer, Model, ModelParams, SplitMode};
 pub(crate) mod graph;
+pub mod sampling;
