@@ -1,0 +1,111 @@
+//! Random weights, generated in parallel chunks from a seed so that the same seed always gives
+//! the same file (whatever the thread count), and converted to the tensor's type.
+
+use rayon::prelude::*;
+
+/// Elements generated from one seed; the unit of parallel work.
+const CHUNK: usize = 1 << 16;
+
+/// How a tensor's values are drawn.
+#[derive(Clone, Copy, Debug)]
+pub enum Init {
+    /// Normal with mean 0 and this standard deviation.
+    Normal(f32),
+    /// 1 + 0.1 * normal, like the norms of make-tiny-model.py.
+    Norm,
+}
+
+/// SplitMix64: tiny, fast and good enough for weights that only need to look random.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// An approximately standard normal number from one 64-bit draw: the sum of four 16-bit
+/// uniforms (Irwin-Hall), centred and scaled to unit variance. Several times faster than
+/// Box-Muller, which matters for multi-gigabyte models.
+fn normal(bits: u64) -> f32 {
+    const MEAN: f32 = 2.0 * 65535.0;
+    // sqrt(4 * (65536^2 - 1) / 12)
+    const STD: f32 = 37837.23;
+    let sum = (bits & 0xFFFF) + ((bits >> 16) & 0xFFFF) + ((bits >> 32) & 0xFFFF) + (bits >> 48);
+    (sum as f32 - MEAN) / STD
+}
+
+/// Fill `out` with the values of elements `start..start + out.len()` of tensor `tensor`;
+/// `start` must be a multiple of CHUNK.
+pub fn fill(seed: u64, tensor: u64, init: Init, start: u64, out: &mut [f32]) {
+    debug_assert_eq!(start % CHUNK as u64, 0);
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
+        let chunk_index = start / CHUNK as u64 + i as u64;
+        let mut key = SplitMix64(seed ^ tensor.wrapping_mul(0xD1B5_4A32_D192_ED03));
+        let mut rng = SplitMix64(key.next() ^ chunk_index.wrapping_mul(0x8CB9_2BA7_2F3D_8DD7));
+        match init {
+            Init::Normal(std) => chunk.iter_mut().for_each(|x| *x = normal(rng.next()) * std),
+            Init::Norm => chunk.iter_mut().for_each(|x| *x = 1.0 + 0.1 * normal(rng.next())),
+        }
+    });
+}
+
+/// Elements generated per step when streaming a tensor (a multiple of CHUNK).
+pub const STEP: usize = CHUNK * 64;
+
+/// The one place that knows how values become bytes of a type; quantized types join here once
+/// ggml's quantizers exist. `src` holds whole rows.
+pub fn convert(ty: ggml::Type, src: &[f32]) -> Result<Vec<u8>, String> {
+    match ty {
+        ggml::Type::F32 => Ok(src.iter().flat_map(|x| x.to_le_bytes()).collect()),
+        ggml::Type::F16 => {
+            Ok(src.iter().flat_map(|&x| half::f16::from_f32(x).to_le_bytes()).collect())
+        }
+        ggml::Type::Bf16 => {
+            Ok(src.iter().flat_map(|&x| half::bf16::from_f32(x).to_le_bytes()).collect())
+        }
+        other => Err(format!("type {} is not supported yet (use f32, f16 or bf16)", other.name())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normal_has_unit_variance() {
+        let mut v = vec![0f32; 1 << 18];
+        fill(7, 3, Init::Normal(1.0), 0, &mut v);
+        let n = v.len() as f64;
+        let mean = v.iter().map(|&x| x as f64).sum::<f64>() / n;
+        let var = v.iter().map(|&x| (x as f64 - mean).powi(2)).sum::<f64>() / n;
+        assert!(mean.abs() < 0.01, "mean {mean}");
+        assert!((var - 1.0).abs() < 0.02, "var {var}");
+    }
+
+    #[test]
+    fn values_depend_on_seed_and_tensor_only() {
+        let mut whole = vec![0f32; CHUNK * 3];
+        fill(1, 2, Init::Norm, 0, &mut whole);
+        let mut tail = vec![0f32; CHUNK * 2];
+        fill(1, 2, Init::Norm, CHUNK as u64, &mut tail);
+        assert_eq!(&whole[CHUNK..], &tail[..]);
+        let mut other = vec![0f32; CHUNK];
+        fill(1, 3, Init::Norm, 0, &mut other);
+        assert_ne!(&whole[..CHUNK], &other[..]);
+        fill(2, 2, Init::Norm, 0, &mut other);
+        assert_ne!(&whole[..CHUNK], &other[..]);
+    }
+
+    #[test]
+    fn converts_to_each_float_type() {
+        assert_eq!(convert(ggml::Type::F32, &[1.0]).unwrap(), 1.0f32.to_le_bytes());
+        assert_eq!(convert(ggml::Type::F16, &[1.0, -2.0]).unwrap(), [0x00, 0x3C, 0x00, 0xC0]);
+        assert_eq!(convert(ggml::Type::Bf16, &[1.0]).unwrap(), [0x80, 0x3F]);
+        assert!(convert(ggml::Type::Q4_0, &[0.0; 32]).is_err());
+    }
+}
