@@ -157,7 +157,7 @@ mod tests {
         assert!(s.contains("99.9%   KLD: "));
         assert!(s.contains(" 0.1%   Δp: "));
         assert!(s.contains("Median  Δp: "));
-        assert_eq!(s.lines().count(), 7 + 1 + 11 + 1 + 17);
+        assert_eq!(s.lines().count(), 7 + 1 + 13 + 1 + 17);
     }
 
     #[test]
