@@ -1,1 +1,2 @@
 //! ggml-cpu
+pub mod dot;

@@ -1,0 +1,250 @@
+//! ggml's `type_traits_cpu`: for each weight type, the type its dot-product partner is
+//! converted to (`vec_dot_type`), that conversion (`from_float`), and the dot product itself.
+//! Kernels are picked once per process from the CPU's features: AVX-512 (F/BW/VL/VNNI),
+//! AVX2+FMA+F16C, NEON, or the portable scalar code that defines the results.
+
+#[cfg(target_arch = "aarch64")]
+mod neon;
+mod scalar;
+#[cfg(test)]
+mod tests;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+use std::sync::OnceLock;
+
+use ggml::quants::{self, fp32_to_bf16, fp32_to_fp16};
+use ggml::Type;
+
+/// The per-type functions a matmul needs.
+#[derive(Clone, Copy)]
+pub struct CpuTypeTraits {
+    /// The type the other operand (activations) is converted to before the dot product.
+    pub vec_dot_type: Type,
+    /// Converts f32 activations (whole blocks) into `vec_dot_type`.
+    pub from_float: fn(&[f32], &mut [u8]),
+    /// Dot product of `n` elements: `x` in the weight type, `y` in `vec_dot_type`.
+    pub vec_dot: fn(usize, &[u8], &[u8]) -> f32,
+}
+
+/// An instruction-set level with its own kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimdLevel {
+    Scalar,
+    Avx2,
+    Avx512,
+    Neon,
+}
+
+impl SimdLevel {
+    /// The best level this CPU supports.
+    pub fn detect() -> SimdLevel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if x86::has_avx512() {
+                return SimdLevel::Avx512;
+            }
+            if x86::has_avx2() {
+                return SimdLevel::Avx2;
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            if std::arch::is_aarch64_feature_detected!("neon") {
+                return SimdLevel::Neon;
+            }
+        }
+        SimdLevel::Scalar
+    }
+
+    /// Every level this CPU can run, the scalar one first.
+    pub fn available() -> Vec<SimdLevel> {
+        let mut v = vec![SimdLevel::Scalar];
+        #[cfg(target_arch = "x86_64")]
+        {
+            if x86::has_avx2() {
+                v.push(SimdLevel::Avx2);
+            }
+            if x86::has_avx512() {
+                v.push(SimdLevel::Avx512);
+            }
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            if std::arch::is_aarch64_feature_detected!("neon") {
+                v.push(SimdLevel::Neon);
+            }
+        }
+        v
+    }
+}
+
+fn f32_from_float(src: &[f32], dst: &mut [u8]) {
+    for (d, s) in dst.chunks_exact_mut(4).zip(src) {
+        d.copy_from_slice(&s.to_le_bytes());
+    }
+}
+
+fn f16_from_float(src: &[f32], dst: &mut [u8]) {
+    for (d, s) in dst.chunks_exact_mut(2).zip(src) {
+        d.copy_from_slice(&fp32_to_fp16(*s).to_le_bytes());
+    }
+}
+
+fn bf16_from_float(src: &[f32], dst: &mut [u8]) {
+    for (d, s) in dst.chunks_exact_mut(2).zip(src) {
+        d.copy_from_slice(&fp32_to_bf16(*s).to_le_bytes());
+    }
+}
+
+/// Q8_0 activations as ggml's x86 `quantize_row_q8_0` makes them (the build the reference
+/// outputs come from): d = amax/127, multiplier 127/amax, rounding half to even. (The
+/// reference quantizer for files uses 1/d and rounds half away from zero.)
+pub fn quantize_row_q8_0(src: &[f32], dst: &mut [u8]) {
+    q8_blocks(src, dst, 34, |d, _sum| (fp32_to_fp16(d), None));
+}
+
+/// Q8_1 activations as ggml's x86 `quantize_row_q8_1`: like Q8_0 plus s = d * sum(q).
+pub fn quantize_row_q8_1(src: &[f32], dst: &mut [u8]) {
+    q8_blocks(src, dst, 36, |d, sum| {
+        (fp32_to_fp16(d), Some(fp32_to_fp16(d * sum as f32)))
+    });
+}
+
+fn q8_blocks(
+    src: &[f32],
+    dst: &mut [u8],
+    bs: usize,
+    head: impl Fn(f32, i32) -> (u16, Option<u16>),
+) {
+    assert_eq!(
+        src.len() % 32,
+        0,
+        "quantize_row_q8: length not a multiple of 32"
+    );
+    assert!(
+        dst.len() >= src.len() / 32 * bs,
+        "quantize_row_q8: destination too small"
+    );
+    for (x, out) in src.chunks_exact(32).zip(dst.chunks_exact_mut(bs)) {
+        let mut amax = 0.0f32;
+        for v in x {
+            amax = amax.max(v.abs());
+        }
+        let d = amax / 127.0;
+        let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+        let qs = &mut out[bs - 32..];
+        let mut sum = 0i32;
+        for (q, v) in qs.iter_mut().zip(x) {
+            let r = (v * id).round_ties_even() as i32;
+            sum += r;
+            *q = r as i8 as u8;
+        }
+        let (dh, sh) = head(d, sum);
+        out[0..2].copy_from_slice(&dh.to_le_bytes());
+        if let Some(s) = sh {
+            out[2..4].copy_from_slice(&s.to_le_bytes());
+        }
+    }
+}
+
+fn q8_k_from_float(src: &[f32], dst: &mut [u8]) {
+    quants::quantize_row_q8_k_ref(src, dst);
+}
+
+const fn t(
+    vec_dot_type: Type,
+    from_float: fn(&[f32], &mut [u8]),
+    vec_dot: fn(usize, &[u8], &[u8]) -> f32,
+) -> CpuTypeTraits {
+    CpuTypeTraits {
+        vec_dot_type,
+        from_float,
+        vec_dot,
+    }
+}
+
+/// The portable traits of `ty`, or None for a type with no dot product.
+pub fn scalar_traits(ty: Type) -> Option<CpuTypeTraits> {
+    use scalar::*;
+    Some(match ty {
+        Type::F32 => t(Type::F32, f32_from_float, f32_f32),
+        Type::F16 => t(Type::F16, f16_from_float, f16_f16),
+        Type::Bf16 => t(Type::Bf16, bf16_from_float, bf16_bf16),
+        Type::Q4_0 => t(Type::Q8_0, quantize_row_q8_0, q4_0_q8_0),
+        Type::Q4_1 => t(Type::Q8_1, quantize_row_q8_1, q4_1_q8_1),
+        Type::Q5_0 => t(Type::Q8_0, quantize_row_q8_0, q5_0_q8_0),
+        Type::Q5_1 => t(Type::Q8_1, quantize_row_q8_1, q5_1_q8_1),
+        Type::Q8_0 => t(Type::Q8_0, quantize_row_q8_0, q8_0_q8_0),
+        Type::Iq4Nl => t(Type::Q8_0, quantize_row_q8_0, iq4_nl_q8_0),
+        Type::Q2K => t(Type::Q8K, q8_k_from_float, q2_k_q8_k),
+        Type::Q3K => t(Type::Q8K, q8_k_from_float, q3_k_q8_k),
+        Type::Q4K => t(Type::Q8K, q8_k_from_float, q4_k_q8_k),
+        Type::Q5K => t(Type::Q8K, q8_k_from_float, q5_k_q8_k),
+        Type::Q6K => t(Type::Q8K, q8_k_from_float, q6_k_q8_k),
+        _ => return None,
+    })
+}
+
+/// The traits of `ty` with the kernels of `level` where it has one (scalar otherwise).
+/// `level` must be supported by this CPU (see `SimdLevel::available`).
+pub fn traits_for(level: SimdLevel, ty: Type) -> Option<CpuTypeTraits> {
+    let mut tr = scalar_traits(ty)?;
+    let fast: Option<fn(usize, &[u8], &[u8]) -> f32> = match level {
+        SimdLevel::Scalar => None,
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx2 => x86::avx2_kernel(ty),
+        #[cfg(target_arch = "x86_64")]
+        SimdLevel::Avx512 => x86::avx512_kernel(ty),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::Neon => neon::kernel(ty),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    };
+    assert!(
+        SimdLevel::available().contains(&level),
+        "SIMD level {level:?} not supported by this CPU"
+    );
+    if let Some(f) = fast {
+        tr.vec_dot = f;
+    }
+    Some(tr)
+}
+
+static TABLE: OnceLock<Vec<(Type, CpuTypeTraits)>> = OnceLock::new();
+
+/// The traits of `ty` for this CPU, chosen once. Panics for a type without a dot product
+/// (I8, I16, I32, I64, F64, Q8_1, Q8_K); `has_traits` tells which ones have one.
+pub fn cpu_traits(ty: Type) -> &'static CpuTypeTraits {
+    let table = TABLE.get_or_init(|| {
+        let level = SimdLevel::detect();
+        Type::ALL
+            .iter()
+            .filter_map(|&t| traits_for(level, t).map(|tr| (t, tr)))
+            .collect()
+    });
+    table
+        .iter()
+        .find(|(t, _)| *t == ty)
+        .map(|(_, tr)| tr)
+        .unwrap_or_else(|| panic!("no CPU dot product for type {ty}"))
+}
+
+/// Whether `cpu_traits(ty)` exists.
+pub fn has_traits(ty: Type) -> bool {
+    scalar_traits(ty).is_some()
+}
+
+/// Dot products of `nrows` consecutive rows of `w` (each `n` elements of `ty`) with `y`
+/// (already in `vec_dot_type`), written to `out`.
+pub fn vec_dot_rows(ty: Type, n: usize, w: &[u8], nrows: usize, y: &[u8], out: &mut [f32]) {
+    let tr = cpu_traits(ty);
+    let row = quants::bytes_for(ty, n);
+    assert!(
+        w.len() >= row * nrows && out.len() >= nrows,
+        "vec_dot_rows: buffers too small"
+    );
+    for (r, o) in out.iter_mut().take(nrows).enumerate() {
+        *o = (tr.vec_dot)(n, &w[r * row..(r + 1) * row], y);
+    }
+}

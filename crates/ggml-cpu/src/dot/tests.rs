@@ -1,0 +1,134 @@
+//! Every SIMD kernel against the scalar reference on random data, and the scalar kernels
+//! against a dot product of the dequantized operands.
+
+use super::*;
+use ggml::quants::{bytes_for, dequantize_row, quantize_row_ref};
+
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 4.0
+        })
+        .collect()
+}
+
+const TYPES: [Type; 14] = [
+    Type::F32,
+    Type::F16,
+    Type::Bf16,
+    Type::Q4_0,
+    Type::Q4_1,
+    Type::Q5_0,
+    Type::Q5_1,
+    Type::Q8_0,
+    Type::Iq4Nl,
+    Type::Q2K,
+    Type::Q3K,
+    Type::Q4K,
+    Type::Q5K,
+    Type::Q6K,
+];
+
+/// Weights in `ty` and activations converted by `from_float`, for `n` elements.
+fn operands(ty: Type, n: usize, seed: u64) -> (Vec<u8>, Vec<u8>, CpuTypeTraits) {
+    let tr = scalar_traits(ty).unwrap();
+    let w = data(n, seed);
+    let a = data(n, seed + 100);
+    let mut wq = vec![0u8; bytes_for(ty, n)];
+    quantize_row_ref(ty, &w, &mut wq);
+    let mut aq = vec![0u8; bytes_for(tr.vec_dot_type, n)];
+    (tr.from_float)(&a, &mut aq);
+    (wq, aq, tr)
+}
+
+#[test]
+fn scalar_matches_dequantized_dot() {
+    for ty in TYPES {
+        let n = 1024;
+        let (wq, aq, tr) = operands(ty, n, 1);
+        let mut wf = vec![0f32; n];
+        dequantize_row(ty, &wq, &mut wf);
+        let mut af = vec![0f32; n];
+        dequantize_row(tr.vec_dot_type, &aq, &mut af);
+        let want: f64 = wf.iter().zip(&af).map(|(a, b)| *a as f64 * *b as f64).sum();
+        let got = (tr.vec_dot)(n, &wq, &aq) as f64;
+        let scale: f64 = wf
+            .iter()
+            .zip(&af)
+            .map(|(a, b)| (*a as f64 * *b as f64).abs())
+            .sum();
+        // Q8_1 carries d*sum(q) rounded to fp16, which the dot uses for the min term.
+        let tol = if tr.vec_dot_type == Type::Q8_1 {
+            2e-3
+        } else {
+            1e-5
+        };
+        assert!((got - want).abs() <= tol * scale, "{ty}: {got} vs {want}");
+    }
+}
+
+#[test]
+fn simd_kernels_match_scalar() {
+    for level in SimdLevel::available() {
+        for ty in TYPES {
+            let fast = traits_for(level, ty).unwrap();
+            let slow = scalar_traits(ty).unwrap();
+            assert_eq!(fast.vec_dot_type, slow.vec_dot_type);
+            // Lengths that exercise both the unrolled loops and the tails.
+            for (k, n) in [256usize, 512, 4096, 256 * 3 + 256].into_iter().enumerate() {
+                let n = if ty.block_size() == 1 { n + 7 * k } else { n };
+                let (wq, aq, _) = operands(ty, n, 10 + k as u64);
+                let a = (fast.vec_dot)(n, &wq, &aq);
+                let b = (slow.vec_dot)(n, &wq, &aq);
+                let tol = 2e-5 * b.abs().max(1.0) * (n as f32).sqrt();
+                assert!(
+                    (a - b).abs() <= tol,
+                    "{level:?} {ty} n={n}: {a} vs scalar {b}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn q8_0_activation_quantization_rounds_half_to_even() {
+    // amax 127 => multiplier 1, so 2.5 -> 2 and 3.5 -> 4 (the file quantizer would give 3 and 4).
+    let mut x = [0f32; 32];
+    x[0] = 127.0;
+    x[1] = 2.5;
+    x[2] = 3.5;
+    x[3] = -2.5;
+    let mut q = [0u8; 34];
+    quantize_row_q8_0(&x, &mut q);
+    assert_eq!([q[3] as i8, q[4] as i8, q[5] as i8], [2, 4, -2]);
+    let mut q1 = [0u8; 36];
+    quantize_row_q8_1(&x, &mut q1);
+    let s = ggml::quants::fp16_to_fp32(u16::from_le_bytes([q1[2], q1[3]]));
+    assert_eq!(s, 131.0);
+}
+
+#[test]
+fn cpu_traits_cover_every_dot_type() {
+    for ty in TYPES {
+        let tr = cpu_traits(ty);
+        assert_eq!(tr.vec_dot_type, scalar_traits(ty).unwrap().vec_dot_type);
+    }
+    assert!(!has_traits(Type::I32));
+    let (wq, aq, _) = operands(Type::Q4K, 512, 3);
+    let mut two = vec![wq.clone(), wq].concat();
+    let mut out = [0f32; 2];
+    vec_dot_rows(Type::Q4K, 512, &two, 2, &aq, &mut out);
+    assert_eq!(out[0], out[1]);
+    two.truncate(10);
+}
+
+#[test]
+#[should_panic(expected = "shorter")]
+fn short_operands_are_rejected() {
+    let tr = cpu_traits(Type::Q8_0);
+    (tr.vec_dot)(64, &[0u8; 34], &[0u8; 68]);
+}

@@ -1,0 +1,504 @@
+//! AVX2 (+FMA, F16C) and AVX-512 (F, BW, VL, VNNI) dot products for the hot types.
+//! Each public wrapper checks the operand sizes, then calls a `#[target_feature]` kernel that
+//! reads whole blocks through unaligned loads inside those bounds.
+
+use std::arch::x86_64::*;
+
+use super::scalar::{check, k4_scales_mins, q8k};
+use ggml::quants::fp16_to_fp32 as h2f;
+use ggml::Type;
+
+pub(super) fn has_avx2() -> bool {
+    is_x86_feature_detected!("avx2")
+        && is_x86_feature_detected!("fma")
+        && is_x86_feature_detected!("f16c")
+}
+
+pub(super) fn has_avx512() -> bool {
+    has_avx2()
+        && is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
+        && is_x86_feature_detected!("avx512vl")
+        && is_x86_feature_detected!("avx512vnni")
+}
+
+type Kernel = fn(usize, &[u8], &[u8]) -> f32;
+
+pub(super) fn avx2_kernel(ty: Type) -> Option<Kernel> {
+    Some(match ty {
+        Type::F32 => f32_avx2,
+        Type::F16 => f16_avx2,
+        Type::Bf16 => bf16_avx2,
+        Type::Q8_0 => q8_0_avx2,
+        Type::Q4_0 => q4_0_avx2,
+        Type::Q4K => q4_k_avx2,
+        Type::Q6K => q6_k_avx2,
+        _ => return None,
+    })
+}
+
+pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
+    Some(match ty {
+        Type::F32 => f32_avx512,
+        Type::F16 => f16_avx512,
+        Type::Bf16 => bf16_avx512,
+        Type::Q8_0 => q8_0_avx512,
+        Type::Q4_0 => q4_0_avx512,
+        Type::Q4K => q4_k_avx512,
+        Type::Q6K => q6_k_avx512,
+        _ => return None,
+    })
+}
+
+/// Declares a safe wrapper `$name` that checks sizes and runs `$kernel` with `$feat`.
+macro_rules! wrapper {
+    ($name:ident, $kernel:ident, $qk:expr, $xs:expr, $ys:expr) => {
+        fn $name(n: usize, x: &[u8], y: &[u8]) -> f32 {
+            let nb = check(n, $qk, x, $xs, y, $ys);
+            // SAFETY: the table only hands out this kernel after the CPU features it is
+            // compiled for were detected, and `check` proved x and y hold nb blocks.
+            unsafe { $kernel(nb, x, y) }
+        }
+    };
+}
+
+wrapper!(f32_avx2, f32_k2, 1, 4, 4);
+wrapper!(f16_avx2, f16_k2, 1, 2, 2);
+wrapper!(bf16_avx2, bf16_k2, 1, 2, 2);
+wrapper!(q8_0_avx2, q8_0_k2, 32, 34, 34);
+wrapper!(q4_0_avx2, q4_0_k2, 32, 18, 34);
+wrapper!(q4_k_avx2, q4_k_k2, 256, 144, 292);
+wrapper!(q6_k_avx2, q6_k_k2, 256, 210, 292);
+wrapper!(f32_avx512, f32_k512, 1, 4, 4);
+wrapper!(f16_avx512, f16_k512, 1, 2, 2);
+wrapper!(bf16_avx512, bf16_k512, 1, 2, 2);
+wrapper!(q8_0_avx512, q8_0_k512, 32, 34, 34);
+wrapper!(q4_0_avx512, q4_0_k512, 32, 18, 34);
+wrapper!(q4_k_avx512, q4_k_k512, 256, 144, 292);
+wrapper!(q6_k_avx512, q6_k_k512, 256, 210, 292);
+
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn hsum_ps(v: __m256) -> f32 {
+    let lo = _mm256_castps256_ps128(v);
+    let hi = _mm256_extractf128_ps(v, 1);
+    let s = _mm_add_ps(lo, hi);
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    _mm_cvtss_f32(s)
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn hsum_epi32(v: __m256i) -> i32 {
+    let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b01_00_11_10));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10_11_00_01));
+    _mm_cvtsi128_si32(s)
+}
+
+#[inline]
+fn rd16(b: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes([b[o], b[o + 1]])
+}
+
+/// # Safety
+/// AVX2 and FMA must be available; `x` and `y` must hold `n` f32.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn f32_k2(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let (px, py) = (x.as_ptr() as *const f32, y.as_ptr() as *const f32);
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (k, a) in acc.iter_mut().enumerate() {
+            // SAFETY: i + 8k + 8 <= n elements are in bounds.
+            let (vx, vy) = unsafe {
+                (
+                    _mm256_loadu_ps(px.add(i + 8 * k)),
+                    _mm256_loadu_ps(py.add(i + 8 * k)),
+                )
+            };
+            *a = _mm256_fmadd_ps(vx, vy, *a);
+        }
+        i += 32;
+    }
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    let mut sum = hsum_ps(s);
+    while i < n {
+        // SAFETY: i < n.
+        sum += unsafe { *px.add(i) * *py.add(i) };
+        i += 1;
+    }
+    sum
+}
+
+/// # Safety
+/// AVX2, FMA and F16C must be available; `x` and `y` must hold `n` halves.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn f16_k2(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let (px, py) = (x.as_ptr(), y.as_ptr());
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (k, a) in acc.iter_mut().enumerate() {
+            let o = 2 * (i + 8 * k);
+            // SAFETY: 8 halves from element i + 8k are within the n checked by the caller.
+            let (vx, vy) = unsafe {
+                (
+                    _mm256_cvtph_ps(_mm_loadu_si128(px.add(o) as *const __m128i)),
+                    _mm256_cvtph_ps(_mm_loadu_si128(py.add(o) as *const __m128i)),
+                )
+            };
+            *a = _mm256_fmadd_ps(vx, vy, *a);
+        }
+        i += 32;
+    }
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    let mut sum = hsum_ps(s);
+    while i < n {
+        sum += h2f(rd16(x, 2 * i)) * h2f(rd16(y, 2 * i));
+        i += 1;
+    }
+    sum
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn bf16x8_to_ps(v: __m128i) -> __m256 {
+    _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(v), 16))
+}
+
+/// # Safety
+/// AVX2 and FMA must be available; `x` and `y` must hold `n` bf16.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn bf16_k2(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let (px, py) = (x.as_ptr(), y.as_ptr());
+    let mut acc = [_mm256_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (k, a) in acc.iter_mut().enumerate() {
+            let o = 2 * (i + 8 * k);
+            // SAFETY: 8 bf16 from element i + 8k are in bounds.
+            let (vx, vy) = unsafe {
+                (
+                    bf16x8_to_ps(_mm_loadu_si128(px.add(o) as *const __m128i)),
+                    bf16x8_to_ps(_mm_loadu_si128(py.add(o) as *const __m128i)),
+                )
+            };
+            *a = _mm256_fmadd_ps(vx, vy, *a);
+        }
+        i += 32;
+    }
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+    let mut sum = hsum_ps(s);
+    while i < n {
+        let (a, b) = (rd16(x, 2 * i), rd16(y, 2 * i));
+        sum += f32::from_bits((a as u32) << 16) * f32::from_bits((b as u32) << 16);
+        i += 1;
+    }
+    sum
+}
+
+/// Sum over 32 lanes of x*y as 8 i32 (pairs of i16 products; |x|,|y| <= 127 cannot saturate).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn mul_sum_i8(x: __m256i, y: __m256i) -> __m256i {
+    let ax = _mm256_sign_epi8(x, x);
+    let sy = _mm256_sign_epi8(y, x);
+    _mm256_madd_epi16(_mm256_maddubs_epi16(ax, sy), _mm256_set1_epi16(1))
+}
+
+/// Same sum with VNNI, which accumulates in i32 without any saturation.
+#[inline]
+#[target_feature(enable = "avx2,avx512vnni,avx512vl")]
+fn mul_sum_i8_vnni(x: __m256i, y: __m256i) -> __m256i {
+    let ax = _mm256_sign_epi8(x, x);
+    let sy = _mm256_sign_epi8(y, x);
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), ax, sy)
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn unpack_q4_0(p: *const u8) -> __m256i {
+    // SAFETY: the caller passes a pointer to the 16 quant bytes of a block in bounds.
+    let b = unsafe { _mm_loadu_si128(p as *const __m128i) };
+    let both = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+    _mm256_sub_epi8(
+        _mm256_and_si256(both, _mm256_set1_epi8(0x0F)),
+        _mm256_set1_epi8(8),
+    )
+}
+
+macro_rules! q8_0_like {
+    ($name:ident, $feat:literal, $xs:expr, $load_x:ident, $mul:ident) => {
+        /// # Safety
+        /// The CPU features must be available; `x`, `y` must hold `nb` blocks.
+        #[target_feature(enable = $feat)]
+        unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
+            let mut acc = _mm256_setzero_ps();
+            for ib in 0..nb {
+                let (bx, by) = (&x[$xs * ib..$xs * (ib + 1)], &y[34 * ib..34 * (ib + 1)]);
+                let d = _mm256_set1_ps(h2f(rd16(bx, 0)) * h2f(rd16(by, 0)));
+                let qx = $load_x(bx[2..].as_ptr());
+                // SAFETY: the block has 32 quant bytes after its 2-byte scale.
+                let qy = unsafe { _mm256_loadu_si256(by[2..].as_ptr() as *const __m256i) };
+                acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps($mul(qx, qy)), acc);
+            }
+            hsum_ps(acc)
+        }
+    };
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn load32(p: *const u8) -> __m256i {
+    // SAFETY: the caller passes a pointer with 32 readable bytes.
+    unsafe { _mm256_loadu_si256(p as *const __m256i) }
+}
+
+q8_0_like!(q8_0_k2, "avx2,fma", 34, load32, mul_sum_i8);
+q8_0_like!(q4_0_k2, "avx2,fma", 18, unpack_q4_0, mul_sum_i8);
+q8_0_like!(
+    q8_0_k512,
+    "avx2,fma,avx512vnni,avx512vl",
+    34,
+    load32,
+    mul_sum_i8_vnni
+);
+q8_0_like!(
+    q4_0_k512,
+    "avx2,fma,avx512vnni,avx512vl",
+    18,
+    unpack_q4_0,
+    mul_sum_i8_vnni
+);
+
+/// u8 x i8 products of 32 lanes summed to 8 i32, then each lane scaled.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn dot_u8_i8_scaled(q: __m256i, q8: __m256i, scale16: __m256i) -> __m256i {
+    _mm256_madd_epi16(_mm256_maddubs_epi16(q, q8), scale16)
+}
+
+#[inline]
+#[target_feature(enable = "avx2,avx512vnni,avx512vl")]
+fn dot_u8_i8_scaled_vnni(q: __m256i, q8: __m256i, scale32: __m256i) -> __m256i {
+    _mm256_mullo_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q, q8), scale32)
+}
+
+macro_rules! q4_k_kernel {
+    ($name:ident, $feat:literal, $dot:ident, $bcast:ident) => {
+        /// # Safety
+        /// The CPU features must be available; `x`, `y` must hold `nb` blocks.
+        #[target_feature(enable = $feat)]
+        unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
+            let m4 = _mm256_set1_epi8(0x0F);
+            let mut sumf = 0.0f32;
+            for i in 0..nb {
+                let bx = &x[144 * i..144 * (i + 1)];
+                let by = q8k(y, i);
+                let (scales, mins) = k4_scales_mins(&bx[4..16]);
+                let mut summ = 0i32;
+                for j in 0..16 {
+                    summ += by.bsums[j] as i32 * mins[j / 2] as i32;
+                }
+                let mut acc = _mm256_setzero_si256();
+                for g in 0..4 {
+                    let q4 = load32(bx[16 + 32 * g..].as_ptr());
+                    let lo = _mm256_and_si256(q4, m4);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+                    let y0 = load32(by.qs[64 * g..].as_ptr());
+                    let y1 = load32(by.qs[64 * g + 32..].as_ptr());
+                    acc = _mm256_add_epi32(acc, $dot(lo, y0, $bcast(scales[2 * g] as i32)));
+                    acc = _mm256_add_epi32(acc, $dot(hi, y1, $bcast(scales[2 * g + 1] as i32)));
+                }
+                let d = h2f(rd16(bx, 0)) * by.d;
+                let dmin = h2f(rd16(bx, 2)) * by.d;
+                sumf += d * hsum_epi32(acc) as f32 - dmin * summ as f32;
+            }
+            sumf
+        }
+    };
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn bcast16(v: i32) -> __m256i {
+    _mm256_set1_epi16(v as i16)
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn bcast32(v: i32) -> __m256i {
+    _mm256_set1_epi32(v)
+}
+
+/// Scale vector for Q6_K: the low 16 bytes of a 32-lane vector use `a`, the high 16 use `b`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn pair16(a: i32, b: i32) -> __m256i {
+    _mm256_set_m128i(_mm_set1_epi16(b as i16), _mm_set1_epi16(a as i16))
+}
+
+#[inline]
+#[target_feature(enable = "avx2")]
+fn pair32(a: i32, b: i32) -> __m256i {
+    _mm256_set_m128i(_mm_set1_epi32(b), _mm_set1_epi32(a))
+}
+
+q4_k_kernel!(q4_k_k2, "avx2,fma", dot_u8_i8_scaled, bcast16);
+q4_k_kernel!(
+    q4_k_k512,
+    "avx2,fma,avx512vnni,avx512vl",
+    dot_u8_i8_scaled_vnni,
+    bcast32
+);
+
+macro_rules! q6_k_kernel {
+    ($name:ident, $feat:literal, $dot:ident, $pair:ident) => {
+        /// # Safety
+        /// The CPU features must be available; `x`, `y` must hold `nb` blocks.
+        #[target_feature(enable = $feat)]
+        unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
+            let m4 = _mm256_set1_epi8(0x0F);
+            let m3 = _mm256_set1_epi8(0x03);
+            let mut sumf = 0.0f32;
+            for i in 0..nb {
+                let bx = &x[210 * i..210 * (i + 1)];
+                let by = q8k(y, i);
+                let sc = |j: usize| bx[192 + j] as i8 as i32;
+                // The quants are stored +32; subtract 32 * sum(scale * q8) at the end.
+                let mut bias = 0i32;
+                for j in 0..16 {
+                    bias += sc(j) * by.bsums[j] as i32;
+                }
+                let mut acc = _mm256_setzero_si256();
+                for g in 0..2 {
+                    let ql0 = load32(bx[64 * g..].as_ptr());
+                    let ql1 = load32(bx[64 * g + 32..].as_ptr());
+                    let qh = load32(bx[128 + 32 * g..].as_ptr());
+                    let hi = |s: i32| match s {
+                        0 => _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4),
+                        2 => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4),
+                        4 => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4),
+                        _ => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4),
+                    };
+                    let q = [
+                        _mm256_or_si256(_mm256_and_si256(ql0, m4), hi(0)),
+                        _mm256_or_si256(_mm256_and_si256(ql1, m4), hi(2)),
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hi(4)),
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hi(6)),
+                    ];
+                    for (k, qk) in q.iter().enumerate() {
+                        let q8 = load32(by.qs[128 * g + 32 * k..].as_ptr());
+                        let s = $pair(sc(8 * g + 2 * k), sc(8 * g + 2 * k + 1));
+                        acc = _mm256_add_epi32(acc, $dot(*qk, q8, s));
+                    }
+                }
+                let d = h2f(rd16(bx, 208)) * by.d;
+                sumf += d * (hsum_epi32(acc) - 32 * bias) as f32;
+            }
+            sumf
+        }
+    };
+}
+
+q6_k_kernel!(q6_k_k2, "avx2,fma", dot_u8_i8_scaled, pair16);
+q6_k_kernel!(
+    q6_k_k512,
+    "avx2,fma,avx512vnni,avx512vl",
+    dot_u8_i8_scaled_vnni,
+    pair32
+);
+
+/// # Safety
+/// AVX-512F must be available; `x` and `y` must hold `n` f32.
+#[target_feature(enable = "avx512f")]
+unsafe fn f32_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let (px, py) = (x.as_ptr() as *const f32, y.as_ptr() as *const f32);
+    let mut acc = [_mm512_setzero_ps(); 4];
+    let mut i = 0;
+    while i + 64 <= n {
+        for (k, a) in acc.iter_mut().enumerate() {
+            // SAFETY: 16 floats from i + 16k are in bounds.
+            let (vx, vy) = unsafe {
+                (
+                    _mm512_loadu_ps(px.add(i + 16 * k)),
+                    _mm512_loadu_ps(py.add(i + 16 * k)),
+                )
+            };
+            *a = _mm512_fmadd_ps(vx, vy, *a);
+        }
+        i += 64;
+    }
+    let mut sum = _mm512_reduce_add_ps(_mm512_add_ps(
+        _mm512_add_ps(acc[0], acc[1]),
+        _mm512_add_ps(acc[2], acc[3]),
+    ));
+    while i < n {
+        // SAFETY: i < n.
+        sum += unsafe { *px.add(i) * *py.add(i) };
+        i += 1;
+    }
+    sum
+}
+
+/// # Safety
+/// AVX-512F must be available; `x` and `y` must hold `n` halves.
+#[target_feature(enable = "avx512f")]
+unsafe fn f16_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let (px, py) = (x.as_ptr(), y.as_ptr());
+    let mut acc = [_mm512_setzero_ps(); 2];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (k, a) in acc.iter_mut().enumerate() {
+            let o = 2 * (i + 16 * k);
+            // SAFETY: 16 halves from element i + 16k are in bounds.
+            let (vx, vy) = unsafe {
+                (
+                    _mm512_cvtph_ps(_mm256_loadu_si256(px.add(o) as *const __m256i)),
+                    _mm512_cvtph_ps(_mm256_loadu_si256(py.add(o) as *const __m256i)),
+                )
+            };
+            *a = _mm512_fmadd_ps(vx, vy, *a);
+        }
+        i += 32;
+    }
+    let mut sum = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+    while i < n {
+        sum += h2f(rd16(x, 2 * i)) * h2f(rd16(y, 2 * i));
+        i += 1;
+    }
+    sum
+}
+
+/// # Safety
+/// AVX-512F must be available; `x` and `y` must hold `n` bf16.
+#[target_feature(enable = "avx512f")]
+unsafe fn bf16_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let (px, py) = (x.as_ptr(), y.as_ptr());
+    let cvt = |v: __m256i| _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
+    let mut acc = [_mm512_setzero_ps(); 2];
+    let mut i = 0;
+    while i + 32 <= n {
+        for (k, a) in acc.iter_mut().enumerate() {
+            let o = 2 * (i + 16 * k);
+            // SAFETY: 16 bf16 from element i + 16k are in bounds.
+            let (vx, vy) = unsafe {
+                (
+                    cvt(_mm256_loadu_si256(px.add(o) as *const __m256i)),
+                    cvt(_mm256_loadu_si256(py.add(o) as *const __m256i)),
+                )
+            };
+            *a = _mm512_fmadd_ps(vx, vy, *a);
+        }
+        i += 32;
+    }
+    let mut sum = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+    while i < n {
+        let (a, b) = (rd16(x, 2 * i), rd16(y, 2 * i));
+        sum += f32::from_bits((a as u32) << 16) * f32::from_bits((b as u32) << 16);
+        i += 1;
+    }
+    sum
+}
