@@ -1,3 +1,4 @@
 //! What the tools share: logging (llama.cpp's common_log) and, as tools land, their flag groups.
 
 pub mod log;
+pub mod args;
