@@ -26,29 +26,69 @@ pub struct Shape {
 
 /// Known shapes. `tiny` is the reference model of make-tiny-model.py.
 pub fn preset(name: &str) -> Option<Shape> {
-    let s = |arch, layers, embd, heads, heads_kv, ff, ctx, n_vocab, rope_freq_base, rms_eps| Shape {
-        arch,
-        layers,
-        embd,
-        heads,
-        heads_kv,
-        ff,
-        ctx,
-        n_vocab,
-        rope_freq_base,
-        rms_eps,
-    };
+    let s =
+        |arch, layers, embd, heads, heads_kv, ff, ctx, n_vocab, rope_freq_base, rms_eps| Shape {
+            arch,
+            layers,
+            embd,
+            heads,
+            heads_kv,
+            ff,
+            ctx,
+            n_vocab,
+            rope_freq_base,
+            rms_eps,
+        };
     Some(match name {
         "tiny" => s(Arch::Llama, 4, 256, 8, 2, 704, 4096, 151936, 500000.0, 1e-5),
         "qwen2-0.5b" => s(Arch::Qwen2, 24, 896, 14, 2, 4864, 32768, 151936, 1e6, 1e-6),
-        "tinyllama-1.1b" => s(Arch::Llama, 22, 2048, 32, 4, 5632, 2048, 32000, 10000.0, 1e-5),
-        "llama-7b" => s(Arch::Llama, 32, 4096, 32, 32, 11008, 4096, 32000, 10000.0, 1e-5),
-        "llama3-8b" => s(Arch::Llama, 32, 4096, 32, 8, 14336, 8192, 128256, 500000.0, 1e-5),
+        "tinyllama-1.1b" => s(
+            Arch::Llama,
+            22,
+            2048,
+            32,
+            4,
+            5632,
+            2048,
+            32000,
+            10000.0,
+            1e-5,
+        ),
+        "llama-7b" => s(
+            Arch::Llama,
+            32,
+            4096,
+            32,
+            32,
+            11008,
+            4096,
+            32000,
+            10000.0,
+            1e-5,
+        ),
+        "llama3-8b" => s(
+            Arch::Llama,
+            32,
+            4096,
+            32,
+            8,
+            14336,
+            8192,
+            128256,
+            500000.0,
+            1e-5,
+        ),
         _ => return None,
     })
 }
 
-pub const PRESETS: [&str; 5] = ["tiny", "qwen2-0.5b", "tinyllama-1.1b", "llama-7b", "llama3-8b"];
+pub const PRESETS: [&str; 5] = [
+    "tiny",
+    "qwen2-0.5b",
+    "tinyllama-1.1b",
+    "llama-7b",
+    "llama3-8b",
+];
 
 fn resolve_shape(args: &Args) -> Result<Shape, String> {
     let base = match &args.preset {
@@ -58,7 +98,11 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
     };
     let heads = args.heads.unwrap_or(base.heads);
     // Keep the preset's KV heads when they still divide the heads, else plain multi-head.
-    let heads_kv = args.heads_kv.unwrap_or(if heads % base.heads_kv == 0 { base.heads_kv } else { heads });
+    let heads_kv = args.heads_kv.unwrap_or(if heads % base.heads_kv == 0 {
+        base.heads_kv
+    } else {
+        heads
+    });
     let s = Shape {
         arch: args.arch.unwrap_or(base.arch),
         layers: args.layers.unwrap_or(base.layers),
@@ -71,16 +115,29 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
         rope_freq_base: args.rope_freq_base.unwrap_or(base.rope_freq_base),
         rms_eps: args.rms_eps.unwrap_or(base.rms_eps),
     };
-    for (name, v) in [("layers", s.layers), ("embd", s.embd), ("heads", s.heads), ("heads-kv", s.heads_kv), ("ff", s.ff), ("ctx", s.ctx)] {
+    for (name, v) in [
+        ("layers", s.layers),
+        ("embd", s.embd),
+        ("heads", s.heads),
+        ("heads-kv", s.heads_kv),
+        ("ff", s.ff),
+        ("ctx", s.ctx),
+    ] {
         if v == 0 {
             return Err(format!("--{name} must be at least 1"));
         }
     }
     if s.embd % s.heads != 0 {
-        return Err(format!("--embd {} is not a multiple of --heads {}", s.embd, s.heads));
+        return Err(format!(
+            "--embd {} is not a multiple of --heads {}",
+            s.embd, s.heads
+        ));
     }
     if s.heads % s.heads_kv != 0 {
-        return Err(format!("--heads {} is not a multiple of --heads-kv {}", s.heads, s.heads_kv));
+        return Err(format!(
+            "--heads {} is not a multiple of --heads-kv {}",
+            s.heads, s.heads_kv
+        ));
     }
     Ok(s)
 }
@@ -98,9 +155,23 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Vec<Spec> {
     let (e, ff) = (s.embd as u64, s.ff as u64);
     let kv = s.heads_kv as u64 * (e / s.heads as u64);
     let std = |fan_in: u64| Init::Normal((fan_in as f32).powf(-0.5));
-    let mat = |name: String, shape: Vec<u64>, init| Spec { name, shape, ty: wtype, init };
-    let vec = |name: String, len: u64, init| Spec { name, shape: vec![len], ty: ggml::Type::F32, init };
-    let mut out = vec![mat("token_embd.weight".into(), vec![e, n_vocab], Init::Normal(1.0))];
+    let mat = |name: String, shape: Vec<u64>, init| Spec {
+        name,
+        shape,
+        ty: wtype,
+        init,
+    };
+    let vec = |name: String, len: u64, init| Spec {
+        name,
+        shape: vec![len],
+        ty: ggml::Type::F32,
+        init,
+    };
+    let mut out = vec![mat(
+        "token_embd.weight".into(),
+        vec![e, n_vocab],
+        Init::Normal(1.0),
+    )];
     for il in 0..s.layers {
         let p = |n: &str| format!("blk.{il}.{n}");
         out.push(vec(p("attn_norm.weight"), e, Init::Norm));
@@ -138,11 +209,20 @@ fn kv_pairs(s: &Shape, name: &str, ftype: u32, vocab: Vocab) -> Vec<(String, Val
         (format!("{a}.block_count"), Value::U32(s.layers)),
         (format!("{a}.feed_forward_length"), Value::U32(s.ff)),
         (format!("{a}.attention.head_count"), Value::U32(s.heads)),
-        (format!("{a}.attention.head_count_kv"), Value::U32(s.heads_kv)),
+        (
+            format!("{a}.attention.head_count_kv"),
+            Value::U32(s.heads_kv),
+        ),
         (format!("{a}.rope.freq_base"), Value::F32(s.rope_freq_base)),
-        (format!("{a}.attention.layer_norm_rms_epsilon"), Value::F32(s.rms_eps)),
+        (
+            format!("{a}.attention.layer_norm_rms_epsilon"),
+            Value::F32(s.rms_eps),
+        ),
         ("general.file_type".into(), Value::U32(ftype)),
-        (format!("{a}.rope.dimension_count"), Value::U32(s.embd / s.heads)),
+        (
+            format!("{a}.rope.dimension_count"),
+            Value::U32(s.embd / s.heads),
+        ),
     ];
     kv.extend(vocab.kv);
     kv
@@ -161,19 +241,28 @@ pub fn run(args: &Args) -> Result<(), String> {
     let vocab = match &args.vocab {
         Some(path) => {
             if args.vocab_size.is_some() {
-                return Err("--vocab-size applies to the built-in vocabulary, not to --vocab".into());
+                return Err(
+                    "--vocab-size applies to the built-in vocabulary, not to --vocab".into(),
+                );
             }
             vocab::from_file(path)?
         }
         None => {
-            let pre = if shape.arch == Arch::Qwen2 { "qwen2" } else { "default" };
+            let pre = if shape.arch == Arch::Qwen2 {
+                "qwen2"
+            } else {
+                "default"
+            };
             vocab::builtin(shape.n_vocab, pre)
         }
     };
     shape.n_vocab = vocab.n_tokens;
     let wtype = args.ty.ggml();
     let name = args.name.clone().unwrap_or_else(|| {
-        format!("random-{}", args.preset.as_deref().unwrap_or(shape.arch.name()))
+        format!(
+            "random-{}",
+            args.preset.as_deref().unwrap_or(shape.arch.name())
+        )
     });
 
     let mut w = GgufWriter::new();
@@ -182,7 +271,8 @@ pub fn run(args: &Args) -> Result<(), String> {
     }
     let specs = tensors(&shape, shape.n_vocab, wtype);
     for t in &specs {
-        w.add_tensor(t.name.clone(), t.ty, &t.shape).map_err(|e| e.to_string())?;
+        w.add_tensor(t.name.clone(), t.ty, &t.shape)
+            .map_err(|e| e.to_string())?;
     }
     let total: u64 = w.tensors().iter().map(|t| t.size).sum();
     let n_params: u64 = w.tensors().iter().map(|t| t.n_elements()).sum();
@@ -194,8 +284,10 @@ pub fn run(args: &Args) -> Result<(), String> {
     } else {
         let bar = ProgressBar::new(total);
         bar.set_style(
-            ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}")
-                .expect("valid template"),
+            ProgressStyle::with_template(
+                "{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta} {msg}",
+            )
+            .expect("valid template"),
         );
         bar
     };

@@ -52,7 +52,9 @@ pub fn from_file(path: &Path) -> Result<Vocab, String> {
         if let Some(v) = f.get(key) {
             let v = if key.ends_with("_token_id") {
                 let id = v.as_u64().and_then(|x| u32::try_from(x).ok());
-                Value::U32(id.ok_or_else(|| format!("{}: {key} is not a token id", path.display()))?)
+                Value::U32(
+                    id.ok_or_else(|| format!("{}: {key} is not a token id", path.display()))?,
+                )
             } else {
                 v.clone()
             };
@@ -72,8 +74,10 @@ pub fn from_file(path: &Path) -> Result<Vocab, String> {
 /// order of GPT-2's (and Qwen2's) first 256 tokens.
 pub fn byte_tokens() -> Vec<(u8, char)> {
     let printable = |b: u8| (b'!'..=b'~').contains(&b) || (0xA1..=0xAC).contains(&b) || b >= 0xAE;
-    let mut out: Vec<(u8, char)> =
-        (0..=255u8).filter(|&b| printable(b)).map(|b| (b, char::from(b))).collect();
+    let mut out: Vec<(u8, char)> = (0..=255u8)
+        .filter(|&b| printable(b))
+        .map(|b| (b, char::from(b)))
+        .collect();
     let mut n = 0u32;
     for b in (0..=255u8).filter(|&b| !printable(b)) {
         out.push((b, char::from_u32(256 + n).expect("valid code point")));
@@ -173,7 +177,10 @@ fn learn_merges(text: &str, max_merges: usize) -> Vec<(String, String)> {
 /// normal tokens, not control ones: llama.cpp scans every special token when it tokenizes,
 /// and a hundred thousand of them would make that slow.
 pub fn builtin(n_vocab: u64, pre: &str) -> Vocab {
-    let mut tokens: Vec<String> = byte_tokens().into_iter().map(|(_, c)| c.to_string()).collect();
+    let mut tokens: Vec<String> = byte_tokens()
+        .into_iter()
+        .map(|(_, c)| c.to_string())
+        .collect();
     let mut seen: HashSet<String> = tokens.iter().cloned().collect();
     let merges = learn_merges(CORPUS, 2000);
     for (a, b) in &merges {
@@ -193,7 +200,12 @@ pub fn builtin(n_vocab: u64, pre: &str) -> Vocab {
         types.push(TOKEN_NORMAL);
     }
     let (eot, im_end) = (first_special, first_special + 2);
-    let strs = |v: Vec<String>| Value::Array(Array::new(ValueType::Str, v.into_iter().map(Value::Str).collect()));
+    let strs = |v: Vec<String>| {
+        Value::Array(Array::new(
+            ValueType::Str,
+            v.into_iter().map(Value::Str).collect(),
+        ))
+    };
     let n_tokens = tokens.len() as u64;
     let kv = vec![
         ("tokenizer.ggml.model", Value::from("gpt2")),
@@ -201,16 +213,25 @@ pub fn builtin(n_vocab: u64, pre: &str) -> Vocab {
         ("tokenizer.ggml.tokens", strs(tokens)),
         (
             "tokenizer.ggml.token_type",
-            Value::Array(Array::new(ValueType::I32, types.into_iter().map(Value::I32).collect())),
+            Value::Array(Array::new(
+                ValueType::I32,
+                types.into_iter().map(Value::I32).collect(),
+            )),
         ),
-        ("tokenizer.ggml.merges", strs(merges.iter().map(|(a, b)| format!("{a} {b}")).collect())),
+        (
+            "tokenizer.ggml.merges",
+            strs(merges.iter().map(|(a, b)| format!("{a} {b}")).collect()),
+        ),
         ("tokenizer.ggml.eos_token_id", Value::U32(eot)),
         ("tokenizer.ggml.padding_token_id", Value::U32(eot)),
         ("tokenizer.ggml.bos_token_id", Value::U32(eot)),
         ("tokenizer.ggml.eot_token_id", Value::U32(im_end)),
         ("tokenizer.chat_template", Value::from(CHAT_TEMPLATE)),
     ];
-    Vocab { kv: kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect(), n_tokens }
+    Vocab {
+        kv: kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        n_tokens,
+    }
 }
 
 #[cfg(test)]
@@ -233,7 +254,10 @@ mod tests {
 
     #[test]
     fn pre_tokenizer_keeps_leading_spaces_with_words() {
-        assert_eq!(pre_tokenize("the cat, 42 sat"), vec!["the", " cat", ",", " 42", " sat"]);
+        assert_eq!(
+            pre_tokenize("the cat, 42 sat"),
+            vec!["the", " cat", ",", " 42", " sat"]
+        );
         assert_eq!(pre_tokenize("x\n\ny"), vec!["x", "\n\n", "y"]);
         assert_eq!(pre_tokenize("a  b"), vec!["a", " ", " b"]);
     }
@@ -241,15 +265,31 @@ mod tests {
     #[test]
     fn builtin_vocab_is_consistent() {
         let v = builtin(0, "default");
-        let get = |k: &str| v.kv.iter().find(|(key, _)| key == k).map(|(_, v)| v).unwrap();
-        let tokens = get("tokenizer.ggml.tokens").as_array().unwrap().strings().unwrap();
-        let merges = get("tokenizer.ggml.merges").as_array().unwrap().strings().unwrap();
+        let get = |k: &str| {
+            v.kv.iter()
+                .find(|(key, _)| key == k)
+                .map(|(_, v)| v)
+                .unwrap()
+        };
+        let tokens = get("tokenizer.ggml.tokens")
+            .as_array()
+            .unwrap()
+            .strings()
+            .unwrap();
+        let merges = get("tokenizer.ggml.merges")
+            .as_array()
+            .unwrap()
+            .strings()
+            .unwrap();
         assert!(merges.len() > 200, "{} merges", merges.len());
         let set: HashSet<&str> = tokens.iter().copied().collect();
         assert_eq!(set.len(), tokens.len(), "tokens are unique");
         for m in &merges {
             let (a, b) = m.split_once(' ').unwrap();
-            assert!(set.contains(a) && set.contains(b) && set.contains(format!("{a}{b}").as_str()), "{m}");
+            assert!(
+                set.contains(a) && set.contains(b) && set.contains(format!("{a}{b}").as_str()),
+                "{m}"
+            );
         }
         assert!(set.contains("Ġthe"));
         let eos = get("tokenizer.ggml.eos_token_id").as_u64().unwrap() as usize;

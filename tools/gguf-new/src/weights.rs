@@ -43,15 +43,19 @@ fn normal(bits: u64) -> f32 {
 /// `start` must be a multiple of CHUNK.
 pub fn fill(seed: u64, tensor: u64, init: Init, start: u64, out: &mut [f32]) {
     debug_assert_eq!(start % CHUNK as u64, 0);
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(i, chunk)| {
-        let chunk_index = start / CHUNK as u64 + i as u64;
-        let mut key = SplitMix64(seed ^ tensor.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        let mut rng = SplitMix64(key.next() ^ chunk_index.wrapping_mul(0x8CB9_2BA7_2F3D_8DD7));
-        match init {
-            Init::Normal(std) => chunk.iter_mut().for_each(|x| *x = normal(rng.next()) * std),
-            Init::Norm => chunk.iter_mut().for_each(|x| *x = 1.0 + 0.1 * normal(rng.next())),
-        }
-    });
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(i, chunk)| {
+            let chunk_index = start / CHUNK as u64 + i as u64;
+            let mut key = SplitMix64(seed ^ tensor.wrapping_mul(0xD1B5_4A32_D192_ED03));
+            let mut rng = SplitMix64(key.next() ^ chunk_index.wrapping_mul(0x8CB9_2BA7_2F3D_8DD7));
+            match init {
+                Init::Normal(std) => chunk.iter_mut().for_each(|x| *x = normal(rng.next()) * std),
+                Init::Norm => chunk
+                    .iter_mut()
+                    .for_each(|x| *x = 1.0 + 0.1 * normal(rng.next())),
+            }
+        });
 }
 
 /// Elements generated per step when streaming a tensor (a multiple of CHUNK).
@@ -62,13 +66,18 @@ pub const STEP: usize = CHUNK * 64;
 pub fn convert(ty: ggml::Type, src: &[f32]) -> Result<Vec<u8>, String> {
     match ty {
         ggml::Type::F32 => Ok(src.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        ggml::Type::F16 => {
-            Ok(src.iter().flat_map(|&x| half::f16::from_f32(x).to_le_bytes()).collect())
-        }
-        ggml::Type::Bf16 => {
-            Ok(src.iter().flat_map(|&x| half::bf16::from_f32(x).to_le_bytes()).collect())
-        }
-        other => Err(format!("type {} is not supported yet (use f32, f16 or bf16)", other.name())),
+        ggml::Type::F16 => Ok(src
+            .iter()
+            .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+            .collect()),
+        ggml::Type::Bf16 => Ok(src
+            .iter()
+            .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
+            .collect()),
+        other => Err(format!(
+            "type {} is not supported yet (use f32, f16 or bf16)",
+            other.name()
+        )),
     }
 }
 
@@ -103,8 +112,14 @@ mod tests {
 
     #[test]
     fn converts_to_each_float_type() {
-        assert_eq!(convert(ggml::Type::F32, &[1.0]).unwrap(), 1.0f32.to_le_bytes());
-        assert_eq!(convert(ggml::Type::F16, &[1.0, -2.0]).unwrap(), [0x00, 0x3C, 0x00, 0xC0]);
+        assert_eq!(
+            convert(ggml::Type::F32, &[1.0]).unwrap(),
+            1.0f32.to_le_bytes()
+        );
+        assert_eq!(
+            convert(ggml::Type::F16, &[1.0, -2.0]).unwrap(),
+            [0x00, 0x3C, 0x00, 0xC0]
+        );
         assert_eq!(convert(ggml::Type::Bf16, &[1.0]).unwrap(), [0x80, 0x3F]);
         assert!(convert(ggml::Type::Q4_0, &[0.0; 32]).is_err());
     }
