@@ -72,6 +72,12 @@ pub trait Device: Send + Sync {
     fn buffer_from_host_ptr(&self, _ptr: usize, _size: usize) -> Option<Arc<Buffer>> {
         None
     }
+    /// As `buffer_from_host_ptr`, with the owner of the memory (a memory map) that the buffer
+    /// keeps alive; devices that borrow host memory override this.
+    fn buffer_from_host_ptr_owned(&self, ptr: usize, size: usize, owner: Arc<dyn Send + Sync>) -> Option<Arc<Buffer>> {
+        let _ = owner;
+        self.buffer_from_host_ptr(ptr, size)
+    }
     fn supports_op(&self, ctx: &Context, op: TensorId) -> bool;
     fn supports_buft(&self, buft: &BufferTypeRef) -> bool;
     /// Whether an op whose weight lives in host memory is worth running here anyway

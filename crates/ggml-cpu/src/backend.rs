@@ -1,0 +1,188 @@
+//! The CPU backend: computes a whole graph on a persistent thread pool, one barrier between
+//! nodes, with an abort check after every node.
+
+use crate::ops::{self, Params};
+use crate::pool::Pool;
+use ggml::backend::{Backend, DeviceRef, GraphView, Status};
+use ggml::{Context, Tensor, TensorId};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+pub type AbortCallback = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// The default thread count: the cores available to this process.
+pub fn default_n_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+pub struct CpuBackend {
+    dev: DeviceRef,
+    n_threads: usize,
+    pool: Pool,
+    abort: Option<AbortCallback>,
+    /// Shared work memory, 64-byte aligned (u64 words keep the alignment of 8; the start is
+    /// rounded up to 64 inside).
+    work: Vec<u64>,
+}
+
+impl CpuBackend {
+    pub fn new(dev: DeviceRef) -> CpuBackend {
+        let n = default_n_threads();
+        CpuBackend {
+            dev,
+            n_threads: n,
+            pool: Pool::new(n),
+            abort: None,
+            work: Vec::new(),
+        }
+    }
+
+    pub fn n_threads(&self) -> usize {
+        self.n_threads
+    }
+
+    pub fn set_threads(&mut self, n: usize) {
+        self.n_threads = n.max(1);
+    }
+
+    fn work_ptr(&mut self, size: usize) -> *mut u8 {
+        let words = size.div_ceil(8) + 8;
+        if self.work.len() < words {
+            self.work.resize(words, 0);
+        }
+        let p = self.work.as_mut_ptr() as *mut u8;
+        p.wrapping_add(p.align_offset(64))
+    }
+
+    /// Computes `nodes` of `ctx` in order.
+    pub fn compute(&mut self, ctx: &Context, nodes: &[TensorId]) -> Status {
+        for &id in nodes {
+            if ops::is_noop(&ctx[id]) {
+                continue;
+            }
+            if let Err(msg) = check_node(ctx, id) {
+                ggml::log_error!("{}: {}\n", "ggml_graph_compute", msg);
+                return Status::Failed;
+            }
+        }
+        let nth = self.n_threads.max(1);
+        let wsize = nodes
+            .iter()
+            .map(|&id| ops::work_size(ctx, id, nth))
+            .max()
+            .unwrap_or(0);
+        let wdata = self.work_ptr(wsize) as usize;
+        let aborted = AtomicBool::new(false);
+        let error = AtomicBool::new(false);
+        let counter = AtomicUsize::new(0);
+        let abort = self.abort.clone();
+        let job = |ith: usize, nth: usize, barrier: &crate::pool::SpinBarrier| {
+            SCRATCH.with(|s| {
+                let mut scratch = s.borrow_mut();
+                for &id in nodes {
+                    let t = &ctx[id];
+                    if ops::is_noop(t) {
+                        continue;
+                    }
+                    let mut p = Params::new(
+                        ith,
+                        nth,
+                        wdata as *mut u8,
+                        wsize,
+                        barrier,
+                        &mut scratch,
+                        &error,
+                        &counter,
+                    );
+                    ops::compute(&mut p, ctx, id);
+                    if ith == 0 {
+                        if let Some(cb) = &abort {
+                            if cb() {
+                                aborted.store(true, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                    barrier.wait(nth);
+                    if aborted.load(Ordering::Relaxed) {
+                        break;
+                    }
+                }
+            })
+        };
+        self.pool.run(nth, &job);
+        if aborted.load(Ordering::Relaxed) {
+            Status::Aborted
+        } else if error.load(Ordering::Relaxed) {
+            ggml::log_error!("{}: an index was out of range\n", "ggml_graph_compute");
+            Status::Failed
+        } else {
+            Status::Success
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Every tensor the node reads or writes must be in a host buffer, inside its bounds.
+fn check_node(ctx: &Context, id: TensorId) -> Result<(), String> {
+    let t = &ctx[id];
+    if !crate::support::supports_op(ctx, id) {
+        return Err(format!(
+            "op {} ({}) on '{}' is not supported by the CPU backend",
+            t.op.desc(),
+            t.ty,
+            t.name
+        ));
+    }
+    check_tensor(t)?;
+    for s in t.srcs() {
+        check_tensor(&ctx[s])?;
+    }
+    Ok(())
+}
+
+fn check_tensor(t: &Tensor) -> Result<(), String> {
+    if t.is_empty() {
+        return Ok(());
+    }
+    let Some(d) = &t.data else {
+        return Err(format!("tensor '{}' has no data", t.name));
+    };
+    if !d.buffer.is_host() {
+        return Err(format!(
+            "tensor '{}' is in non-host buffer {}",
+            t.name,
+            d.buffer.name()
+        ));
+    }
+    let (base, size) = (d.buffer.base(), d.buffer.size());
+    if d.addr < base || d.addr + t.nbytes() > base + size {
+        return Err(format!(
+            "tensor '{}' lies outside its buffer {}",
+            t.name,
+            d.buffer.name()
+        ));
+    }
+    Ok(())
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> &str {
+        "CPU"
+    }
+    fn device(&self) -> DeviceRef {
+        self.dev.clone()
+    }
+    fn graph_compute(&mut self, graph: GraphView<'_>) -> Status {
+        self.compute(graph.ctx, graph.nodes)
+    }
+    fn set_n_threads(&mut self, n: usize) {
+        self.set_threads(n);
+    }
+    fn set_abort_callback(&mut self, cb: Option<Arc<dyn Fn() -> bool + Send + Sync>>) {
+        self.abort = cb;
+    }
+}

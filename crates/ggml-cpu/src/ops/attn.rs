@@ -1,0 +1,198 @@
+//! SOFT_MAX (scale, broadcast f16/f32 mask, ALiBi, sinks) and FLASH_ATTN_EXT with ggml's CPU
+//! algorithm: one pass of online softmax per query row, the query converted to the type K's dot
+//! product wants, and an f16 accumulator when V is f16 (as ggml, rounding at every step).
+
+use super::{alibi_slope, Node, Params};
+use crate::fp;
+use crate::quant::mm_traits;
+use crate::tref::{load_scalar, split, TRef};
+use ggml::{Context, Tensor, Type};
+
+pub(crate) fn soft_max(p: &mut Params, n: &Node, scale: f32, max_bias: f32) {
+    let (a, d) = (n.s(0), n.dst);
+    let (mask, sinks) = (n.src[1], n.src[2]);
+    let ne0 = a.ne[0];
+    let n_head = a.ne[2];
+    let (r0, r1) = split(a.nrows(), p.ith, p.nth);
+    let buf = p.scratch(ne0);
+    for r in r0..r1 {
+        let (i1, i2, i3) = a.unflat_row(r);
+        let slope = alibi_slope(max_bias, n_head, i2);
+        // SAFETY: dst has a's shape and this thread owns row r; the mask row (i1, i2 % ne12,
+        // i3 % ne13) exists (mask.ne1 >= a.ne1, checked by the constructor); sinks hold one
+        // value per head.
+        unsafe {
+            a.load_row(i1, i2, i3, buf);
+            for v in buf.iter_mut() {
+                *v *= scale;
+            }
+            if let Some(m) = mask {
+                let mp = m.row_ptr(i1, i2 % m.ne[2], i3 % m.ne[3]);
+                for (i, v) in buf.iter_mut().enumerate() {
+                    *v += slope * load_scalar(m.ty, mp.add(i * m.nb[0]));
+                }
+            }
+            let mut max = buf.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+            let sink = sinks.map(|s| s.get_f32(i2, 0, 0, 0));
+            if let Some(s) = sink {
+                max = max.max(s);
+            }
+            let mut sum = 0.0f64;
+            for v in buf.iter_mut() {
+                let e = (*v - max).exp();
+                sum += e as f64;
+                *v = e;
+            }
+            if let Some(s) = sink {
+                sum += (s - max).exp() as f64;
+            }
+            let inv = (1.0 / sum) as f32;
+            for v in buf.iter_mut() {
+                *v *= inv;
+            }
+            d.store_row(i1, i2, i3, buf);
+        }
+    }
+}
+
+/// Bytes per thread: the converted query row, padded to a cache line.
+fn q_bytes(ctx: &Context, t: &Tensor) -> usize {
+    let (Some(q), Some(k)) = (t.src[0], t.src[1]) else {
+        return 0;
+    };
+    let dk = ctx[q].ne[0];
+    let vdt = mm_traits(ctx[k].ty).map_or(Type::F32, |tr| tr.vec_dot_type);
+    vdt.row_size(dk).div_ceil(64) * 64
+}
+
+pub(crate) fn work_size(ctx: &Context, t: &Tensor, nth: usize) -> usize {
+    q_bytes(ctx, t) * nth
+}
+
+/// y = y * s in f16 (ggml_vec_scale_f16).
+fn scale_f16(y: &mut [u16], s: f32) {
+    for v in y.iter_mut() {
+        *v = fp::f32_to_f16(fp::f16_to_f32(*v) * s);
+    }
+}
+
+pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32, softcap: f32) {
+    let (q, k, v, d) = (n.s(0), n.s(1), n.s(2), n.dst);
+    let (mask, sinks) = (n.src[3], n.src[4]);
+    let ktr = match mm_traits(k.ty) {
+        Some(t) => t,
+        None => panic!("flash_attn_ext: no dot product for K type {}", k.ty),
+    };
+    let (dk, dv, n_kv) = (q.ne[0], v.ne[0], k.ne[1]);
+    let (nq1, nq2, nq3) = (q.ne[1], q.ne[2], q.ne[3]);
+    let (rk2, rk3) = (nq2 / k.ne[2], nq3 / k.ne[3]);
+    let (rv2, rv3) = (nq2 / v.ne[2], nq3 / v.ne[3]);
+    let krow = k.ty.row_size(dk as i64);
+    let qrow = ktr.vec_dot_type.row_size(dk as i64);
+    let qb = qrow.div_ceil(64) * 64;
+    let v_f16 = v.ty == Type::F16 && v.rows_contiguous();
+    let softcap_on = softcap != 0.0;
+    let scale = if softcap_on { scale / softcap } else { scale };
+
+    // SAFETY: wdata holds qb bytes per thread (work_size).
+    let q_q = unsafe { std::slice::from_raw_parts_mut(p.wdata.add(qb * p.ith), qrow) };
+    let (r0, r1) = split(nq1 * nq2 * nq3, p.ith, p.nth);
+    let buf = p.scratch(dk + dv * 3);
+    let (qf, rest) = buf.split_at_mut(dk);
+    let (acc32, rest) = rest.split_at_mut(dv);
+    let (v32, acc16f) = rest.split_at_mut(dv);
+    // the f16 accumulator lives in the scratch floats' memory as u16s
+    // SAFETY: acc16f has dv f32s = 2 * dv u16s of writable, aligned memory.
+    let acc16 = unsafe { std::slice::from_raw_parts_mut(acc16f.as_mut_ptr() as *mut u16, dv) };
+
+    for ir in r0..r1 {
+        let iq3 = ir / (nq2 * nq1);
+        let iq2 = (ir - iq3 * nq2 * nq1) / nq1;
+        let iq1 = ir - iq3 * nq2 * nq1 - iq2 * nq1;
+        let (ik2, ik3) = (iq2 / rk2, iq3 / rk3);
+        let (iv2, iv3) = (iq2 / rv2, iq3 / rv3);
+        let slope = alibi_slope(max_bias, nq2, iq2);
+
+        let mut s_sum = 0.0f32;
+        let mut m_max = f32::NEG_INFINITY;
+        acc32.fill(0.0);
+        acc16.fill(0);
+        // SAFETY: every row index below is inside its tensor (shapes checked by the
+        // constructor); this thread owns dst row (iq2, iq1, iq3).
+        unsafe {
+            q.load_row(iq1, iq2, iq3, qf);
+            (ktr.from_float)(qf, q_q);
+            let mrow: Option<(TRef, *const u8)> =
+                mask.map(|m| (m, m.row_ptr(iq1, iq2 % m.ne[2], iq3 % m.ne[3]) as *const u8));
+            for ic in 0..n_kv {
+                let mv = match mrow {
+                    Some((m, mp)) => slope * load_scalar(m.ty, mp.add(ic * m.nb[0])),
+                    None => 0.0,
+                };
+                if mv == f32::NEG_INFINITY {
+                    continue;
+                }
+                let kx = std::slice::from_raw_parts(k.row_ptr(ic, ik2, ik3), krow);
+                let mut s = (ktr.vec_dot)(dk, kx, q_q);
+                s *= scale;
+                if softcap_on {
+                    s = softcap * s.tanh();
+                }
+                s += mv;
+                let m_old = m_max;
+                let mut ms = 1.0f32;
+                let mut vs = 1.0f32;
+                if s > m_max {
+                    m_max = s;
+                    ms = (m_old - m_max).exp();
+                    if v_f16 {
+                        scale_f16(acc16, ms);
+                    } else {
+                        for x in acc32.iter_mut() {
+                            *x *= ms;
+                        }
+                    }
+                } else {
+                    vs = (s - m_max).exp();
+                }
+                if v_f16 {
+                    let vp = v.row_ptr(ic, iv2, iv3) as *const u16;
+                    for (i, a) in acc16.iter_mut().enumerate() {
+                        let vx = fp::f16_to_f32(vp.add(i).read_unaligned());
+                        *a = fp::f32_to_f16(fp::f16_to_f32(*a) + vx * vs);
+                    }
+                } else {
+                    v.load_row(ic, iv2, iv3, v32);
+                    for (a, &x) in acc32.iter_mut().zip(v32.iter()) {
+                        *a += x * vs;
+                    }
+                }
+                s_sum = s_sum * ms + vs;
+            }
+            if v_f16 {
+                for (a, &h) in acc32.iter_mut().zip(acc16.iter()) {
+                    *a = fp::f16_to_f32(h);
+                }
+            }
+            if let Some(sk) = sinks {
+                let s = sk.get_f32(iq2, 0, 0, 0);
+                let mut ms = 1.0f32;
+                let mut vs = 1.0f32;
+                if s > m_max {
+                    ms = (m_max - s).exp();
+                    for x in acc32.iter_mut() {
+                        *x *= ms;
+                    }
+                } else {
+                    vs = (s - m_max).exp();
+                }
+                s_sum = s_sum * ms + vs;
+            }
+            let inv = if s_sum == 0.0 { 0.0 } else { 1.0 / s_sum };
+            for x in acc32.iter_mut() {
+                *x *= inv;
+            }
+            d.store_row(iq2, iq1, iq3, acc32);
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! MUL_MAT and MUL_MAT_ID. The activations (src 1) are converted once per node, by all
+//! threads together, to the type the weight's dot product wants; then the result is cut into
+//! chunks of weight rows x activation columns that threads take from a shared counter, each
+//! chunk walked in 16 x 16 tiles so a weight row stays in cache across several columns.
+
+use super::{Node, Params};
+use crate::quant::{mm_traits, MmTraits};
+use crate::tref::{split, TRef};
+use ggml::{Context, Tensor, Type};
+use std::sync::atomic::Ordering;
+
+const TILE: usize = 16;
+
+/// Whether src 1 must be converted (its type differs from the dot type, or its rows have gaps).
+fn needs_convert(b: &TRef, vdt: Type) -> bool {
+    b.ty != vdt || !b.rows_contiguous()
+}
+
+fn traits_of(ty: Type) -> MmTraits {
+    match mm_traits(ty) {
+        Some(t) => t,
+        None => panic!("mul_mat: no dot product for {ty} (supports_op should have said so)"),
+    }
+}
+
+pub(crate) fn work_size(ctx: &Context, t: &Tensor) -> usize {
+    let (Some(a), Some(b)) = (t.src[0], t.src[1]) else {
+        return 0;
+    };
+    let (a, b) = (TRef::new(&ctx[a]), TRef::new(&ctx[b]));
+    match mm_traits(a.ty) {
+        Some(tr) if needs_convert(&b, tr.vec_dot_type) => {
+            tr.vec_dot_type.row_size(b.ne[0] as i64) * b.nrows()
+        }
+        _ => 0,
+    }
+}
+
+pub(crate) fn work_size_id(ctx: &Context, t: &Tensor, _nth: usize) -> usize {
+    work_size(ctx, t)
+}
+
+/// Converts src 1's rows into wdata (all threads share the rows), then waits for all threads.
+/// Returns the row stride of the converted rows, or None when src 1 is used in place.
+fn convert_src1(p: &mut Params, b: &TRef, tr: &MmTraits) -> Option<usize> {
+    let vdt = tr.vec_dot_type;
+    if !needs_convert(b, vdt) {
+        return None;
+    }
+    let rs = vdt.row_size(b.ne[0] as i64);
+    assert!(p.wsize >= rs * b.nrows(), "mul_mat: work buffer too small");
+    let wdata = p.wdata;
+    let (r0, r1) = split(b.nrows(), p.ith, p.nth);
+    let buf = p.scratch(b.ne[0]);
+    for r in r0..r1 {
+        let (i1, i2, i3) = b.unflat_row(r);
+        // SAFETY: wdata holds rs bytes per row of b (work_size); this thread owns rows r0..r1.
+        unsafe {
+            b.load_row(i1, i2, i3, buf);
+            let out = std::slice::from_raw_parts_mut(wdata.add(r * rs), rs);
+            (tr.from_float)(buf, out);
+        }
+    }
+    Some(rs)
+}
+
+pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
+    let (a, b, d) = (n.s(0), n.s(1), n.dst);
+    let tr = traits_of(a.ty);
+    let conv = convert_src1(p, &b, &tr);
+    if p.ith == 0 {
+        p.counter.store(p.nth, Ordering::Relaxed);
+    }
+    p.barrier();
+
+    let k = a.ne[0];
+    let nr0 = a.ne[1];
+    let nr1 = b.ne[1] * b.ne[2] * b.ne[3];
+    let (r2, r3) = (b.ne[2] / a.ne[2], b.ne[3] / a.ne[3]);
+    let arow = a.ty.row_size(k as i64);
+    let brow = tr.vec_dot_type.row_size(k as i64);
+
+    let chunk = if nr0 == 1 || nr1 == 1 { 64 } else { TILE };
+    let (mut nc0, mut nc1) = (nr0.div_ceil(chunk), nr1.div_ceil(chunk));
+    if nc0 * nc1 < p.nth * 4 {
+        // too few chunks to balance: split only the longer dimension, one part per thread
+        (nc0, nc1) = if nr0 > nr1 { (p.nth, 1) } else { (1, p.nth) };
+    }
+    let (dr0, dr1) = (nr0.div_ceil(nc0), nr1.div_ceil(nc1));
+    let wdata = p.wdata;
+    let b_row = |ir1: usize| -> (*const u8, usize, usize, usize) {
+        let i11 = ir1 % b.ne[1];
+        let i12 = (ir1 / b.ne[1]) % b.ne[2];
+        let i13 = ir1 / (b.ne[1] * b.ne[2]);
+        let ptr = match conv {
+            // SAFETY: the converted rows are laid out in flat row order.
+            Some(rs) => unsafe { wdata.add(ir1 * rs) as *const u8 },
+            None => b.row_ptr(i11, i12, i13) as *const u8,
+        };
+        (ptr, i11, i12, i13)
+    };
+
+    let mut tmp = [0.0f32; TILE];
+    let mut ch = p.ith;
+    while ch < nc0 * nc1 {
+        let (c0, c1) = (ch % nc0, ch / nc0);
+        let (ir0s, ir0e) = (c0 * dr0, ((c0 + 1) * dr0).min(nr0));
+        let (ir1s, ir1e) = (c1 * dr1, ((c1 + 1) * dr1).min(nr1));
+        let mut iir1 = ir1s;
+        while iir1 < ir1e {
+            let mut iir0 = ir0s;
+            while iir0 < ir0e {
+                let e0 = (iir0 + TILE).min(ir0e);
+                for ir1 in iir1..(iir1 + TILE).min(ir1e) {
+                    let (bp, i11, i12, i13) = b_row(ir1);
+                    let (i02, i03) = (i12 / r2, i13 / r3);
+                    // SAFETY: rows of a and b exist (shapes checked by the constructor and the
+                    // buffer bounds by graph_compute); each (ir0, ir1) cell of dst belongs to
+                    // exactly one chunk.
+                    unsafe {
+                        let y = std::slice::from_raw_parts(bp, brow);
+                        for ir0 in iir0..e0 {
+                            let x = std::slice::from_raw_parts(a.row_ptr(ir0, i02, i03), arow);
+                            tmp[ir0 - iir0] = (tr.vec_dot)(k, x, y);
+                        }
+                        for ir0 in iir0..e0 {
+                            (d.ptr(ir0, i11, i12, i13) as *mut f32)
+                                .write_unaligned(tmp[ir0 - iir0]);
+                        }
+                    }
+                }
+                iir0 += TILE;
+            }
+            iir1 += TILE;
+        }
+        ch = p.counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Experts as {K, M, n_as}, b {K, ne11, ne12}, ids {n_ids, ne12}: dst[:, id, t] =
+/// as[ids[id, t]] x b[:, id % ne11, t].
+pub(crate) fn mul_mat_id(p: &mut Params, n: &Node) {
+    let (a, b, ids, d) = (n.s(0), n.s(1), n.s(2), n.dst);
+    let tr = traits_of(a.ty);
+    let err = p.err();
+    let conv = convert_src1(p, &b, &tr);
+    p.barrier();
+
+    let k = a.ne[0];
+    let nr0 = a.ne[1];
+    let n_as = a.ne[2];
+    let arow = a.ty.row_size(k as i64);
+    let brow = tr.vec_dot_type.row_size(k as i64);
+
+    // every thread builds the same (expert -> columns) lists; they are small
+    let mut cols: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_as];
+    for t in 0..ids.ne[1] {
+        for id in 0..ids.ne[0] {
+            // SAFETY: (id, t) is inside ids.
+            let e = unsafe { crate::tref::load_index(ids.ty, ids.ptr(id, t, 0, 0)) };
+            if e < 0 || e as usize >= n_as {
+                err.store(true, Ordering::Relaxed);
+                continue;
+            }
+            cols[e as usize].push((id, t));
+        }
+    }
+    let (ir0s, ir0e) = split(nr0, p.ith, p.nth);
+    let wdata = p.wdata;
+    for (e, list) in cols.iter().enumerate() {
+        for tile in list.chunks(TILE) {
+            let mut iir0 = ir0s;
+            while iir0 < ir0e {
+                let e0 = (iir0 + TILE).min(ir0e);
+                for &(id, t) in tile {
+                    let i11 = id % b.ne[1];
+                    // SAFETY: as in mul_mat; each (row, id, t) of dst is written by one thread.
+                    unsafe {
+                        let bp = match conv {
+                            Some(rs) => wdata.add((i11 + t * b.ne[1]) * rs) as *const u8,
+                            None => b.row_ptr(i11, t, 0) as *const u8,
+                        };
+                        let y = std::slice::from_raw_parts(bp, brow);
+                        for ir0 in iir0..e0 {
+                            let x = std::slice::from_raw_parts(a.row_ptr(ir0, e, 0), arow);
+                            (d.ptr(ir0, id, t, 0) as *mut f32)
+                                .write_unaligned((tr.vec_dot)(k, x, y));
+                        }
+                    }
+                }
+                iir0 += TILE;
+            }
+        }
+    }
+}

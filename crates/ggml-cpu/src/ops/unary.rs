@@ -1,0 +1,181 @@
+//! Element-wise maps: SQR, SQRT, CLAMP, SCALE, the UNARY ops and the GLU family. GELU and
+//! GELU_QUICK go through ggml's f16 lookup tables (ggml defines GGML_GELU_FP16 and
+//! GGML_GELU_QUICK_FP16 for its CPU backend), so their values match ggml's bit for bit.
+
+use super::{Node, Params};
+use crate::fp;
+use crate::tref::split;
+use ggml::{GluOp, Type, UnaryOp};
+use std::sync::OnceLock;
+
+const GELU_COEF_A: f32 = 0.044715;
+const GELU_QUICK_COEF: f32 = -1.702;
+const SQRT_2_OVER_PI: f32 = 0.797_884_560_802_865_4;
+const SQRT_2_INV: f32 = 0.707_106_781_186_547_5;
+
+/// Applies `f` to every element, rows split across threads.
+pub(crate) fn map(p: &mut Params, n: &Node, f: impl Fn(f32) -> f32) {
+    let (a, d) = (n.s(0), n.dst);
+    let (r0, r1) = split(a.nrows(), p.ith, p.nth);
+    let ne0 = a.ne[0];
+    let fast = a.ty == Type::F32 && d.ty == Type::F32 && a.nb[0] == 4 && d.nb[0] == 4;
+    let buf = if fast { &mut [][..] } else { p.scratch(ne0) };
+    for r in r0..r1 {
+        let (i1, i2, i3) = a.unflat_row(r);
+        // SAFETY: dst has a's shape; this thread owns row r of dst (possibly the same memory as
+        // a's row for in-place ops, which is read before it is written element by element).
+        unsafe {
+            if fast {
+                let x = a.row_ptr(i1, i2, i3) as *const f32;
+                let y = d.row_ptr(i1, i2, i3) as *mut f32;
+                for i in 0..ne0 {
+                    *y.add(i) = f(*x.add(i));
+                }
+            } else {
+                a.load_row(i1, i2, i3, buf);
+                for v in buf.iter_mut() {
+                    *v = f(*v);
+                }
+                d.store_row(i1, i2, i3, buf);
+            }
+        }
+    }
+}
+
+pub(crate) fn scale(p: &mut Params, n: &Node, s: f32, b: f32) {
+    if b == 0.0 {
+        map(p, n, |x| x * s)
+    } else {
+        map(p, n, |x| x * s + b)
+    }
+}
+
+fn gelu_f32(x: f32) -> f32 {
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + GELU_COEF_A * x * x)).tanh())
+}
+
+fn gelu_quick_f32(x: f32) -> f32 {
+    x * (1.0 / (1.0 + (GELU_QUICK_COEF * x).exp()))
+}
+
+fn table(f: fn(f32) -> f32) -> Box<[u16]> {
+    (0..=u16::MAX)
+        .map(|h| fp::f32_to_f16(f(fp::f16_to_f32(h))))
+        .collect()
+}
+
+fn gelu_table() -> &'static [u16] {
+    static T: OnceLock<Box<[u16]>> = OnceLock::new();
+    T.get_or_init(|| table(gelu_f32))
+}
+
+fn gelu_quick_table() -> &'static [u16] {
+    static T: OnceLock<Box<[u16]>> = OnceLock::new();
+    T.get_or_init(|| table(gelu_quick_f32))
+}
+
+/// ggml_vec_gelu_f32 with GGML_GELU_FP16.
+#[inline]
+pub(crate) fn gelu(x: f32) -> f32 {
+    if x <= -10.0 {
+        0.0
+    } else if x >= 10.0 {
+        x
+    } else {
+        fp::f16_to_f32(gelu_table()[fp::f32_to_f16(x) as usize])
+    }
+}
+
+#[inline]
+pub(crate) fn gelu_quick(x: f32) -> f32 {
+    fp::f16_to_f32(gelu_quick_table()[fp::f32_to_f16(x) as usize])
+}
+
+#[inline]
+pub(crate) fn gelu_erf(x: f32) -> f32 {
+    0.5 * x * (1.0 + libm::erff(x * SQRT_2_INV))
+}
+
+#[inline]
+pub(crate) fn silu(x: f32) -> f32 {
+    x / (1.0 + (-x).exp())
+}
+
+pub(crate) fn unary(p: &mut Params, n: &Node, op: UnaryOp) {
+    match op {
+        UnaryOp::Abs => map(p, n, f32::abs),
+        UnaryOp::Sgn => map(p, n, |x| {
+            if x > 0.0 {
+                1.0
+            } else if x < 0.0 {
+                -1.0
+            } else {
+                0.0
+            }
+        }),
+        UnaryOp::Neg => map(p, n, |x| -x),
+        UnaryOp::Step => map(p, n, |x| if x > 0.0 { 1.0 } else { 0.0 }),
+        UnaryOp::Tanh => map(p, n, f32::tanh),
+        UnaryOp::Elu => map(p, n, |x| if x > 0.0 { x } else { x.exp_m1() }),
+        UnaryOp::Relu => map(p, n, |x| if x > 0.0 { x } else { 0.0 }),
+        UnaryOp::Sigmoid => map(p, n, |x| 1.0 / (1.0 + (-x).exp())),
+        UnaryOp::Gelu => map(p, n, gelu),
+        UnaryOp::GeluQuick => map(p, n, gelu_quick),
+        UnaryOp::Silu => map(p, n, silu),
+        UnaryOp::HardSwish => map(p, n, |x| x * (1.0f32).min((0.0f32).max((x + 3.0) / 6.0))),
+        UnaryOp::HardSigmoid => map(p, n, |x| (1.0f32).min((0.0f32).max((x + 3.0) / 6.0))),
+        UnaryOp::Exp => map(p, n, f32::exp),
+        UnaryOp::GeluErf => map(p, n, gelu_erf),
+    }
+}
+
+fn glu_fn(op: GluOp) -> fn(f32, f32) -> f32 {
+    match op {
+        GluOp::Reglu => |x, g| if x > 0.0 { x * g } else { 0.0 },
+        GluOp::Geglu => |x, g| {
+            if x <= -10.0 {
+                0.0
+            } else if x >= 10.0 {
+                x * g
+            } else {
+                gelu(x) * g
+            }
+        },
+        GluOp::Swiglu => |x, g| silu(x) * g,
+        GluOp::GegluErf => |x, g| gelu_erf(x) * g,
+        GluOp::GegluQuick => |x, g| gelu_quick(x) * g,
+    }
+}
+
+/// The activation applied to x times the gate g. Without src 1, x and g are the two halves of
+/// each row of src 0 (x first unless swapped).
+pub(crate) fn glu(p: &mut Params, n: &Node, op: GluOp, swapped: bool) {
+    let f = glu_fn(op);
+    let a = n.s(0);
+    let b = n.src[1];
+    let d = n.dst;
+    let nc = d.ne[0];
+    let (r0, r1) = split(d.nrows(), p.ith, p.nth);
+    let buf = p.scratch(a.ne[0] + nc * 2);
+    let (xa, rest) = buf.split_at_mut(a.ne[0]);
+    let (gb, out) = rest.split_at_mut(nc);
+    for r in r0..r1 {
+        let (i1, i2, i3) = d.unflat_row(r);
+        // SAFETY: a (and b) have one row per dst row; this thread owns dst row r.
+        unsafe {
+            a.load_row(i1, i2, i3, xa);
+            let (x, g): (&[f32], &[f32]) = match b {
+                Some(b) => {
+                    b.load_row(i1, i2, i3, gb);
+                    (&xa[..nc], &gb[..])
+                }
+                None if swapped => (&xa[nc..2 * nc], &xa[..nc]),
+                None => (&xa[..nc], &xa[nc..2 * nc]),
+            };
+            for i in 0..nc {
+                out[i] = f(x[i], g[i]);
+            }
+            d.store_row(i1, i2, i3, out);
+        }
+    }
+}

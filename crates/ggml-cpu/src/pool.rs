@@ -1,0 +1,195 @@
+//! A persistent thread pool: threads are created once per backend and run one closure per graph
+//! on every thread, which then steps through the nodes separated by a spinning barrier. Idle
+//! threads spin briefly for the next graph (generation calls back-to-back), then park.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+
+/// Spins before yielding in barriers, and before parking between graphs.
+const BARRIER_SPINS: u32 = 2_000;
+const IDLE_SPINS: u32 = 20_000;
+
+/// A reusable barrier for the threads of one job (sense by generation count).
+pub(crate) struct SpinBarrier {
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+}
+
+impl SpinBarrier {
+    fn new() -> SpinBarrier {
+        SpinBarrier {
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+        }
+    }
+
+    /// Waits until `n` threads have arrived.
+    pub fn wait(&self, n: usize) {
+        if n <= 1 {
+            return;
+        }
+        let gen = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) == n - 1 {
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation
+                .store(gen.wrapping_add(1), Ordering::Release);
+            return;
+        }
+        let mut spins = 0u32;
+        while self.generation.load(Ordering::Acquire) == gen {
+            if spins < BARRIER_SPINS {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                // the machine may have fewer free cores than threads: let the others run
+                std::thread::yield_now();
+            }
+        }
+    }
+}
+
+type Job = dyn Fn(usize, usize, &SpinBarrier) + Sync;
+
+/// The job being run: a pointer to a closure that lives on the caller's stack for the whole
+/// run (the caller waits for every worker to finish before returning).
+#[derive(Clone, Copy)]
+struct JobPtr(*const Job);
+// SAFETY: the closure is Sync and outlives every use (see `Pool::run`).
+unsafe impl Send for JobPtr {}
+
+struct Shared {
+    epoch: AtomicU64,
+    /// (epoch of the job, the job and its thread count); None between jobs
+    job: Mutex<(u64, Option<(JobPtr, usize)>)>,
+    wake: Condvar,
+    done: AtomicUsize,
+    shutdown: AtomicBool,
+    barrier: SpinBarrier,
+}
+
+pub(crate) struct Pool {
+    shared: Arc<Shared>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl Pool {
+    /// A pool able to run `n_threads` threads (the caller's thread is thread 0).
+    pub fn new(n_threads: usize) -> Pool {
+        let shared = Arc::new(Shared {
+            epoch: AtomicU64::new(0),
+            job: Mutex::new((0, None)),
+            wake: Condvar::new(),
+            done: AtomicUsize::new(0),
+            shutdown: AtomicBool::new(false),
+            barrier: SpinBarrier::new(),
+        });
+        let mut pool = Pool {
+            shared,
+            workers: Vec::new(),
+        };
+        pool.grow(n_threads);
+        pool
+    }
+
+    fn grow(&mut self, n_threads: usize) {
+        while self.workers.len() + 1 < n_threads {
+            let ith = self.workers.len() + 1;
+            let shared = self.shared.clone();
+            let handle = std::thread::Builder::new()
+                .name(format!("ggml-cpu-{ith}"))
+                .spawn(move || worker(shared, ith))
+                .expect("failed to spawn a CPU backend thread");
+            self.workers.push(handle);
+        }
+    }
+
+    /// Runs `f(ith, nth, barrier)` on `nth` threads (growing the pool if needed) and returns
+    /// when all of them have finished.
+    pub fn run(&mut self, nth: usize, f: &(dyn Fn(usize, usize, &SpinBarrier) + Sync)) {
+        let nth = nth.max(1);
+        if nth == 1 {
+            f(0, 1, &self.shared.barrier);
+            return;
+        }
+        self.grow(nth);
+        // SAFETY: erase the closure's lifetime; it is only called until `done` reaches
+        // nth - 1 below, which happens before this function returns.
+        let ptr: *const Job = unsafe {
+            std::mem::transmute::<*const (dyn Fn(usize, usize, &SpinBarrier) + Sync + '_), *const Job>(
+                f,
+            )
+        };
+        self.shared.done.store(0, Ordering::Relaxed);
+        {
+            let mut job = self.shared.job.lock().unwrap_or_else(|e| e.into_inner());
+            let e = self.shared.epoch.fetch_add(1, Ordering::AcqRel) + 1;
+            *job = (e, Some((JobPtr(ptr), nth)));
+            self.shared.wake.notify_all();
+        }
+        f(0, nth, &self.shared.barrier);
+        let mut spins = 0u32;
+        while self.shared.done.load(Ordering::Acquire) < nth - 1 {
+            if spins < BARRIER_SPINS {
+                std::hint::spin_loop();
+                spins += 1;
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        let mut job = self.shared.job.lock().unwrap_or_else(|e| e.into_inner());
+        job.1 = None;
+    }
+}
+
+fn worker(shared: Arc<Shared>, ith: usize) {
+    let mut seen = 0u64;
+    loop {
+        // wait for a new epoch: spin first, then park
+        let mut spins = 0u32;
+        loop {
+            if shared.shutdown.load(Ordering::Acquire) {
+                return;
+            }
+            if shared.epoch.load(Ordering::Acquire) != seen {
+                break;
+            }
+            if spins < IDLE_SPINS {
+                std::hint::spin_loop();
+                spins += 1;
+                continue;
+            }
+            let guard = shared.job.lock().unwrap_or_else(|e| e.into_inner());
+            if shared.epoch.load(Ordering::Acquire) == seen
+                && !shared.shutdown.load(Ordering::Acquire)
+            {
+                drop(shared.wake.wait(guard).unwrap_or_else(|e| e.into_inner()));
+            }
+        }
+        // read the epoch with the job so that a job is never run twice
+        let (e, job) = *shared.job.lock().unwrap_or_else(|e| e.into_inner());
+        seen = e;
+        let Some((JobPtr(f), nth)) = job else {
+            continue;
+        };
+        if ith < nth {
+            // SAFETY: the job pointer stays valid until every participating worker has
+            // incremented `done` (Pool::run waits for that).
+            unsafe { (*f)(ith, nth, &shared.barrier) };
+            shared.done.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        {
+            let _guard = self.shared.job.lock().unwrap_or_else(|e| e.into_inner());
+            self.shared.shutdown.store(true, Ordering::Release);
+            self.shared.wake.notify_all();
+        }
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
