@@ -17,3 +17,20 @@ pub use loader::LoadMode;
 pub use model::{Layer, Model, ModelParams, SplitMode};
 pub(crate) mod graph;
 pub mod sampling;
+mod batch;
+mod context;
+mod context_params;
+mod decode;
+mod kv_cache;
+mod kv_cells;
+mod kv_shift;
+mod perf;
+mod reserve;
+pub use batch::Batch;
+pub use context::{Context, MemoryBreakdownRow};
+pub use context_params::{AbortCallback, ContextParams, EvalCallback, FlashAttnType};
+pub use perf::PerfContextData;
+/// Registers the compiled backends (the CPU); safe to call more than once.
+pub fn backend_init() {
+    ggml_cpu::init();
+}

@@ -1,6 +1,13 @@
 //! Model architectures: names as GGUF spells them, their rope layout, the tensors each one
 //! loads (`tensors`) and one graph builder per architecture (`llama`, `qwen2`).
 
+mod llama;
+mod qwen2;
+
+use crate::graph::GraphBuilder;
+use crate::model::Model;
+use ggml::TensorId;
+
 
 
 
@@ -32,6 +39,14 @@ impl Arch {
         match self {
             Arch::Llama => "llama",
             Arch::Qwen2 => "qwen2",
+        }
+    }
+
+    /// Builds the decoder graph of this architecture into `b`; returns the logits tensor.
+    pub(crate) fn build_graph(self, model: &Model, b: &mut GraphBuilder) -> TensorId {
+        match self {
+            Arch::Llama => llama::build(model, b),
+            Arch::Qwen2 => qwen2::build(model, b),
         }
     }
 

@@ -1,2 +1,158 @@
-//! Graph building (llm_graph_context).
-pub(crate) struct GraphBuilder;
+//! Graph building (llm_graph_context): the shared building blocks every architecture uses —
+//! inputs, norm, Q/K/V projections, attention over the KV cache with or without flash
+//! attention, the feed-forward block — and the tensor naming callback (`cb`) that gives nodes
+//! llama.cpp's names ("Qcur-0", "kq_soft_max-0", "ffn_swiglu-0").
+
+mod attn;
+pub(crate) use ffn::NormType;
+mod ffn;
+
+use crate::kv_cache::KvCache;
+use crate::model::Model;
+use ggml::{Graph, RopeParams, TensorId, Type};
+use std::collections::HashMap;
+
+/// What a graph depends on besides the weights: its shape and the context's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct GraphParams {
+    pub n_tokens: usize,
+    pub n_outputs: usize,
+    pub n_kv: usize,
+    pub flash_attn: bool,
+    pub causal: bool,
+    /// rope settings common to all layers (n_dims, mode, base, scale, yarn)
+    pub rope: RopeParams,
+}
+
+/// The input tensors of one graph, filled before each compute.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GraphInputs {
+    pub tokens: Option<TensorId>,
+    pub pos: Option<TensorId>,
+    pub k_idxs: Option<TensorId>,
+    pub v_idxs: Option<TensorId>,
+    pub kq_mask: Option<TensorId>,
+    pub out_ids: Option<TensorId>,
+    /// input objects (llm_graph_input_*): embd, pos, attn, out_ids
+    pub n_objects: usize,
+}
+
+impl GraphInputs {
+    /// In creation order.
+    pub fn all(&self) -> Vec<TensorId> {
+        [self.tokens, self.pos, self.k_idxs, self.v_idxs, self.kq_mask, self.out_ids].into_iter().flatten().collect()
+    }
+}
+
+/// A built graph and where its inputs and logits are.
+pub(crate) struct BuiltGraph {
+    pub graph: Graph,
+    pub inputs: GraphInputs,
+    pub logits: TensorId,
+    pub params: GraphParams,
+}
+
+pub(crate) struct GraphBuilder<'a> {
+    pub g: Graph,
+    pub model: &'a Model,
+    pub kv: &'a KvCache,
+    pub p: GraphParams,
+    weights: HashMap<TensorId, TensorId>,
+    cache: HashMap<TensorId, TensorId>,
+    pub inputs: GraphInputs,
+}
+
+impl<'a> GraphBuilder<'a> {
+    pub fn new(model: &'a Model, kv: &'a KvCache, p: GraphParams) -> GraphBuilder<'a> {
+        GraphBuilder {
+            g: Graph::new(ggml::Context::with_capacity(1024)),
+            model,
+            kv,
+            p,
+            weights: HashMap::new(),
+            cache: HashMap::new(),
+            inputs: GraphInputs::default(),
+        }
+    }
+
+    /// The graph's leaf for a model weight.
+    pub fn w(&mut self, id: TensorId) -> TensorId {
+        if let Some(&t) = self.weights.get(&id) {
+            return t;
+        }
+        let t = self.g.ctx.import(&self.model.ctx[id]);
+        self.weights.insert(id, t);
+        t
+    }
+    pub fn wo(&mut self, id: Option<TensorId>) -> Option<TensorId> {
+        id.map(|id| self.w(id))
+    }
+
+    /// The graph's leaf for a KV cache tensor.
+    pub fn cache_tensor(&mut self, id: TensorId) -> TensorId {
+        if let Some(&t) = self.cache.get(&id) {
+            return t;
+        }
+        let t = self.g.ctx.import(&self.kv.ctx[id]);
+        self.cache.insert(id, t);
+        t
+    }
+
+    /// The naming callback: "name-il" for layer tensors, "name" otherwise.
+    pub fn cb(&mut self, t: TensorId, name: &str, il: i32) {
+        if il >= 0 {
+            self.g.ctx.set_name(t, &format!("{name}-{il}"));
+        } else {
+            self.g.ctx.set_name(t, name);
+        }
+    }
+
+    fn new_input(&mut self, ty: Type, ne: &[i64], name: &str) -> TensorId {
+        let t = self.g.ctx.new_tensor(ty, ne);
+        self.g.ctx.set_input(t);
+        self.g.ctx.set_name(t, name);
+        t
+    }
+
+    /// build_inp_embd: the token ids and their embedding rows.
+    pub fn build_inp_embd(&mut self, tok_embd: TensorId) -> TensorId {
+        let n = self.p.n_tokens as i64;
+        let tokens = self.new_input(Type::I32, &[n], "inp_tokens");
+        let n_embd = self.model.hparams.n_embd as i64;
+        let embd = self.new_input(Type::F32, &[n_embd, n], "inp_embd");
+        let w = self.w(tok_embd);
+        let cur = self.g.ctx.get_rows(w, tokens);
+        // ggml_build_forward_select: both alternatives (token ids, embeddings) are in the graph
+        // so that its topology does not depend on the batch; only the token path computes
+        self.g.build_forward_expand(cur);
+        self.g.build_forward_expand(embd);
+        self.cb(cur, "embd", -1);
+        self.inputs.tokens = Some(tokens);
+        self.inputs.n_objects += 1;
+        cur
+    }
+
+    pub fn build_inp_pos(&mut self) -> TensorId {
+        let pos = self.new_input(Type::I32, &[self.p.n_tokens as i64], "inp_pos");
+        self.inputs.pos = Some(pos);
+        self.inputs.n_objects += 1;
+        pos
+    }
+
+    pub fn build_inp_out_ids(&mut self) -> TensorId {
+        let t = self.new_input(Type::I32, &[self.p.n_outputs as i64], "out_ids");
+        self.inputs.out_ids = Some(t);
+        self.inputs.n_objects += 1;
+        t
+    }
+
+    pub fn rope(&mut self, x: TensorId, pos: TensorId, factors: Option<TensorId>) -> TensorId {
+        let p = self.p.rope;
+        self.g.ctx.rope_ext(x, pos, factors, p)
+    }
+
+    pub fn finish(mut self, logits: TensorId) -> BuiltGraph {
+        self.g.build_forward_expand(logits);
+        BuiltGraph { graph: self.g, inputs: self.inputs, logits, params: self.p }
+    }
+}

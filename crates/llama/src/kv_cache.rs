@@ -1,0 +1,381 @@
+//! The KV cache (llama_kv_cache): one K and one V tensor per layer in backend memory, the cells
+//! that say which position of which sequence each slot holds, slot search for a ubatch, the
+//! graph inputs that address it (k/v indices, attention mask) and the sequence operations.
+
+use crate::batch::Ubatch;
+use crate::error::{LlamaError, Result};
+use crate::kv_cells::KvCells;
+use crate::model::Model;
+use ggml::backend::{Buffer, BufferUsage, DeviceRef};
+use ggml::{Context, TensorId, Type};
+use std::sync::Arc;
+
+const MIB: f64 = 1024.0 * 1024.0;
+/// n_kv is padded to this so that graphs keep their shape across steps (and can be reused).
+pub const N_PAD: usize = 256;
+
+pub struct KvCache {
+    pub(crate) ctx: Context,
+    /// (K, V) tensor of each layer
+    pub(crate) layers: Vec<(TensorId, TensorId)>,
+    pub(crate) buffers: Vec<Arc<Buffer>>,
+    pub(crate) type_k: Type,
+    pub(crate) type_v: Type,
+    /// V stored transposed (one row per channel), used without flash attention
+    pub(crate) v_trans: bool,
+    pub(crate) cells: KvCells,
+    head: usize,
+    n_seq_max: u32,
+}
+
+/// Where the tokens of one ubatch go.
+#[derive(Clone, Debug, Default)]
+pub struct SlotInfo {
+    pub idxs: Vec<u32>,
+}
+
+impl KvCache {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        model: &Model,
+        type_k: Type,
+        type_v: Type,
+        v_trans: bool,
+        offload: bool,
+        kv_size: u32,
+        n_seq_max: u32,
+        cpu: &DeviceRef,
+    ) -> Result<KvCache> {
+        let hp = &model.hparams;
+        let mut ctx = Context::new();
+        let mut layers = Vec::new();
+        let mut by_buft: Vec<(ggml::backend::BufferTypeRef, Vec<TensorId>)> = Vec::new();
+        for il in 0..hp.n_layer as usize {
+            let dev = if offload { model.dev_layer(il).cloned().unwrap_or(cpu.clone()) } else { cpu.clone() };
+            ggml::log_debug!("llama_kv_cache: layer {:3}: dev = {}\n", il, dev.name());
+            let k = ctx.new_tensor_3d(type_k, hp.n_embd_k_gqa(il) as i64, kv_size as i64, 1);
+            ctx.set_name(k, &format!("cache_k_l{il}"));
+            let v = ctx.new_tensor_3d(type_v, hp.n_embd_v_gqa(il) as i64, kv_size as i64, 1);
+            ctx.set_name(v, &format!("cache_v_l{il}"));
+            layers.push((k, v));
+            let buft = dev.buffer_type();
+            match by_buft.iter_mut().find(|(b, _)| ggml::backend::same_buft(b, &buft)) {
+                Some((_, ids)) => ids.extend([k, v]),
+                None => by_buft.push((buft, vec![k, v])),
+            }
+        }
+        let mut buffers = Vec::new();
+        for (buft, ids) in &by_buft {
+            let buf = crate::buffers::alloc_tensors(&mut ctx, ids, buft, "kv cache").inspect_err(|_| {
+                ggml::log_error!("llama_kv_cache: failed to allocate buffer for kv cache\n");
+            })?;
+            // empty cells are masked, but NaN garbage would still poison 0 * x in the kernels
+            buf.clear(0);
+            buf.set_usage(BufferUsage::Any);
+            ggml::log_info!("llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n", buf.name(), buf.size() as f64 / MIB);
+            buffers.push(buf);
+        }
+        let size_k: usize = layers.iter().map(|&(k, _)| ctx[k].nbytes()).sum();
+        let size_v: usize = layers.iter().map(|&(_, v)| ctx[v].nbytes()).sum();
+        ggml::log_info!(
+            "llama_kv_cache: size = {:7.2} MiB ({:6} cells, {:3} layers, {:2}/{} seqs), K ({}): {:7.2} MiB, V ({}): {:7.2} MiB\n",
+            (size_k + size_v) as f64 / MIB,
+            kv_size,
+            layers.len(),
+            n_seq_max,
+            1,
+            type_k.name(),
+            size_k as f64 / MIB,
+            type_v.name(),
+            size_v as f64 / MIB
+        );
+        // the Hadamard rotation of quantized caches is not implemented: report it off
+        ggml::log_info!("llama_kv_cache: attn_rot_k = 0, n_embd_head_k_all = {}\n", hp.n_embd_head_k);
+        ggml::log_info!("llama_kv_cache: attn_rot_v = 0, n_embd_head_k_all = {}\n", hp.n_embd_head_v);
+        Ok(KvCache {
+            ctx,
+            layers,
+            buffers,
+            type_k,
+            type_v,
+            v_trans,
+            cells: KvCells::new(kv_size as usize),
+            head: 0,
+            n_seq_max,
+        })
+    }
+
+    pub fn size(&self) -> usize {
+        self.cells.size()
+    }
+    pub fn total_bytes(&self) -> usize {
+        self.buffers.iter().map(|b| b.size()).sum()
+    }
+    /// (buffer type name, bytes) of each KV buffer.
+    pub fn buffer_sizes(&self) -> Vec<(String, usize)> {
+        self.buffers.iter().map(|b| (b.name().to_string(), b.size())).collect()
+    }
+    pub fn n_seq_max(&self) -> u32 {
+        self.n_seq_max
+    }
+
+    /// The number of cells a graph attends over for the current contents.
+    pub fn n_kv(&self) -> usize {
+        let used = self.cells.used_max_p1().div_ceil(N_PAD) * N_PAD;
+        self.size().min(N_PAD.max(used))
+    }
+
+    /// find_slot: free cells for each token, scanning from the head.
+    pub fn find_slot(&self, ub: &Ubatch) -> Option<SlotInfo> {
+        let n_tokens = ub.n_tokens();
+        let size = self.size();
+        if n_tokens > size {
+            ggml::log_error!("find_slot: n_tokens = {} > size = {}\n", n_tokens, size);
+            return None;
+        }
+        let mut head = self.head;
+        // plenty of free cells before the head: fill the cache from its start
+        if head > self.cells.used() + 2 * n_tokens {
+            head = 0;
+        }
+        let mut idxs = Vec::with_capacity(n_tokens);
+        let mut n_tested = 0usize;
+        while idxs.len() < n_tokens {
+            if head >= size {
+                head = 0;
+                continue;
+            }
+            if self.cells.is_empty(head) {
+                idxs.push(head as u32);
+            }
+            head += 1;
+            n_tested += 1;
+            if idxs.len() < n_tokens && n_tested >= size {
+                return None;
+            }
+        }
+        Some(SlotInfo { idxs })
+    }
+
+    /// apply_ubatch: write the ubatch's positions and sequences into its cells.
+    pub fn apply(&mut self, slot: &SlotInfo, ub: &Ubatch) {
+        for (i, &idx) in slot.idxs.iter().enumerate() {
+            let idx = idx as usize;
+            if !self.cells.is_empty(idx) {
+                self.cells.rm(idx);
+            }
+            self.cells.set(idx, ub.pos[i], &ub.seq_id[i]);
+        }
+        if let Some(&last) = slot.idxs.last() {
+            self.head = last as usize + 1;
+        }
+    }
+
+    /// Finds slots for all ubatches of a batch without changing the cache (prepare).
+    pub fn prepare(&mut self, ubatches: &[Ubatch]) -> Option<Vec<SlotInfo>> {
+        let saved_cells = self.cells.clone();
+        let saved_head = self.head;
+        let mut out = Vec::new();
+        let mut ok = true;
+        for ub in ubatches {
+            match self.find_slot(ub) {
+                Some(s) => {
+                    self.apply(&s, ub);
+                    out.push(s);
+                }
+                None => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        self.cells = saved_cells;
+        self.head = saved_head;
+        ok.then_some(out)
+    }
+
+    pub fn k_idxs(&self, slot: &SlotInfo) -> Vec<i64> {
+        slot.idxs.iter().map(|&i| i as i64).collect()
+    }
+
+    /// V indices: per token, or per token and channel for the transposed layout.
+    pub fn v_idxs(&self, slot: &SlotInfo, n_embd_v_gqa: usize) -> Vec<i64> {
+        if !self.v_trans {
+            return self.k_idxs(slot);
+        }
+        let size = self.size() as i64;
+        let mut out = Vec::with_capacity(slot.idxs.len() * n_embd_v_gqa);
+        for &idx in &slot.idxs {
+            for j in 0..n_embd_v_gqa as i64 {
+                out.push(j * size + idx as i64);
+            }
+        }
+        out
+    }
+
+    /// The attention mask {n_kv, n_tokens}: 0 where token i may attend cell j, -inf elsewhere.
+    pub fn kq_mask(&self, ub: &Ubatch, n_kv: usize, causal: bool, alibi: bool) -> Vec<f32> {
+        let n_tokens = ub.n_tokens();
+        let mut data = vec![f32::NEG_INFINITY; n_kv * n_tokens];
+        for i in 0..n_tokens {
+            let s1 = ub.seq_id[i][0];
+            let p1 = ub.pos[i];
+            let row = &mut data[i * n_kv..(i + 1) * n_kv];
+            for (j, m) in row.iter_mut().enumerate() {
+                if self.cells.is_empty(j) || !self.cells.seqs(j).has(s1) {
+                    continue;
+                }
+                let p0 = self.cells.pos(j);
+                if causal && p0 > p1 {
+                    continue;
+                }
+                *m = if alibi { -((p0 - p1).abs() as f32) } else { 0.0 };
+            }
+        }
+        data
+    }
+
+    // ---- sequence operations ----
+
+    pub fn clear(&mut self, data: bool) {
+        self.cells.clear();
+        self.head = 0;
+        if data {
+            for b in &self.buffers {
+                b.clear(0);
+            }
+        }
+    }
+
+    fn range(p0: i32, p1: i32) -> (i32, i32) {
+        (if p0 < 0 { 0 } else { p0 }, if p1 < 0 { i32::MAX } else { p1 })
+    }
+
+    pub fn seq_rm(&mut self, seq: i32, p0: i32, p1: i32) -> bool {
+        let (p0, p1) = Self::range(p0, p1);
+        let mut new_head = usize::MAX;
+        for i in 0..self.size() {
+            let p = self.cells.pos(i);
+            if p < p0 || p >= p1 || p == -1 {
+                continue;
+            }
+            let emptied = if seq < 0 {
+                self.cells.rm(i);
+                true
+            } else if self.cells.seqs(i).has(seq) {
+                self.cells.seq_rm(i, seq)
+            } else {
+                false
+            };
+            if emptied && new_head == usize::MAX {
+                new_head = i;
+            }
+        }
+        // a freed slot before the head is where the next search should start
+        if new_head != usize::MAX && new_head < self.head {
+            self.head = new_head;
+        }
+        true
+    }
+
+    pub fn seq_cp(&mut self, src: i32, dst: i32, p0: i32, p1: i32) {
+        if src == dst {
+            return;
+        }
+        let (p0, p1) = Self::range(p0, p1);
+        for i in 0..self.size() {
+            let p = self.cells.pos(i);
+            if p >= p0 && p < p1 && self.cells.seqs(i).has(src) {
+                self.cells.seq_add(i, dst);
+            }
+        }
+    }
+
+    pub fn seq_keep(&mut self, seq: i32) {
+        let mut new_head = usize::MAX;
+        for i in 0..self.size() {
+            if self.cells.is_empty(i) {
+                continue;
+            }
+            if !self.cells.seqs(i).has(seq) {
+                self.cells.rm(i);
+                if new_head == usize::MAX {
+                    new_head = i;
+                }
+            } else {
+                let only = *self.cells.seqs(i);
+                let keep = only.has(seq);
+                let pos = self.cells.pos(i);
+                if keep {
+                    self.cells.set(i, pos, &[seq]);
+                }
+            }
+        }
+        if new_head != usize::MAX && new_head < self.head {
+            self.head = new_head;
+        }
+    }
+
+    /// Shifts the positions of `seq` in [p0, p1) by delta; K is re-roped before the next decode.
+    pub fn seq_add(&mut self, seq: i32, p0: i32, p1: i32, delta: i32) {
+        if delta == 0 {
+            return;
+        }
+        let (p0, p1) = Self::range(p0, p1);
+        if p0 == p1 {
+            return;
+        }
+        let mut new_head = usize::MAX;
+        for i in 0..self.size() {
+            let p = self.cells.pos(i);
+            if p == -1 || p < p0 || p >= p1 || !self.cells.seqs(i).has(seq) {
+                continue;
+            }
+            if self.cells.pos_add(i, delta) && new_head == usize::MAX {
+                new_head = i;
+            }
+        }
+        self.head = if new_head != usize::MAX { new_head } else { 0 };
+    }
+
+    pub fn seq_div(&mut self, seq: i32, p0: i32, p1: i32, d: i32) {
+        if d == 1 || d == 0 {
+            return;
+        }
+        let (p0, p1) = Self::range(p0, p1);
+        for i in 0..self.size() {
+            let p = self.cells.pos(i);
+            if p == -1 || p < p0 || p >= p1 || !self.cells.seqs(i).has(seq) {
+                continue;
+            }
+            self.cells.pos_div(i, d);
+        }
+    }
+
+    pub fn seq_pos_max(&self, seq: i32) -> i32 {
+        self.cells.seq_pos_max(seq)
+    }
+    pub fn seq_pos_min(&self, seq: i32) -> i32 {
+        self.cells.seq_pos_min(seq)
+    }
+
+    pub(crate) fn check_types(type_k: Type, type_v: Type, head_k: u32, head_v: u32) -> Result<()> {
+        let allowed =
+            [Type::F32, Type::F16, Type::Bf16, Type::Q8_0, Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Iq4Nl];
+        for (what, ty, head) in [("K", type_k, head_k), ("V", type_v, head_v)] {
+            if !allowed.contains(&ty) {
+                return Err(LlamaError::BadParams(format!("unsupported {what} cache type {}", ty.name())));
+            }
+            if head as usize % ty.block_size() != 0 {
+                return Err(LlamaError::BadParams(format!(
+                    "{what} cache type {} with block size {} does not divide n_embd_head_{}={}",
+                    ty.name(),
+                    ty.block_size(),
+                    what.to_lowercase(),
+                    head
+                )));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,51 @@
+//! Applying position shifts to the cached keys (build_graph_shift): after memory_seq_add the
+//! keys of the moved cells are rotated by the difference before the next decode.
+
+use crate::context::Context;
+use crate::error::{LlamaError, Result};
+use ggml::backend::{set_tensor, Status};
+use ggml::{Graph, Type};
+
+impl Context {
+    pub(crate) fn apply_k_shift(&mut self) -> Result<()> {
+        let hp = self.model.hparams.clone();
+        let size = self.kv.size() as i64;
+        let mut g = Graph::new(ggml::Context::new());
+        let shift = g.ctx.new_tensor_1d(Type::I32, size);
+        g.ctx.set_input(shift);
+        g.ctx.set_name(shift, "inp_k_shift");
+        let mut rope = self.graph_params(1, 1, self.kv.size()).rope;
+        for il in 0..hp.n_layer as usize {
+            let k_src = &self.kv.ctx[self.kv.layers[il].0];
+            let k = g.ctx.import(k_src);
+            let ty = g.ctx[k].ty;
+            let (head, n_head_kv, n_embd_gqa) = (hp.n_embd_head_k as i64, hp.n_head_kv(il) as i64, hp.n_embd_k_gqa(il) as i64);
+            let view = g.ctx.view_3d(k, head, n_head_kv, size, ty.row_size(head), ty.row_size(n_embd_gqa), 0);
+            let factors = self.model.rope_freqs(il).map(|f| g.ctx.import(&self.model.ctx[f]));
+            rope.n_dims = hp.n_rot as i32;
+            let out = if ty.is_quantized() {
+                // dequantize, rotate, quantize back
+                let tmp = g.ctx.cast(view, Type::F32);
+                let tmp = g.ctx.rope_ext(tmp, shift, factors, rope);
+                g.ctx.cpy(tmp, view)
+            } else {
+                g.ctx.rope_ext_inplace(view, shift, factors, rope)
+            };
+            g.build_forward_expand(out);
+        }
+        self.prev = None;
+        self.sched.reset();
+        self.sched.alloc_graph(&mut g).map_err(|e| LlamaError::Compute(e.to_string()))?;
+        let data: Vec<u8> = (0..size as usize)
+            .flat_map(|i| (if self.kv.cells.is_empty(i) { 0 } else { self.kv.cells.shift(i) }).to_le_bytes())
+            .collect();
+        set_tensor(&g.ctx[shift], &data, 0);
+        let status = self.sched.graph_compute(&mut g);
+        self.sched.reset();
+        if status != Status::Success {
+            return Err(LlamaError::Compute(format!("K-shift graph: {status:?}")));
+        }
+        self.kv.cells.reset_shift();
+        Ok(())
+    }
+}
