@@ -34,3 +34,4 @@ pub use perf::PerfContextData;
 pub fn backend_init() {
     ggml_cpu::init();
 }
+pub mod vocab;
