@@ -1,0 +1,230 @@
+//! The fake GPU: its device, buffer type and backend.
+
+use ggml::backend::{
+    same_buft, Backend, BackendError, Buffer, BufferType, BufferTypeRef, Device, DeviceCaps, DeviceKind, DeviceRef,
+    Event, GraphView, HostBuffer, Status,
+};
+use ggml::{Context, Tensor, TensorId};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Memory that is host memory underneath (so CPU kernels can run on it) but tells the
+/// scheduler it is not host-visible, as a GPU's memory.
+pub struct TestBufferType {
+    pub name: String,
+    pub alignment: usize,
+    pub max_size: usize,
+}
+
+impl BufferType for TestBufferType {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn alloc_buffer(self: Arc<Self>, size: usize) -> Result<Arc<Buffer>, BackendError> {
+        let mem = HostBuffer::alloc(size).ok_or_else(|| BackendError::Alloc {
+            buft: self.name.clone(),
+            size,
+            reason: "out of memory".into(),
+        })?;
+        Ok(Arc::new(Buffer::new(self, Box::new(mem))))
+    }
+    fn alignment(&self) -> usize {
+        self.alignment
+    }
+    fn max_size(&self) -> usize {
+        self.max_size
+    }
+    fn is_host(&self) -> bool {
+        false
+    }
+}
+
+/// What a test backend was asked to do, shared between the device, its backends and the test.
+#[derive(Default, Debug)]
+pub struct Counters {
+    /// bytes written with set_tensor_async (the MoE expert copies use it)
+    pub set_async_bytes: AtomicUsize,
+    pub set_async_calls: AtomicUsize,
+    pub cpy_async_calls: AtomicUsize,
+    pub synchronize_calls: AtomicUsize,
+    pub events_recorded: AtomicUsize,
+    pub event_waits: AtomicUsize,
+    pub graph_computes: AtomicUsize,
+    pub optimize_calls: AtomicUsize,
+    /// names of the nodes computed, in order
+    pub computed: Mutex<Vec<String>>,
+}
+
+impl Counters {
+    pub fn get(c: &AtomicUsize) -> usize {
+        c.load(Ordering::SeqCst)
+    }
+}
+
+pub struct TestDeviceConfig {
+    pub name: String,
+    pub kind: DeviceKind,
+    /// None: a new non-host [`TestBufferType`] named after the device
+    pub buft: Option<BufferTypeRef>,
+    /// ops (by `Op::desc()` name, e.g. "MUL_MAT", "SILU") the device refuses
+    pub refuse_ops: Vec<String>,
+    /// nodes (by tensor name) the device refuses
+    pub refuse_nodes: Vec<String>,
+    /// offload_op accepts ops whose batch is at least this; None vetoes every offload
+    pub offload_min_batch: Option<i64>,
+    pub events: bool,
+    /// cpy_tensor_async succeeds (else the scheduler falls back to a synchronous copy)
+    pub async_copy: bool,
+    /// the device can also read host buffers (a unified-memory device)
+    pub reads_host: bool,
+    pub alignment: usize,
+    pub max_size: usize,
+}
+
+impl TestDeviceConfig {
+    /// A GPU with its own memory, events, and CUDA's default offload threshold of 32.
+    pub fn gpu(name: &str) -> TestDeviceConfig {
+        TestDeviceConfig {
+            name: name.to_string(),
+            kind: DeviceKind::Gpu,
+            buft: None,
+            refuse_ops: Vec::new(),
+            refuse_nodes: Vec::new(),
+            offload_min_batch: Some(32),
+            events: true,
+            async_copy: false,
+            reads_host: false,
+            alignment: 128,
+            max_size: usize::MAX,
+        }
+    }
+
+    /// An accelerator that works on another device's (host) buffer type, like BLAS.
+    pub fn accel(name: &str, buft: BufferTypeRef) -> TestDeviceConfig {
+        TestDeviceConfig { kind: DeviceKind::Accel, buft: Some(buft), offload_min_batch: None, ..Self::gpu(name) }
+    }
+}
+
+pub struct TestDevice {
+    cfg: TestDeviceConfig,
+    buft: BufferTypeRef,
+    counters: Arc<Counters>,
+}
+
+impl TestDevice {
+    pub fn new(cfg: TestDeviceConfig) -> Arc<TestDevice> {
+        let buft: BufferTypeRef = match &cfg.buft {
+            Some(b) => b.clone(),
+            None => Arc::new(TestBufferType { name: cfg.name.clone(), alignment: cfg.alignment, max_size: cfg.max_size }),
+        };
+        Arc::new(TestDevice { cfg, buft, counters: Arc::new(Counters::default()) })
+    }
+
+    pub fn counters(&self) -> Arc<Counters> {
+        self.counters.clone()
+    }
+
+    /// A backend of this device that computes with `inner` (a backend whose kernels can run on
+    /// host memory, e.g. the CPU's).
+    pub fn backend(self: &Arc<Self>, inner: Box<dyn Backend>) -> Box<dyn Backend> {
+        Box::new(TestBackend { dev: self.clone(), inner })
+    }
+}
+
+impl Device for TestDevice {
+    fn name(&self) -> &str {
+        &self.cfg.name
+    }
+    fn description(&self) -> &str {
+        "scheduler test device"
+    }
+    fn kind(&self) -> DeviceKind {
+        self.cfg.kind
+    }
+    fn memory(&self) -> (usize, usize) {
+        (1 << 30, 1 << 30)
+    }
+    fn caps(&self) -> DeviceCaps {
+        DeviceCaps { async_: true, host_buffer: false, buffer_from_host_ptr: false, events: self.cfg.events }
+    }
+    fn init_backend(self: Arc<Self>) -> Result<Box<dyn Backend>, BackendError> {
+        Err(BackendError::Other("a test device computes with an inner backend: use TestDevice::backend".into()))
+    }
+    fn buffer_type(&self) -> BufferTypeRef {
+        self.buft.clone()
+    }
+    fn supports_op(&self, ctx: &Context, op: TensorId) -> bool {
+        let t = &ctx[op];
+        !self.cfg.refuse_ops.iter().any(|o| o == t.op.desc()) && !self.cfg.refuse_nodes.iter().any(|n| *n == t.name)
+    }
+    fn supports_buft(&self, buft: &BufferTypeRef) -> bool {
+        same_buft(buft, &self.buft) || (self.cfg.reads_host || self.buft.is_host()) && buft.is_host()
+    }
+    fn offload_op(&self, ctx: &Context, op: TensorId) -> bool {
+        self.cfg.offload_min_batch.is_some_and(|min| crate::op_batch_size(ctx, op) >= min)
+    }
+}
+
+struct TestEvent {
+    counters: Arc<Counters>,
+}
+
+impl Event for TestEvent {
+    fn synchronize(&self) {
+        self.counters.event_waits.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+pub struct TestBackend {
+    dev: Arc<TestDevice>,
+    inner: Box<dyn Backend>,
+}
+
+impl Backend for TestBackend {
+    fn name(&self) -> &str {
+        &self.dev.cfg.name
+    }
+    fn device(&self) -> DeviceRef {
+        self.dev.clone()
+    }
+    fn graph_compute(&mut self, graph: GraphView<'_>) -> Status {
+        let c = &self.dev.counters;
+        c.graph_computes.fetch_add(1, Ordering::SeqCst);
+        c.computed.lock().unwrap_or_else(|e| e.into_inner()).extend(graph.nodes.iter().map(|&n| graph.ctx[n].name.clone()));
+        self.inner.graph_compute(graph)
+    }
+    fn graph_optimize(&mut self, _ctx: &mut Context, _nodes: &mut Vec<TensorId>) {
+        self.dev.counters.optimize_calls.fetch_add(1, Ordering::SeqCst);
+    }
+    fn synchronize(&mut self) {
+        self.dev.counters.synchronize_calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.synchronize();
+    }
+    fn set_tensor_async(&mut self, t: &Tensor, data: &[u8], offset: usize) {
+        let c = &self.dev.counters;
+        c.set_async_calls.fetch_add(1, Ordering::SeqCst);
+        c.set_async_bytes.fetch_add(data.len(), Ordering::SeqCst);
+        ggml::backend::set_tensor(t, data, offset)
+    }
+    fn cpy_tensor_async(&mut self, src: &Tensor, dst: &Tensor) -> bool {
+        self.dev.counters.cpy_async_calls.fetch_add(1, Ordering::SeqCst);
+        if !self.dev.cfg.async_copy {
+            return false;
+        }
+        ggml::backend::tensor_copy(src, dst);
+        true
+    }
+    fn event_record(&mut self) -> Option<Arc<dyn Event>> {
+        if !self.dev.cfg.events {
+            return None;
+        }
+        self.dev.counters.events_recorded.fetch_add(1, Ordering::SeqCst);
+        Some(Arc::new(TestEvent { counters: self.dev.counters.clone() }))
+    }
+    fn event_wait(&mut self, ev: &Arc<dyn Event>) {
+        ev.synchronize()
+    }
+    fn set_n_threads(&mut self, n: usize) {
+        self.inner.set_n_threads(n)
+    }
+}
