@@ -8,7 +8,6 @@ mod fp;
 mod ops;
 mod pool;
 mod quant;
-mod simd;
 mod support;
 mod tref;
 

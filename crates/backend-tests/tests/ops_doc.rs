@@ -1,0 +1,21 @@
+//! docs/ops.md must match what the backends' supports_op say about the case table.
+
+use std::path::PathBuf;
+
+#[test]
+fn ops_doc_is_up_to_date() {
+    let devices = vec![ggml_cpu::device()];
+    let doc = backend_tests::coverage::ops_markdown(&backend_tests::cases::all(), &devices);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/ops.md");
+    if std::env::var_os("UPDATE_OPS_DOC").is_some() {
+        let tmp = path.with_extension("md.tmp");
+        std::fs::write(&tmp, &doc).expect("write docs/ops.md.tmp");
+        std::fs::rename(&tmp, &path).expect("rename docs/ops.md");
+        return;
+    }
+    let current = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        current == doc,
+        "docs/ops.md is out of date: run `UPDATE_OPS_DOC=1 cargo test -p backend-tests --test ops_doc` and commit it"
+    );
+}
