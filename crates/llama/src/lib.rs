@@ -35,3 +35,4 @@ pub fn backend_init() {
     ggml_cpu::init();
 }
 pub mod vocab;
+pub mod quant;
