@@ -115,6 +115,50 @@ pub fn reference_model_or_skip() -> Option<PathBuf> {
     Some(reference_model())
 }
 
+/// A workspace binary, built (or brought up to date) on first use with the profile of the
+/// running test: `cargo test --release` builds it with `--release`, plain `cargo test` with the
+/// test profile. Building from inside a test is safe: cargo releases its lock before running
+/// tests.
+pub fn bin(package: &str, name: &str) -> PathBuf {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static BUILT: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile dir>/deps/<test exe>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test exe in target/<profile>/deps");
+    let release = profile_dir.file_name().is_some_and(|n| n == "release");
+    let path = profile_dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if built
+        .get_or_insert_with(HashSet::new)
+        .insert(name.to_string())
+    {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let profile: &[&str] = if release {
+            &["--release"]
+        } else {
+            &["--profile", "test"]
+        };
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "-p", package, "--bin", name])
+            .args(profile)
+            .current_dir(repo_root())
+            .status()
+            .expect("run cargo build");
+        assert!(
+            status.success(),
+            "cargo build -p {package} --bin {name} failed"
+        );
+    }
+    assert!(path.is_file(), "{} was not built", path.display());
+    path
+}
+
 /// A file of shared/vocab.
 pub fn vocab(name: &str) -> PathBuf {
     shared_dir().join("vocab").join(name)
