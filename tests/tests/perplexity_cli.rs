@@ -1,0 +1,173 @@
+//! llama-perplexity end to end on the reference model: llama.cpp's per-chunk values and final
+//! estimate (shared/reference/logs/perplexity-f32.log), the KL-divergence round trip through a
+//! base logits file, and the error paths.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn bin(package: &str, name: &str) -> PathBuf {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "--profile", "test", "-p", package, "--bin", name])
+        .current_dir(&root)
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "cargo build -p {package} failed");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    target.join("debug").join(name)
+}
+
+fn ppl(args: &[&str]) -> Output {
+    Command::new(bin("llama-perplexity", "llama-perplexity")).args(args).output().expect("run llama-perplexity")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn gpl3() -> String {
+    testutil::shared_dir().join("reference/text/gpl-3.txt").display().to_string()
+}
+
+/// The `[i]x,` values of a stdout stream.
+fn chunk_values(s: &str) -> Vec<f64> {
+    s.split(',')
+        .filter_map(|item| {
+            let item = item.trim();
+            let rest = item.strip_prefix('[')?;
+            let (_, v) = rest.split_once(']')?;
+            v.parse().ok()
+        })
+        .collect()
+}
+
+/// (PPL, uncertainty) of "Final estimate: PPL = X +/- Y".
+fn final_estimate(s: &str) -> Option<(f64, f64)> {
+    let line = s.lines().find(|l| l.contains("Final estimate: PPL = "))?;
+    let rest = line.split("Final estimate: PPL = ").nth(1)?;
+    let (a, b) = rest.split_once(" +/- ")?;
+    Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs()
+}
+
+#[test]
+fn matches_llama_cpp_per_chunk_and_final() {
+    let Some(m) = testutil::reference_model_or_skip() else { return };
+    let reference = std::fs::read_to_string(testutil::shared_dir().join("reference/logs/perplexity-f32.log")).unwrap();
+    let want_chunks = chunk_values(reference.lines().find(|l| l.starts_with("[1]")).unwrap());
+    let want_final = final_estimate(&reference).unwrap();
+    assert_eq!(want_chunks.len(), 8);
+
+    let out = ppl(&["-m", m.to_str().unwrap(), "-f", &gpl3(), "-c", "128", "-b", "128", "--chunks", "8"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    let got = chunk_values(&stdout);
+    assert_eq!(got.len(), 8, "stdout: {stdout}");
+    for (i, (g, w)) in got.iter().zip(&want_chunks).enumerate() {
+        assert!(close(*g, *w, 1e-4), "chunk {}: {g} vs llama.cpp {w}", i + 1);
+    }
+    let (p, u) = final_estimate(&stderr).expect("final estimate on stderr");
+    assert!(close(p, want_final.0, 1e-4), "PPL {p} vs {}", want_final.0);
+    assert!(close(u, want_final.1, 1e-4), "uncertainty {u} vs {}", want_final.1);
+    assert!(stderr.contains("perplexity: calculating perplexity over 8 chunks, n_ctx=128, batch_size=128, n_seq=1"));
+    assert!(stderr.contains("perplexity: tokenizing the input .."));
+    assert!(stderr.contains(" seconds per pass - ETA "));
+}
+
+#[test]
+fn kl_divergence_of_a_model_with_itself_is_zero() {
+    let Some(m) = testutil::reference_model_or_skip() else { return };
+    let m = m.to_str().unwrap().to_string();
+    let dir = testutil::scratch_dir("ppl_kld");
+    let base = dir.join("base.kld");
+    let base_s = base.to_str().unwrap();
+
+    // two chunks of 128: 2 x 63 = 126 scored tokens, enough for the statistics block
+    let out = ppl(&["-m", &m, "-f", &gpl3(), "-c", "128", "-b", "128", "--chunks", "2", "--kl-divergence-base", base_s]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("perplexity: saving all logits to {base_s}")));
+    let (ppl_base, _) = final_estimate(&stderr).unwrap();
+
+    let bytes = std::fs::read(&base).expect("base file written");
+    let n_vocab = i32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    assert_eq!(&bytes[..8], b"_logits_");
+    assert_eq!(i32::from_le_bytes(bytes[8..12].try_into().unwrap()), 128);
+    assert_eq!(n_vocab, 151936);
+    assert_eq!(i32::from_le_bytes(bytes[16..20].try_into().unwrap()), 2);
+    let nv = 2 * n_vocab.div_ceil(2) + 4;
+    assert_eq!(bytes.len(), 20 + 2 * 128 * 4 + 2 * 63 * nv * 2);
+
+    let out = ppl(&["-m", &m, "-c", "128", "-b", "128", "--kl-divergence-base", base_s, "--kl-divergence"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("kl_divergence: computing over 2 chunks, n_ctx=128, batch_size=128, n_seq=1"), "{stderr}");
+    assert_eq!(stdout.matches("chunk             PPL               ln(PPL(Q)/PPL(base))").count(), 2);
+    let field = |label: &str| -> f64 {
+        let l = stdout.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no '{label}' in {stdout}"));
+        let v = l[label.len()..].trim_start_matches([' ', ':']).split_whitespace().next().unwrap();
+        v.trim_end_matches('%').parse().unwrap()
+    };
+    let mean_kld = field("Mean    KLD:");
+    assert!(mean_kld.abs() < 1e-3, "mean KLD {mean_kld}");
+    assert!(field("Maximum KLD:").abs() < 1e-2);
+    assert_eq!(field("Same top p:"), 100.0);
+    assert!(field("RMS Δp    :").abs() < 0.01);
+    assert!(close(field("Mean PPL(Q)                   :"), ppl_base, 1e-4));
+    assert!(close(field("Mean PPL(base)                :"), ppl_base, 1e-3));
+    assert!(stdout.contains("====== KL divergence statistics ======"));
+    assert!(stdout.contains("====== Token probability statistics ======"));
+}
+
+#[test]
+fn output_type_one_and_batched_chunks() {
+    let Some(m) = testutil::reference_model_or_skip() else { return };
+    // -b 256 holds two chunks of 128: decoded together as two sequences, same values
+    let out = ppl(&["-m", m.to_str().unwrap(), "-f", &gpl3(), "-c", "128", "-b", "256", "--chunks", "2", "--ppl-output-type", "1"]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("n_ctx=128, batch_size=256, n_seq=2"), "{stderr}");
+    let rows: Vec<Vec<&str>> = stdout.lines().filter(|l| !l.trim().is_empty()).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    assert_eq!(rows[0][0], "0");
+    assert_eq!(rows[1][0], "0", "llama.cpp prints the offset of the first chunk of the batch");
+    let reference = std::fs::read_to_string(testutil::shared_dir().join("reference/logs/perplexity-f32.log")).unwrap();
+    let want = chunk_values(reference.lines().find(|l| l.starts_with("[1]")).unwrap());
+    for (r, w) in rows.iter().zip(&want) {
+        let v: f64 = r[1].parse().unwrap();
+        assert!(close(v, *w, 1e-4), "{v} vs {w}");
+        assert_eq!(r.len(), 4);
+    }
+}
+
+#[test]
+fn errors() {
+    let Some(m) = testutil::reference_model_or_skip() else { return };
+    let m = m.to_str().unwrap().to_string();
+    let dir = testutil::scratch_dir("ppl_errors");
+    let short = dir.join("short.txt");
+    std::fs::write(&short, "only a few words here\n").unwrap();
+
+    let out = ppl(&["-m", &m, "-f", short.to_str().unwrap(), "-c", "128"]);
+    assert_eq!(out.status.code(), Some(0), "llama.cpp exits 0 after a scoring error");
+    let err = text(&out.stderr);
+    assert!(err.contains("perplexity: you need at least 256 tokens to evaluate perplexity with a context of 128"), "{err}");
+    assert!(err.contains("perplexity: the data file you provided tokenizes to only"));
+
+    let out = ppl(&["-m", &m, "-f", short.to_str().unwrap(), "-c", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("perplexity tool requires '--ctx-size' > 0"));
+
+    let bogus = dir.join("bogus.kld");
+    std::fs::write(&bogus, b"not a logits file at all").unwrap();
+    let out = ppl(&["-m", &m, "-c", "128", "--kl-divergence-base", bogus.to_str().unwrap(), "--kl-divergence"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stderr).contains("does not look like a file containing log-probabilities"));
+
+    let out = ppl(&["-m", &m, "--no-such-flag"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("error: invalid argument: --no-such-flag"));
+}
