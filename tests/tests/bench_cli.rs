@@ -1,24 +1,10 @@
 //! llama-bench end to end on the reference model: the markdown table, the machine-readable
 //! formats (each checked with its standard parser), --plot, --list-devices and bad arguments.
 
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-/// The tool, built with the test profile (optimised) on first use.
-fn bin(package: &str, name: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--profile", "test", "-p", package, "--bin", name])
-        .current_dir(&root)
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "cargo build -p {package} failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-    target.join("debug").join(name)
-}
-
 fn bench(args: &[&str]) -> Output {
-    Command::new(bin("llama-bench", "llama-bench")).args(args).output().expect("run llama-bench")
+    Command::new(testutil::bin("llama-bench", "llama-bench")).args(args).output().expect("run llama-bench")
 }
 
 fn model() -> Option<String> {

@@ -2,23 +2,10 @@
 //! as llama.cpp's log (shared/reference/logs/eval-callback-hi*.log) with values within 1e-3
 //! relative or 1e-4 absolute, plus --filter and --graph.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn bin(package: &str, name: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--profile", "test", "-p", package, "--bin", name])
-        .current_dir(&root)
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "cargo build -p {package} failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-    target.join("debug").join(name)
-}
-
 fn evalcb(args: &[&str]) -> Output {
-    Command::new(bin("llama-eval-callback", "llama-eval-callback")).args(args).output().expect("run llama-eval-callback")
+    Command::new(testutil::bin("llama-eval-callback", "llama-eval-callback")).args(args).output().expect("run llama-eval-callback")
 }
 
 /// One printed node: its header line and the numbers of its value block (values and sums).

@@ -1,20 +1,7 @@
 //! llama-list-devices and the --list-devices flag of the other tools: llama.cpp's format, the
 //! CPU never listed.
 
-use std::path::PathBuf;
 use std::process::Command;
-
-fn bin(package: &str, name: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--profile", "test", "-p", package, "--bin", name])
-        .current_dir(&root)
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "cargo build -p {package} failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-    target.join("debug").join(name)
-}
 
 /// "Available devices:" then "  (none)" or one "  name: desc (N MiB, M MiB free)" per device.
 fn check_format(out: &str) {
@@ -40,7 +27,7 @@ fn check_format(out: &str) {
 
 #[test]
 fn list_devices_tool() {
-    let out = Command::new(bin("llama-list-devices", "llama-list-devices")).output().unwrap();
+    let out = Command::new(testutil::bin("llama-list-devices", "llama-list-devices")).output().unwrap();
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
     check_format(&s);
@@ -57,9 +44,9 @@ fn ggml_has_offload_device(s: &str) -> bool {
 
 #[test]
 fn list_devices_flag_of_the_tools_prints_the_same() {
-    let tool = Command::new(bin("llama-list-devices", "llama-list-devices")).output().unwrap();
+    let tool = Command::new(testutil::bin("llama-list-devices", "llama-list-devices")).output().unwrap();
     for (pkg, name) in [("llama-bench", "llama-bench"), ("llama-perplexity", "llama-perplexity"), ("llama-eval-callback", "llama-eval-callback")] {
-        let out = Command::new(bin(pkg, name)).arg("--list-devices").output().unwrap();
+        let out = Command::new(testutil::bin(pkg, name)).arg("--list-devices").output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(out.stdout, tool.stdout, "{name}");
     }

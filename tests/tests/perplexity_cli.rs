@@ -2,23 +2,10 @@
 //! estimate (shared/reference/logs/perplexity-f32.log), the KL-divergence round trip through a
 //! base logits file, and the error paths.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
-fn bin(package: &str, name: &str) -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "--quiet", "--profile", "test", "-p", package, "--bin", name])
-        .current_dir(&root)
-        .status()
-        .expect("run cargo build");
-    assert!(status.success(), "cargo build -p {package} failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
-    target.join("debug").join(name)
-}
-
 fn ppl(args: &[&str]) -> Output {
-    Command::new(bin("llama-perplexity", "llama-perplexity")).args(args).output().expect("run llama-perplexity")
+    Command::new(testutil::bin("llama-perplexity", "llama-perplexity")).args(args).output().expect("run llama-perplexity")
 }
 
 fn text(b: &[u8]) -> String {
