@@ -13,8 +13,12 @@ fn check_format(out: &str) {
         return;
     }
     for l in rest {
-        let body = l.strip_prefix("  ").unwrap_or_else(|| panic!("indented: {l:?}"));
-        let (name, tail) = body.split_once(": ").unwrap_or_else(|| panic!("name: {l:?}"));
+        let body = l
+            .strip_prefix("  ")
+            .unwrap_or_else(|| panic!("indented: {l:?}"));
+        let (name, tail) = body
+            .split_once(": ")
+            .unwrap_or_else(|| panic!("name: {l:?}"));
         assert!(!name.is_empty() && name != "CPU", "{l:?}");
         assert!(tail.ends_with(" MiB free)"), "{l:?}");
         let mem = &tail[tail.rfind(" (").unwrap() + 2..tail.len() - 1];
@@ -27,7 +31,9 @@ fn check_format(out: &str) {
 
 #[test]
 fn list_devices_tool() {
-    let out = Command::new(testutil::bin("llama-list-devices", "llama-list-devices")).output().unwrap();
+    let out = Command::new(testutil::bin("llama-list-devices", "llama-list-devices"))
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
     check_format(&s);
@@ -44,10 +50,24 @@ fn ggml_has_offload_device(s: &str) -> bool {
 
 #[test]
 fn list_devices_flag_of_the_tools_prints_the_same() {
-    let tool = Command::new(testutil::bin("llama-list-devices", "llama-list-devices")).output().unwrap();
-    for (pkg, name) in [("llama-bench", "llama-bench"), ("llama-perplexity", "llama-perplexity"), ("llama-eval-callback", "llama-eval-callback")] {
-        let out = Command::new(testutil::bin(pkg, name)).arg("--list-devices").output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+    let tool = Command::new(testutil::bin("llama-list-devices", "llama-list-devices"))
+        .output()
+        .unwrap();
+    for (pkg, name) in [
+        ("llama-bench", "llama-bench"),
+        ("llama-perplexity", "llama-perplexity"),
+        ("llama-eval-callback", "llama-eval-callback"),
+    ] {
+        let out = Command::new(testutil::bin(pkg, name))
+            .arg("--list-devices")
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         assert_eq!(out.stdout, tool.stdout, "{name}");
     }
 }

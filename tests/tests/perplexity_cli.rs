@@ -5,7 +5,10 @@
 use std::process::{Command, Output};
 
 fn ppl(args: &[&str]) -> Output {
-    Command::new(testutil::bin("llama-perplexity", "llama-perplexity")).args(args).output().expect("run llama-perplexity")
+    Command::new(testutil::bin("llama-perplexity", "llama-perplexity"))
+        .args(args)
+        .output()
+        .expect("run llama-perplexity")
 }
 
 fn text(b: &[u8]) -> String {
@@ -13,7 +16,10 @@ fn text(b: &[u8]) -> String {
 }
 
 fn gpl3() -> String {
-    testutil::shared_dir().join("reference/text/gpl-3.txt").display().to_string()
+    testutil::shared_dir()
+        .join("reference/text/gpl-3.txt")
+        .display()
+        .to_string()
 }
 
 /// The `[i]x,` values of a stdout stream.
@@ -42,13 +48,28 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 
 #[test]
 fn matches_llama_cpp_per_chunk_and_final() {
-    let Some(m) = testutil::reference_model_or_skip() else { return };
-    let reference = std::fs::read_to_string(testutil::shared_dir().join("reference/logs/perplexity-f32.log")).unwrap();
+    let Some(m) = testutil::reference_model_or_skip() else {
+        return;
+    };
+    let reference =
+        std::fs::read_to_string(testutil::shared_dir().join("reference/logs/perplexity-f32.log"))
+            .unwrap();
     let want_chunks = chunk_values(reference.lines().find(|l| l.starts_with("[1]")).unwrap());
     let want_final = final_estimate(&reference).unwrap();
     assert_eq!(want_chunks.len(), 8);
 
-    let out = ppl(&["-m", m.to_str().unwrap(), "-f", &gpl3(), "-c", "128", "-b", "128", "--chunks", "8"]);
+    let out = ppl(&[
+        "-m",
+        m.to_str().unwrap(),
+        "-f",
+        &gpl3(),
+        "-c",
+        "128",
+        "-b",
+        "128",
+        "--chunks",
+        "8",
+    ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stderr}");
     let got = chunk_values(&stdout);
@@ -58,22 +79,43 @@ fn matches_llama_cpp_per_chunk_and_final() {
     }
     let (p, u) = final_estimate(&stderr).expect("final estimate on stderr");
     assert!(close(p, want_final.0, 1e-4), "PPL {p} vs {}", want_final.0);
-    assert!(close(u, want_final.1, 1e-4), "uncertainty {u} vs {}", want_final.1);
-    assert!(stderr.contains("perplexity: calculating perplexity over 8 chunks, n_ctx=128, batch_size=128, n_seq=1"));
+    assert!(
+        close(u, want_final.1, 1e-4),
+        "uncertainty {u} vs {}",
+        want_final.1
+    );
+    assert!(stderr.contains(
+        "perplexity: calculating perplexity over 8 chunks, n_ctx=128, batch_size=128, n_seq=1"
+    ));
     assert!(stderr.contains("perplexity: tokenizing the input .."));
     assert!(stderr.contains(" seconds per pass - ETA "));
 }
 
 #[test]
 fn kl_divergence_of_a_model_with_itself_is_zero() {
-    let Some(m) = testutil::reference_model_or_skip() else { return };
+    let Some(m) = testutil::reference_model_or_skip() else {
+        return;
+    };
     let m = m.to_str().unwrap().to_string();
     let dir = testutil::scratch_dir("ppl_kld");
     let base = dir.join("base.kld");
     let base_s = base.to_str().unwrap();
 
     // two chunks of 128: 2 x 63 = 126 scored tokens, enough for the statistics block
-    let out = ppl(&["-m", &m, "-f", &gpl3(), "-c", "128", "-b", "128", "--chunks", "2", "--kl-divergence-base", base_s]);
+    let out = ppl(&[
+        "-m",
+        &m,
+        "-f",
+        &gpl3(),
+        "-c",
+        "128",
+        "-b",
+        "128",
+        "--chunks",
+        "2",
+        "--kl-divergence-base",
+        base_s,
+    ]);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains(&format!("perplexity: saving all logits to {base_s}")));
@@ -88,14 +130,40 @@ fn kl_divergence_of_a_model_with_itself_is_zero() {
     let nv = 2 * n_vocab.div_ceil(2) + 4;
     assert_eq!(bytes.len(), 20 + 2 * 128 * 4 + 2 * 63 * nv * 2);
 
-    let out = ppl(&["-m", &m, "-c", "128", "-b", "128", "--kl-divergence-base", base_s, "--kl-divergence"]);
+    let out = ppl(&[
+        "-m",
+        &m,
+        "-c",
+        "128",
+        "-b",
+        "128",
+        "--kl-divergence-base",
+        base_s,
+        "--kl-divergence",
+    ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("kl_divergence: computing over 2 chunks, n_ctx=128, batch_size=128, n_seq=1"), "{stderr}");
-    assert_eq!(stdout.matches("chunk             PPL               ln(PPL(Q)/PPL(base))").count(), 2);
+    assert!(
+        stderr
+            .contains("kl_divergence: computing over 2 chunks, n_ctx=128, batch_size=128, n_seq=1"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stdout
+            .matches("chunk             PPL               ln(PPL(Q)/PPL(base))")
+            .count(),
+        2
+    );
     let field = |label: &str| -> f64 {
-        let l = stdout.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no '{label}' in {stdout}"));
-        let v = l[label.len()..].trim_start_matches([' ', ':']).split_whitespace().next().unwrap();
+        let l = stdout
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("no '{label}' in {stdout}"));
+        let v = l[label.len()..]
+            .trim_start_matches([' ', ':'])
+            .split_whitespace()
+            .next()
+            .unwrap();
         v.trim_end_matches('%').parse().unwrap()
     };
     let mean_kld = field("Mean    KLD:");
@@ -103,25 +171,60 @@ fn kl_divergence_of_a_model_with_itself_is_zero() {
     assert!(field("Maximum KLD:").abs() < 1e-2);
     assert_eq!(field("Same top p:"), 100.0);
     assert!(field("RMS Δp    :").abs() < 0.01);
-    assert!(close(field("Mean PPL(Q)                   :"), ppl_base, 1e-4));
-    assert!(close(field("Mean PPL(base)                :"), ppl_base, 1e-3));
+    assert!(close(
+        field("Mean PPL(Q)                   :"),
+        ppl_base,
+        1e-4
+    ));
+    assert!(close(
+        field("Mean PPL(base)                :"),
+        ppl_base,
+        1e-3
+    ));
     assert!(stdout.contains("====== KL divergence statistics ======"));
     assert!(stdout.contains("====== Token probability statistics ======"));
 }
 
 #[test]
 fn output_type_one_and_batched_chunks() {
-    let Some(m) = testutil::reference_model_or_skip() else { return };
+    let Some(m) = testutil::reference_model_or_skip() else {
+        return;
+    };
     // -b 256 holds two chunks of 128: decoded together as two sequences, same values
-    let out = ppl(&["-m", m.to_str().unwrap(), "-f", &gpl3(), "-c", "128", "-b", "256", "--chunks", "2", "--ppl-output-type", "1"]);
+    let out = ppl(&[
+        "-m",
+        m.to_str().unwrap(),
+        "-f",
+        &gpl3(),
+        "-c",
+        "128",
+        "-b",
+        "256",
+        "--chunks",
+        "2",
+        "--ppl-output-type",
+        "1",
+    ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stderr}");
-    assert!(stderr.contains("n_ctx=128, batch_size=256, n_seq=2"), "{stderr}");
-    let rows: Vec<Vec<&str>> = stdout.lines().filter(|l| !l.trim().is_empty()).map(|l| l.split_whitespace().collect()).collect();
+    assert!(
+        stderr.contains("n_ctx=128, batch_size=256, n_seq=2"),
+        "{stderr}"
+    );
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect())
+        .collect();
     assert_eq!(rows.len(), 2, "{stdout}");
     assert_eq!(rows[0][0], "0");
-    assert_eq!(rows[1][0], "0", "llama.cpp prints the offset of the first chunk of the batch");
-    let reference = std::fs::read_to_string(testutil::shared_dir().join("reference/logs/perplexity-f32.log")).unwrap();
+    assert_eq!(
+        rows[1][0], "0",
+        "llama.cpp prints the offset of the first chunk of the batch"
+    );
+    let reference =
+        std::fs::read_to_string(testutil::shared_dir().join("reference/logs/perplexity-f32.log"))
+            .unwrap();
     let want = chunk_values(reference.lines().find(|l| l.starts_with("[1]")).unwrap());
     for (r, w) in rows.iter().zip(&want) {
         let v: f64 = r[1].parse().unwrap();
@@ -132,16 +235,27 @@ fn output_type_one_and_batched_chunks() {
 
 #[test]
 fn errors() {
-    let Some(m) = testutil::reference_model_or_skip() else { return };
+    let Some(m) = testutil::reference_model_or_skip() else {
+        return;
+    };
     let m = m.to_str().unwrap().to_string();
     let dir = testutil::scratch_dir("ppl_errors");
     let short = dir.join("short.txt");
     std::fs::write(&short, "only a few words here\n").unwrap();
 
     let out = ppl(&["-m", &m, "-f", short.to_str().unwrap(), "-c", "128"]);
-    assert_eq!(out.status.code(), Some(0), "llama.cpp exits 0 after a scoring error");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "llama.cpp exits 0 after a scoring error"
+    );
     let err = text(&out.stderr);
-    assert!(err.contains("perplexity: you need at least 256 tokens to evaluate perplexity with a context of 128"), "{err}");
+    assert!(
+        err.contains(
+            "perplexity: you need at least 256 tokens to evaluate perplexity with a context of 128"
+        ),
+        "{err}"
+    );
     assert!(err.contains("perplexity: the data file you provided tokenizes to only"));
 
     let out = ppl(&["-m", &m, "-f", short.to_str().unwrap(), "-c", "0"]);
@@ -150,7 +264,15 @@ fn errors() {
 
     let bogus = dir.join("bogus.kld");
     std::fs::write(&bogus, b"not a logits file at all").unwrap();
-    let out = ppl(&["-m", &m, "-c", "128", "--kl-divergence-base", bogus.to_str().unwrap(), "--kl-divergence"]);
+    let out = ppl(&[
+        "-m",
+        &m,
+        "-c",
+        "128",
+        "--kl-divergence-base",
+        bogus.to_str().unwrap(),
+        "--kl-divergence",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     assert!(text(&out.stderr).contains("does not look like a file containing log-probabilities"));
 

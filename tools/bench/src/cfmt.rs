@@ -11,7 +11,11 @@ pub fn fmt_g(v: f64, prec: usize) -> String {
     }
     let p = prec.max(1);
     if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     // the exponent after rounding to p significant digits decides the style
     let e_form = format!("{:.*e}", p - 1, v);

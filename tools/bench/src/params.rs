@@ -380,7 +380,11 @@ pub fn parse_int_range(s: &str, allow_negative: bool) -> Result<Vec<i32>, String
         let mut i = first;
         while i <= last {
             out.push(i);
-            let next = if op == '+' { i.checked_add(step) } else { i.checked_mul(step) };
+            let next = if op == '+' {
+                i.checked_add(step)
+            } else {
+                i.checked_mul(step)
+            };
             match next {
                 Some(n) if n > i => i = n,
                 _ => return Err("invalid range".into()),
@@ -389,7 +393,10 @@ pub fn parse_int_range(s: &str, allow_negative: bool) -> Result<Vec<i32>, String
     }
     // the regex loop of llama.cpp accepts one trailing comma but no empty item before it
     let n_items = s.split(',').count();
-    if s.split(',').enumerate().any(|(k, item)| item.is_empty() && k + 1 != n_items) {
+    if s.split(',')
+        .enumerate()
+        .any(|(k, item)| item.is_empty() && k + 1 != n_items)
+    {
         return Err("invalid range format".into());
     }
     Ok(out)
@@ -399,7 +406,10 @@ pub fn parse_int_range(s: &str, allow_negative: bool) -> Result<Vec<i32>, String
 fn split_number(s: &str, allow_negative: bool) -> Option<(i32, &str)> {
     let neg = allow_negative && s.starts_with('-');
     let digits_start = usize::from(neg);
-    let len = s[digits_start..].bytes().take_while(|b| b.is_ascii_digit()).count();
+    let len = s[digits_start..]
+        .bytes()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
     if len == 0 {
         return None;
     }
@@ -410,7 +420,10 @@ fn split_number(s: &str, allow_negative: bool) -> Option<(i32, &str)> {
 
 /// `0|1` lists (std::stoi semantics: any non-zero integer is true).
 fn parse_bool_list(s: &str) -> Result<Vec<bool>, String> {
-    s.split(',').filter(|x| !x.is_empty()).map(|x| parse_int(x).map(|v| v != 0)).collect()
+    s.split(',')
+        .filter(|x| !x.is_empty())
+        .map(|x| parse_int(x).map(|v| v != 0))
+        .collect()
 }
 
 /// std::stoi: leading whitespace, an optional sign, digits; trailing text ignored.
@@ -483,7 +496,11 @@ fn parse_devices(value: &str, known: &dyn Fn(&str) -> bool) -> Result<Devices, S
 fn parse_tensor_split(s: &str) -> Result<Vec<f32>, String> {
     let parts: Vec<&str> = s.split([';', '/']).filter(|p| !p.is_empty()).collect();
     if parts.len() > MAX_DEVICES {
-        return Err(format!("got {} input configs, but system only has {} devices", parts.len(), MAX_DEVICES));
+        return Err(format!(
+            "got {} input configs, but system only has {} devices",
+            parts.len(),
+            MAX_DEVICES
+        ));
     }
     let mut v = vec![0.0f32; MAX_DEVICES];
     for (i, p) in parts.iter().enumerate() {
@@ -530,7 +547,10 @@ pub fn parse_overrides(value: &str, bufts: &[String]) -> Result<Vec<Vec<BuftOver
             if !bufts.iter().any(|b| b == buft) {
                 return Err(OtError::UnknownBuft(buft.to_string()));
             }
-            g.push(BuftOverride { pattern: pat.to_string(), buft: buft.to_string() });
+            g.push(BuftOverride {
+                pattern: pat.to_string(),
+                buft: buft.to_string(),
+            });
         }
         groups.push(g);
     }
@@ -554,11 +574,17 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
         if arg.starts_with("--") {
             arg = arg.replace('_', "-");
         }
-        let invalid = |detail: Option<String>| ParseError { arg: arg.clone(), detail };
+        let invalid = |detail: Option<String>| ParseError {
+            arg: arg.clone(),
+            detail,
+        };
         // the flag's value, or the "missing value" error
         let mut value = || -> Result<String, ParseError> {
             i += 1;
-            args.get(i).cloned().ok_or_else(|| ParseError { arg: arg.clone(), detail: None })
+            args.get(i).cloned().ok_or_else(|| ParseError {
+                arg: arg.clone(),
+                detail: None,
+            })
         };
         let ints = |v: &str, neg: bool| parse_int_range(v, neg).map_err(|e| invalid(Some(e)));
         let bools = |v: &str| parse_bool_list(v).map_err(|e| invalid(Some(e)));
@@ -566,11 +592,14 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
             "-h" | "--help" => return Ok(Command::Help),
             "-m" | "--model" => {
                 let v = value()?;
-                p.model.extend(v.split(',').filter(|s| !s.is_empty()).map(String::from));
+                p.model
+                    .extend(v.split(',').filter(|s| !s.is_empty()).map(String::from));
             }
             "-hf" | "-hfr" | "--hf-repo" | "-hff" | "--hf-file" => {
                 value()?;
-                return Err(invalid(Some("downloading models is not supported; pass a local file with -m".into())));
+                return Err(invalid(Some(
+                    "downloading models is not supported; pass a local file with -m".into(),
+                )));
             }
             "-hft" | "--hf-token" => {
                 value()?;
@@ -606,14 +635,18 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
             "-dev" | "--device" => {
                 let v = value()?;
                 for combo in v.split(',').filter(|s| !s.is_empty()) {
-                    p.devices.push(parse_devices(combo, env.is_offload_device).map_err(|e| invalid(Some(e)))?);
+                    p.devices.push(
+                        parse_devices(combo, env.is_offload_device)
+                            .map_err(|e| invalid(Some(e)))?,
+                    );
                 }
             }
             "--list-devices" => return Ok(Command::ListDevices),
             "-t" | "--threads" => p.n_threads.extend(ints(&value()?, false)?),
             "-C" | "--cpu-mask" => {
                 let v = value()?;
-                p.cpu_mask.extend(v.split(',').filter(|s| !s.is_empty()).map(String::from));
+                p.cpu_mask
+                    .extend(v.split(',').filter(|s| !s.is_empty()).map(String::from));
             }
             "--cpu-strict" => p.cpu_strict.extend(bools(&value()?)?),
             "--poll" => p.poll.extend(ints(&value()?, false)?),
@@ -634,12 +667,17 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
             "-lm" | "--load-mode" => {
                 let v = value()?;
                 for m in v.split(',').filter(|s| !s.is_empty()) {
-                    p.load_mode.push(LoadMode::parse(m).ok_or_else(|| invalid(None))?);
+                    p.load_mode
+                        .push(LoadMode::parse(m).ok_or_else(|| invalid(None))?);
                 }
             }
             "-mmp" | "--mmap" | "-dio" | "--direct-io" => {
                 let v = value()?;
-                let on = if arg == "-mmp" || arg == "--mmap" { LoadMode::Mmap } else { LoadMode::Dio };
+                let on = if arg == "-mmp" || arg == "--mmap" {
+                    LoadMode::Mmap
+                } else {
+                    LoadMode::Dio
+                };
                 eprintln!(
                     "W DEPRECATED: {arg} is deprecated in favour of --load-mode. Please use --load-mode {} instead.",
                     on.name()
@@ -671,7 +709,8 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
             "-fa" | "--flash-attn" => {
                 let v = value()?;
                 for x in v.split(',').filter(|s| !s.is_empty()) {
-                    p.flash_attn.push(parse_flash_attn(x).ok_or_else(|| invalid(None))?);
+                    p.flash_attn
+                        .push(parse_flash_attn(x).ok_or_else(|| invalid(None))?);
                 }
             }
             "-embd" | "--embeddings" => p.embeddings.extend(bools(&value()?)?),
@@ -681,7 +720,8 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
             "-ts" | "--tensor-split" => {
                 let v = value()?;
                 for combo in v.split(',').filter(|s| !s.is_empty()) {
-                    p.tensor_split.push(parse_tensor_split(combo).map_err(|e| invalid(Some(e)))?);
+                    p.tensor_split
+                        .push(parse_tensor_split(combo).map_err(|e| invalid(Some(e)))?);
                 }
             }
             "-ot" | "--override-tensor" => {
@@ -700,7 +740,9 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
                     }
                 }
             }
-            "-r" | "--repetitions" => p.reps = parse_int(&value()?).map_err(|e| invalid(Some(e)))?,
+            "-r" | "--repetitions" => {
+                p.reps = parse_int(&value()?).map_err(|e| invalid(Some(e)))?
+            }
             "--prio" => {
                 let v = parse_int(&value()?).map_err(|e| invalid(Some(e)))?;
                 if !(-1..=3).contains(&v) {
@@ -709,9 +751,12 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
                 p.prio = v;
             }
             "--delay" => p.delay = parse_int(&value()?).map_err(|e| invalid(Some(e)))?,
-            "-o" | "--output" => p.output_format = OutputFormat::parse(&value()?).ok_or_else(|| invalid(None))?,
+            "-o" | "--output" => {
+                p.output_format = OutputFormat::parse(&value()?).ok_or_else(|| invalid(None))?
+            }
             "-oe" | "--output-err" => {
-                p.output_format_stderr = OutputFormat::parse(&value()?).ok_or_else(|| invalid(None))?
+                p.output_format_stderr =
+                    OutputFormat::parse(&value()?).ok_or_else(|| invalid(None))?
             }
             "-v" | "--verbose" => p.verbose = true,
             "--progress" => p.progress = true,
@@ -719,13 +764,21 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
             "-fitt" | "--fit-target" => {
                 let v = value()?;
                 for x in v.split(',').filter(|s| !s.is_empty()) {
-                    p.fit_target.push(x.trim().parse().map_err(|_| invalid(Some("stoull".into())))?);
+                    p.fit_target.push(
+                        x.trim()
+                            .parse()
+                            .map_err(|_| invalid(Some("stoull".into())))?,
+                    );
                 }
             }
             "-fitc" | "--fit-ctx" => {
                 let v = value()?;
                 for x in v.split(',').filter(|s| !s.is_empty()) {
-                    p.fit_min_ctx.push(x.trim().parse().map_err(|_| invalid(Some("stoul".into())))?);
+                    p.fit_min_ctx.push(
+                        x.trim()
+                            .parse()
+                            .map_err(|_| invalid(Some("stoul".into())))?,
+                    );
                 }
             }
             "--plot" => p.plot = Some(PathBuf::from(value()?)),
@@ -740,14 +793,25 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
 /// The usage text (stdout), llama-bench's `print_usage` plus our `--plot`.
 pub fn usage(argv0: &str) -> String {
     let d = CmdParams::defaults();
-    let join = |v: &[i32]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(",");
+    let join = |v: &[i32]| {
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
     let mut s = String::new();
     s += &format!("usage: {argv0} [options]\n\noptions:\n");
     s += "  -h, --help\n";
     s += "  --numa <distribute|isolate|numactl>         numa mode (default: disabled)\n";
     s += &format!("  -r, --repetitions <n>                       number of times to repeat each test (default: {})\n", d.reps);
-    s += &format!("  --prio <-1|0|1|2|3>                         process/thread priority (default: {})\n", d.prio);
-    s += &format!("  --delay <0...N> (seconds)                   delay between each test (default: {})\n", d.delay);
+    s += &format!(
+        "  --prio <-1|0|1|2|3>                         process/thread priority (default: {})\n",
+        d.prio
+    );
+    s += &format!(
+        "  --delay <0...N> (seconds)                   delay between each test (default: {})\n",
+        d.delay
+    );
     s += &format!("  -o, --output <csv|json|jsonl|md|sql>        output format printed to stdout (default: {})\n", d.output_format.name());
     s += &format!("  -oe, --output-err <csv|json|jsonl|md|sql>   output format printed to stderr (default: {})\n", d.output_format_stderr.name());
     s += "  --list-devices                              list available devices and exit\n";
@@ -758,23 +822,56 @@ pub fn usage(argv0: &str) -> String {
     s += "  -fitc, --fit-ctx <n>                        minimum ctx size for --fit-target (default: 4096)\n";
     s += "  --plot <file.svg>                           draw t/s against the swept parameter (not in llama.cpp)\n";
     s += "\ntest parameters:\n";
-    s += &format!("  -m, --model <filename>                            (default: {})\n", d.model.join(","));
-    s += &format!("  -p, --n-prompt <n>                                (default: {})\n", join(&d.n_prompt));
-    s += &format!("  -n, --n-gen <n>                                   (default: {})\n", join(&d.n_gen));
+    s += &format!(
+        "  -m, --model <filename>                            (default: {})\n",
+        d.model.join(",")
+    );
+    s += &format!(
+        "  -p, --n-prompt <n>                                (default: {})\n",
+        join(&d.n_prompt)
+    );
+    s += &format!(
+        "  -n, --n-gen <n>                                   (default: {})\n",
+        join(&d.n_gen)
+    );
     s += "  -pg <pp,tg>                                       (default: )\n";
-    s += &format!("  -d, --n-depth <n>                                 (default: {})\n", join(&d.n_depth));
-    s += &format!("  -b, --batch-size <n>                              (default: {})\n", join(&d.n_batch));
-    s += &format!("  -ub, --ubatch-size <n>                            (default: {})\n", join(&d.n_ubatch));
+    s += &format!(
+        "  -d, --n-depth <n>                                 (default: {})\n",
+        join(&d.n_depth)
+    );
+    s += &format!(
+        "  -b, --batch-size <n>                              (default: {})\n",
+        join(&d.n_batch)
+    );
+    s += &format!(
+        "  -ub, --ubatch-size <n>                            (default: {})\n",
+        join(&d.n_ubatch)
+    );
     s += "  -ctk, --cache-type-k <t>                          (default: f16)\n";
     s += "  -ctv, --cache-type-v <t>                          (default: f16)\n";
-    s += &format!("  -t, --threads <n>                                 (default: {})\n", join(&d.n_threads));
+    s += &format!(
+        "  -t, --threads <n>                                 (default: {})\n",
+        join(&d.n_threads)
+    );
     s += "  -C, --cpu-mask <hex,hex>                          (default: 0x0)\n";
     s += "  --cpu-strict <0|1>                                (default: 0)\n";
-    s += &format!("  --poll <0...100>                                  (default: {})\n", join(&d.poll));
-    s += &format!("  -ngl, --n-gpu-layers <n>                          (default: {})\n", join(&d.n_gpu_layers));
-    s += &format!("  -ncmoe, --n-cpu-moe <n>                           (default: {})\n", join(&d.n_cpu_moe));
+    s += &format!(
+        "  --poll <0...100>                                  (default: {})\n",
+        join(&d.poll)
+    );
+    s += &format!(
+        "  -ngl, --n-gpu-layers <n>                          (default: {})\n",
+        join(&d.n_gpu_layers)
+    );
+    s += &format!(
+        "  -ncmoe, --n-cpu-moe <n>                           (default: {})\n",
+        join(&d.n_cpu_moe)
+    );
     s += "  -sm, --split-mode <none|layer|row|tensor>         (default: layer)\n";
-    s += &format!("  -mg, --main-gpu <i>                               (default: {})\n", join(&d.main_gpu));
+    s += &format!(
+        "  -mg, --main-gpu <i>                               (default: {})\n",
+        join(&d.main_gpu)
+    );
     s += "  -nkvo, --no-kv-offload <0|1>                      (default: 0)\n";
     s += "  -fa, --flash-attn <on|off|auto>                   (default: auto)\n";
     s += "  -dev, --device <dev0/dev1/...>                    (default: auto)\n";
@@ -805,12 +902,18 @@ mod tests {
     }
 
     fn env_none() -> (Box<dyn Fn(&str) -> bool>, Vec<String>) {
-        (Box::new(|n: &str| n == "GPU0"), vec!["CPU".to_string(), "GPU0".to_string()])
+        (
+            Box::new(|n: &str| n == "GPU0"),
+            vec!["CPU".to_string(), "GPU0".to_string()],
+        )
     }
 
     fn run(s: &str) -> Result<CmdParams, ParseError> {
         let (f, b) = env_none();
-        let env = Env { is_offload_device: &*f, buffer_types: &b };
+        let env = Env {
+            is_offload_device: &*f,
+            buffer_types: &b,
+        };
         match parse(&args(s), &env)? {
             Command::Run(p) => Ok(*p),
             other => panic!("unexpected {other:?}"),
@@ -823,12 +926,18 @@ mod tests {
         assert_eq!(parse_int_range("1-4", false).unwrap(), vec![1, 2, 3, 4]);
         assert_eq!(parse_int_range("1-8*2", false).unwrap(), vec![1, 2, 4, 8]);
         assert_eq!(parse_int_range("1-8+2", false).unwrap(), vec![1, 3, 5, 7]);
-        assert_eq!(parse_int_range("1-4,16", false).unwrap(), vec![1, 2, 3, 4, 16]);
+        assert_eq!(
+            parse_int_range("1-4,16", false).unwrap(),
+            vec![1, 2, 3, 4, 16]
+        );
         assert_eq!(parse_int_range("-1", true).unwrap(), vec![-1]);
         assert_eq!(parse_int_range("-1-1", true).unwrap(), vec![-1, 0, 1]);
         assert!(parse_int_range("-1", false).is_err());
         assert!(parse_int_range("a", false).is_err());
-        assert!(parse_int_range("1-8*1", false).is_err(), "a step that does not advance loops forever");
+        assert!(
+            parse_int_range("1-8*1", false).is_err(),
+            "a step that does not advance loops forever"
+        );
         assert!(parse_int_range("0-8*2", false).is_err());
         assert!(parse_int_range("1-4x", false).is_err());
         assert!(parse_int_range("1,,2", false).is_err());
@@ -848,7 +957,8 @@ mod tests {
 
     #[test]
     fn lists_accumulate_and_commas_split() {
-        let p = run("-m a.gguf,b.gguf -m c.gguf -t 1,2 -t 4 -p 0 -n 16 -pg 8,8 -o json -r 3").unwrap();
+        let p =
+            run("-m a.gguf,b.gguf -m c.gguf -t 1,2 -t 4 -p 0 -n 16 -pg 8,8 -o json -r 3").unwrap();
         assert_eq!(p.model, vec!["a.gguf", "b.gguf", "c.gguf"]);
         assert_eq!(p.n_threads, vec![1, 2, 4]);
         assert_eq!(p.n_prompt, vec![0]);
@@ -867,7 +977,10 @@ mod tests {
     #[test]
     fn enums_and_bools() {
         let p = run("-fa on,off,auto -ctv q4_0 -sm none -lm mmap,dio -nkvo 0,1 -embd 1").unwrap();
-        assert_eq!(p.flash_attn, vec![FlashAttn::Enabled, FlashAttn::Disabled, FlashAttn::Auto]);
+        assert_eq!(
+            p.flash_attn,
+            vec![FlashAttn::Enabled, FlashAttn::Disabled, FlashAttn::Auto]
+        );
         assert_eq!(p.type_v, vec![ggml::Type::Q4_0]);
         assert_eq!(p.split_mode, vec![SplitMode::None]);
         assert_eq!(p.load_mode, vec![LoadMode::Mmap, LoadMode::Dio]);
@@ -877,35 +990,67 @@ mod tests {
 
     #[test]
     fn errors_name_the_argument() {
-        assert_eq!(run("-x").unwrap_err(), ParseError { arg: "-x".into(), detail: None });
+        assert_eq!(
+            run("-x").unwrap_err(),
+            ParseError {
+                arg: "-x".into(),
+                detail: None
+            }
+        );
         assert_eq!(run("-t").unwrap_err().arg, "-t");
-        assert_eq!(run("-ctk f32").unwrap_err().arg, "-ctk", "f32 is not a bench cache type");
+        assert_eq!(
+            run("-ctk f32").unwrap_err().arg,
+            "-ctk",
+            "f32 is not a bench cache type"
+        );
         assert_eq!(run("-o xml").unwrap_err().arg, "-o");
         assert_eq!(run("-pg 1").unwrap_err().arg, "-pg");
         let e = run("-dev FOO").unwrap_err();
         assert_eq!(e.detail.as_deref(), Some("invalid device: FOO"));
-        assert_eq!(run("-t 1-x").unwrap_err().detail.as_deref(), Some("invalid range format"));
+        assert_eq!(
+            run("-t 1-x").unwrap_err().detail.as_deref(),
+            Some("invalid range format")
+        );
     }
 
     #[test]
     fn devices_split_and_overrides() {
         let p = run("-dev auto,none,GPU0 -ts 3/1,1;1 -ot a=CPU;b=GPU0,,c=CPU").unwrap();
-        assert_eq!(p.devices, vec![Devices::Auto, Devices::None, Devices::Named(vec!["GPU0".into()])]);
+        assert_eq!(
+            p.devices,
+            vec![
+                Devices::Auto,
+                Devices::None,
+                Devices::Named(vec!["GPU0".into()])
+            ]
+        );
         assert_eq!(p.devices[2].to_string(), "GPU0");
         assert_eq!(&p.tensor_split[0][..3], &[3.0, 1.0, 0.0]);
         assert_eq!(&p.tensor_split[1][..3], &[1.0, 1.0, 0.0]);
         assert_eq!(p.tensor_buft_overrides.len(), 3);
         assert_eq!(p.tensor_buft_overrides[0].len(), 2);
         assert!(p.tensor_buft_overrides[1].is_empty());
-        assert_eq!(p.tensor_buft_overrides[2][0], BuftOverride { pattern: "c".into(), buft: "CPU".into() });
+        assert_eq!(
+            p.tensor_buft_overrides[2][0],
+            BuftOverride {
+                pattern: "c".into(),
+                buft: "CPU".into()
+            }
+        );
         assert_eq!(run("-ot a=NOPE").unwrap_err().arg, "-ot");
     }
 
     #[test]
     fn help_and_list_devices_stop_parsing() {
         let (f, b) = env_none();
-        let env = Env { is_offload_device: &*f, buffer_types: &b };
-        assert!(matches!(parse(&args("--list-devices -x"), &env), Ok(Command::ListDevices)));
+        let env = Env {
+            is_offload_device: &*f,
+            buffer_types: &b,
+        };
+        assert!(matches!(
+            parse(&args("--list-devices -x"), &env),
+            Ok(Command::ListDevices)
+        ));
         assert!(matches!(parse(&args("-h -x"), &env), Ok(Command::Help)));
         assert!(usage("llama-bench").contains("-r, --repetitions <n>"));
     }

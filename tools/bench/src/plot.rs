@@ -42,14 +42,20 @@ pub fn series(records: &[TestRecord]) -> (Option<&'static str>, Vec<Series>) {
     let mut order = Vec::new();
     for (i, r) in records.iter().enumerate() {
         let x = match swept {
-            Some((f, _)) => r.value(f).and_then(|v| v.parse::<f64>().ok()).unwrap_or(i as f64),
+            Some((f, _)) => r
+                .value(f)
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(i as f64),
             None => i as f64,
         };
         let label = line_label(r, swept.map(|s| s.0), records);
         if !lines.contains_key(&label) {
             order.push(label.clone());
         }
-        let s = lines.entry(label.clone()).or_insert(Series { label, points: vec![] });
+        let s = lines.entry(label.clone()).or_insert(Series {
+            label,
+            points: vec![],
+        });
         s.points.push((x, r.avg_ts(), r.stdev_ts()));
     }
     let mut out: Vec<Series> = order.into_iter().filter_map(|l| lines.remove(&l)).collect();
@@ -73,15 +79,25 @@ fn line_label(r: &TestRecord, swept: Option<&str>, all: &[TestRecord]) -> String
         Some("n_gen") if r.n_prompt == 0 => "tg".to_string(),
         _ => t.test_name(),
     };
-    let models: std::collections::BTreeSet<&str> = all.iter().map(|r| r.model_filename.as_str()).collect();
+    let models: std::collections::BTreeSet<&str> =
+        all.iter().map(|r| r.model_filename.as_str()).collect();
     if models.len() > 1 {
         label = format!("{} {}", r.model_type, label);
     }
-    for field in ["type_k", "type_v", "flash_attn", "n_threads", "n_ubatch", "n_batch", "n_depth"] {
+    for field in [
+        "type_k",
+        "type_v",
+        "flash_attn",
+        "n_threads",
+        "n_ubatch",
+        "n_batch",
+        "n_depth",
+    ] {
         if Some(field) == swept {
             continue;
         }
-        let vals: std::collections::BTreeSet<String> = all.iter().filter_map(|x| x.value(field)).collect();
+        let vals: std::collections::BTreeSet<String> =
+            all.iter().filter_map(|x| x.value(field)).collect();
         if vals.len() > 1 {
             label += &format!(" {}={}", field, r.value(field).unwrap_or_default());
         }
@@ -110,7 +126,10 @@ fn nice_step(range: f64, n: f64) -> f64 {
 }
 
 fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn tick_label(v: f64) -> String {
@@ -122,7 +141,9 @@ fn tick_label(v: f64) -> String {
     }
 }
 
-const COLORS: [&str; 8] = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+const COLORS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
 
 /// The whole SVG document.
 pub fn render_svg(records: &[TestRecord], title: &str) -> String {
@@ -131,15 +152,23 @@ pub fn render_svg(records: &[TestRecord], title: &str) -> String {
     let (left, right, top, bottom) = (80.0, 240.0, 50.0, 60.0);
     let (pw, ph) = (w - left - right, h - top - bottom);
 
-    let xs: Vec<f64> = series.iter().flat_map(|s| s.points.iter().map(|p| p.0)).collect();
-    let (mut x0, mut x1) = xs.iter().fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    let xs: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .collect();
+    let (mut x0, mut x1) = xs
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
     if xs.is_empty() {
         (x0, x1) = (0.0, 1.0);
     }
     if x1 <= x0 {
         (x0, x1) = (x0 - 1.0, x1 + 1.0);
     }
-    let ymax = series.iter().flat_map(|s| s.points.iter().map(|p| p.1 + p.2)).fold(0.0f64, f64::max);
+    let ymax = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1 + p.2))
+        .fold(0.0f64, f64::max);
     let ystep = nice_step(if ymax > 0.0 { ymax } else { 1.0 }, 5.0);
     let y1 = (ymax / ystep).ceil().max(1.0) * ystep;
     let px = |x: f64| left + (x - x0) / (x1 - x0) * pw;
@@ -150,13 +179,25 @@ pub fn render_svg(records: &[TestRecord], title: &str) -> String {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n"
     );
     s += &format!("<rect x=\"0\" y=\"0\" width=\"{w}\" height=\"{h}\" fill=\"white\"/>\n");
-    s += &format!("<text x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n", left + pw / 2.0, esc(title));
+    s += &format!(
+        "<text x=\"{}\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">{}</text>\n",
+        left + pw / 2.0,
+        esc(title)
+    );
     // grid and y ticks
     let mut y = 0.0;
     while y <= y1 + ystep * 1e-9 {
         let yy = py(y);
-        s += &format!("<line x1=\"{left}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>\n", left + pw);
-        s += &format!("<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n", left - 6.0, yy + 4.0, tick_label(y));
+        s += &format!(
+            "<line x1=\"{left}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#ddd\"/>\n",
+            left + pw
+        );
+        s += &format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>\n",
+            left - 6.0,
+            yy + 4.0,
+            tick_label(y)
+        );
         y += ystep;
     }
     // x ticks: the measured values themselves when few, else nice steps
@@ -165,12 +206,23 @@ pub fn render_svg(records: &[TestRecord], title: &str) -> String {
     xt.dedup();
     if xt.len() > 12 {
         let step = nice_step(x1 - x0, 8.0);
-        xt = (0..).map(|k| (x0 / step).ceil() * step + k as f64 * step).take_while(|v| *v <= x1).collect();
+        xt = (0..)
+            .map(|k| (x0 / step).ceil() * step + k as f64 * step)
+            .take_while(|v| *v <= x1)
+            .collect();
     }
     for x in &xt {
         let xx = px(*x);
-        s += &format!("<line x1=\"{xx:.1}\" y1=\"{:.1}\" x2=\"{xx:.1}\" y2=\"{:.1}\" stroke=\"#333\"/>\n", top + ph, top + ph + 5.0);
-        s += &format!("<text x=\"{xx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n", top + ph + 18.0, tick_label(*x));
+        s += &format!(
+            "<line x1=\"{xx:.1}\" y1=\"{:.1}\" x2=\"{xx:.1}\" y2=\"{:.1}\" stroke=\"#333\"/>\n",
+            top + ph,
+            top + ph + 5.0
+        );
+        s += &format!(
+            "<text x=\"{xx:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>\n",
+            top + ph + 18.0,
+            tick_label(*x)
+        );
     }
     s += &format!("<rect x=\"{left}\" y=\"{top}\" width=\"{pw}\" height=\"{ph}\" fill=\"none\" stroke=\"#333\"/>\n");
     s += &format!(
@@ -186,10 +238,17 @@ pub fn render_svg(records: &[TestRecord], title: &str) -> String {
     );
     for (i, se) in series.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
-        let pts: Vec<String> = se.points.iter().map(|p| format!("{:.1},{:.1}", px(p.0), py(p.1))).collect();
+        let pts: Vec<String> = se
+            .points
+            .iter()
+            .map(|p| format!("{:.1},{:.1}", px(p.0), py(p.1)))
+            .collect();
         s += &format!("<g class=\"series\" data-label=\"{}\">\n", esc(&se.label));
         if pts.len() > 1 {
-            s += &format!("<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>\n", pts.join(" "));
+            s += &format!(
+                "<polyline fill=\"none\" stroke=\"{c}\" stroke-width=\"2\" points=\"{}\"/>\n",
+                pts.join(" ")
+            );
         }
         for p in &se.points {
             let (xx, yy) = (px(p.0), py(p.1));
@@ -211,14 +270,23 @@ pub fn render_svg(records: &[TestRecord], title: &str) -> String {
         let ly = top + 10.0 + i as f64 * 20.0;
         let lx = left + pw + 16.0;
         s += &format!("<line x1=\"{lx:.1}\" y1=\"{ly:.1}\" x2=\"{:.1}\" y2=\"{ly:.1}\" stroke=\"{c}\" stroke-width=\"3\"/>\n", lx + 24.0);
-        s += &format!("<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n", lx + 30.0, ly + 4.0, esc(&se.label));
+        s += &format!(
+            "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>\n",
+            lx + 30.0,
+            ly + 4.0,
+            esc(&se.label)
+        );
     }
     s += "</svg>\n";
     s
 }
 
 /// Writes the plot through a temporary file and a rename, so a failed run leaves no half file.
-pub fn write_svg(path: &std::path::Path, records: &[TestRecord], title: &str) -> std::io::Result<()> {
+pub fn write_svg(
+    path: &std::path::Path,
+    records: &[TestRecord],
+    title: &str,
+) -> std::io::Result<()> {
     let svg = render_svg(records, title);
     let tmp = path.with_extension(format!("svg.tmp{}", std::process::id()));
     std::fs::write(&tmp, svg)?;
@@ -254,7 +322,10 @@ mod tests {
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].label, "pp512");
         assert_eq!(s[1].label, "tg128");
-        assert_eq!(s[0].points.iter().map(|p| p.0).collect::<Vec<_>>(), vec![1.0, 2.0]);
+        assert_eq!(
+            s[0].points.iter().map(|p| p.0).collect::<Vec<_>>(),
+            vec![1.0, 2.0]
+        );
         assert!((s[0].points[1].1 - 10240.0).abs() < 1e-6);
         assert_eq!(s[0].points[1].2, 0.0);
     }
@@ -282,7 +353,10 @@ mod tests {
         assert_eq!(svg.matches("<circle").count(), 2);
         // tags balance
         assert_eq!(svg.matches("<g ").count(), svg.matches("</g>").count());
-        assert_eq!(svg.matches("<circle").count(), svg.matches("</circle>").count());
+        assert_eq!(
+            svg.matches("<circle").count(),
+            svg.matches("</circle>").count()
+        );
     }
 
     #[test]

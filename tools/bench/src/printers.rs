@@ -16,7 +16,11 @@ pub trait Printer {
     }
 }
 
-pub fn create(format: OutputFormat, build_commit: &str, build_number: i64) -> Option<Box<dyn Printer>> {
+pub fn create(
+    format: OutputFormat,
+    build_commit: &str,
+    build_number: i64,
+) -> Option<Box<dyn Printer>> {
     match format {
         OutputFormat::None => None,
         OutputFormat::Csv => Some(Box::new(Csv)),
@@ -73,12 +77,20 @@ fn json_value(field: &str, value: &str) -> String {
 }
 
 fn samples_ns(t: &TestRecord) -> String {
-    t.samples_ns.iter().map(|x| x.to_string()).collect::<Vec<_>>().join(", ")
+    t.samples_ns
+        .iter()
+        .map(|x| x.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `std::ostream << double`: six significant digits.
 fn samples_ts(t: &TestRecord) -> String {
-    t.get_ts().iter().map(|x| fmt_g(*x, 6)).collect::<Vec<_>>().join(", ")
+    t.get_ts()
+        .iter()
+        .map(|x| fmt_g(*x, 6))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 pub struct Json {
@@ -148,8 +160,16 @@ impl Printer for Sql {
     fn test(&mut self, t: &TestRecord) -> String {
         // llama.cpp pastes values between quotes unescaped; doubling the quotes keeps a value
         // with an apostrophe (a path, a CPU name) loadable without changing any other value
-        let values: Vec<String> = t.values().iter().map(|v| format!("'{}'", v.replace('\'', "''"))).collect();
-        format!("INSERT INTO llama_bench ({}) VALUES ({});\n", field_names().join(", "), values.join(", "))
+        let values: Vec<String> = t
+            .values()
+            .iter()
+            .map(|v| format!("'{}'", v.replace('\'', "''")))
+            .collect();
+        format!(
+            "INSERT INTO llama_bench ({}) VALUES ({});\n",
+            field_names().join(", "),
+            values.join(", ")
+        )
     }
 }
 
@@ -210,7 +230,9 @@ fn md_name(field: &str) -> &str {
 /// default (llama-bench's rule).
 fn md_fields(p: &CmdParams, backend: &str) -> Vec<&'static str> {
     let d = CmdParams::defaults();
-    let is_cpu = ["CPU", "BLAS", "ZenDNN"].iter().any(|b| backend.contains(b));
+    let is_cpu = ["CPU", "BLAS", "ZenDNN"]
+        .iter()
+        .any(|b| backend.contains(b));
     let mut f = vec!["model", "size", "params", "backend"];
     if !is_cpu {
         f.push("n_gpu_layers");
@@ -281,7 +303,11 @@ impl Printer for Markdown {
         s += "\n|";
         for f in &self.fields {
             let w = md_width(f);
-            s += &format!(" {}{} |", "-".repeat(w.unsigned_abs() as usize - 1), if w > 0 { ":" } else { "-" });
+            s += &format!(
+                " {}{} |",
+                "-".repeat(w.unsigned_abs() as usize - 1),
+                if w > 0 { ":" } else { "-" }
+            );
         }
         s += "\n";
         s
@@ -370,11 +396,38 @@ mod tests {
     fn markdown_optional_columns() {
         let mut p = CmdParams::defaults();
         p.n_ubatch = vec![128];
-        p.flash_attn = vec![crate::params::FlashAttn::Enabled, crate::params::FlashAttn::Disabled];
+        p.flash_attn = vec![
+            crate::params::FlashAttn::Enabled,
+            crate::params::FlashAttn::Disabled,
+        ];
         let f = md_fields(&p, "CPU");
-        assert_eq!(f, vec!["model", "size", "params", "backend", "n_threads", "n_ubatch", "flash_attn", "test", "t/s"]);
+        assert_eq!(
+            f,
+            vec![
+                "model",
+                "size",
+                "params",
+                "backend",
+                "n_threads",
+                "n_ubatch",
+                "flash_attn",
+                "test",
+                "t/s"
+            ]
+        );
         let g = md_fields(&CmdParams::defaults(), "CUDA");
-        assert_eq!(g, vec!["model", "size", "params", "backend", "n_gpu_layers", "test", "t/s"]);
+        assert_eq!(
+            g,
+            vec![
+                "model",
+                "size",
+                "params",
+                "backend",
+                "n_gpu_layers",
+                "test",
+                "t/s"
+            ]
+        );
     }
 
     #[test]
@@ -439,7 +492,11 @@ mod tests {
         let out = render(OutputFormat::Sql, &CmdParams::defaults(), &two());
         assert!(out.starts_with("CREATE TABLE IF NOT EXISTS llama_bench (\n  build_commit TEXT,\n  build_number INTEGER,\n"));
         assert!(out.contains("  avg_ts REAL,\n  stddev_ts REAL\n);\n\n"));
-        assert_eq!(out.matches("INSERT INTO llama_bench (build_commit, build_number,").count(), 2);
+        assert_eq!(
+            out.matches("INSERT INTO llama_bench (build_commit, build_number,")
+                .count(),
+            2
+        );
     }
 
     /// The sql output must load into sqlite3 (the command-line shell, when installed).
@@ -463,7 +520,14 @@ mod tests {
         stdin.write_all(b"SELECT count(*), sum(n_gen), (SELECT model_filename FROM llama_bench WHERE n_gen = 128) FROM llama_bench;\n").unwrap();
         drop(stdin);
         let o = child.wait_with_output().unwrap();
-        assert!(o.status.success() && o.stderr.is_empty(), "{}", String::from_utf8_lossy(&o.stderr));
-        assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "2|128|it's \"quoted\".gguf");
+        assert!(
+            o.status.success() && o.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            "2|128|it's \"quoted\".gguf"
+        );
     }
 }

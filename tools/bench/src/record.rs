@@ -58,7 +58,10 @@ pub const FIELDS: [(&str, FieldType); 42] = [
 ];
 
 pub fn field_type(name: &str) -> FieldType {
-    FIELDS.iter().find(|(n, _)| *n == name).map_or(FieldType::String, |(_, t)| *t)
+    FIELDS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(FieldType::String, |(_, t)| *t)
 }
 
 /// Facts about the machine and the build, shared by every result of a run.
@@ -169,7 +172,10 @@ impl TestRecord {
     /// Tokens per second of each sample.
     pub fn get_ts(&self) -> Vec<f64> {
         let n_tokens = (self.n_prompt + self.n_gen) as f64;
-        self.samples_ns.iter().map(|&t| 1e9 * n_tokens / t.max(1) as f64).collect()
+        self.samples_ns
+            .iter()
+            .map(|&t| 1e9 * n_tokens / t.max(1) as f64)
+            .collect()
     }
 
     pub fn avg_ts(&self) -> f64 {
@@ -211,7 +217,11 @@ impl TestRecord {
         if self.tensor_buft_overrides.is_empty() {
             return "none".to_string();
         }
-        self.tensor_buft_overrides.iter().map(|o| format!("{}={}", o.pattern, o.buft)).collect::<Vec<_>>().join(";")
+        self.tensor_buft_overrides
+            .iter()
+            .map(|o| format!("{}={}", o.pattern, o.buft))
+            .collect::<Vec<_>>()
+            .join(";")
     }
 
     /// Every field's value as text, in `FIELDS` order.
@@ -284,7 +294,12 @@ pub fn rfc3339_utc(secs: u64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]
@@ -359,7 +374,10 @@ pub(crate) mod tests {
         assert_eq!(t.value("tensor_split").unwrap(), "0.00");
         assert_eq!(t.value("tensor_buft_overrides").unwrap(), "none");
         assert_eq!(t.value("flash_attn").unwrap(), "-1");
-        assert_eq!(t.value("avg_ts").unwrap().split('.').nth(1).unwrap().len(), 6);
+        assert_eq!(
+            t.value("avg_ts").unwrap().split('.').nth(1).unwrap().len(),
+            6
+        );
         assert_eq!(t.test_name(), "pp512");
         let mut g = sample();
         g.n_prompt = 0;

@@ -56,7 +56,11 @@ fn record(g: &ggml::Context, id: ggml::TensorId, rec: &Mutex<GraphRecord>) {
     let t = &g[id];
     let srcs = t
         .srcs()
-        .map(|s| Src { key: s.0, name: g[s].name.clone(), is_leaf: g[s].op.is_none() })
+        .map(|s| Src {
+            key: s.0,
+            name: g[s].name.clone(),
+            is_leaf: g[s].op.is_none(),
+        })
         .collect();
     let node = Node {
         key: id.0,
@@ -65,7 +69,9 @@ fn record(g: &ggml::Context, id: ggml::TensorId, rec: &Mutex<GraphRecord>) {
         ty: t.ty.name().to_string(),
         ne: t.ne,
         srcs,
-        backend: t.buffer().map_or_else(|| "?".to_string(), |b| b.name().to_string()),
+        backend: t
+            .buffer()
+            .map_or_else(|| "?".to_string(), |b| b.name().to_string()),
     };
     rec.lock().unwrap_or_else(|e| e.into_inner()).push(node);
 }

@@ -75,7 +75,11 @@ impl GraphRecord {
         let palette = self.palette();
         let mut s = String::from("digraph ggml_graph {\n  rankdir=TB;\n  node [shape=box, style=filled, fontname=\"monospace\", fontsize=10];\n");
         for (k, (backend, a, b)) in self.splits().iter().enumerate() {
-            let _ = writeln!(s, "  subgraph cluster_split_{k} {{\n    label=\"split {k}: {}\";\n    style=dashed;", dot_esc(backend));
+            let _ = writeln!(
+                s,
+                "  subgraph cluster_split_{k} {{\n    label=\"split {k}: {}\";\n    style=dashed;",
+                dot_esc(backend)
+            );
             for n in &self.nodes[*a..*b] {
                 let _ = writeln!(
                     s,
@@ -93,17 +97,28 @@ impl GraphRecord {
         let mut leaves: Vec<&Src> = Vec::new();
         for n in &self.nodes {
             for src in &n.srcs {
-                if (src.is_leaf || !self.seen.contains_key(&src.key)) && !leaves.iter().any(|l| l.key == src.key) {
+                if (src.is_leaf || !self.seen.contains_key(&src.key))
+                    && !leaves.iter().any(|l| l.key == src.key)
+                {
                     leaves.push(src);
                 }
             }
         }
         for l in &leaves {
-            let _ = writeln!(s, "  l{} [label=\"{}\", shape=ellipse, fillcolor=\"white\"];", l.key, dot_esc(&l.name));
+            let _ = writeln!(
+                s,
+                "  l{} [label=\"{}\", shape=ellipse, fillcolor=\"white\"];",
+                l.key,
+                dot_esc(&l.name)
+            );
         }
         for n in &self.nodes {
             for src in &n.srcs {
-                let from = if src.is_leaf || !self.seen.contains_key(&src.key) { "l" } else { "n" };
+                let from = if src.is_leaf || !self.seen.contains_key(&src.key) {
+                    "l"
+                } else {
+                    "n"
+                };
                 let _ = writeln!(s, "  {from}{} -> n{};", src.key, n.key);
             }
         }
@@ -112,8 +127,14 @@ impl GraphRecord {
     }
 
     fn palette(&self) -> HashMap<String, &'static str> {
-        const COLORS: [&str; 6] = ["#cfe2ff", "#ffd8a8", "#d3f9d8", "#e5dbff", "#ffc9c9", "#fff3bf"];
-        self.backends().into_iter().enumerate().map(|(i, b)| (b, COLORS[i % COLORS.len()])).collect()
+        const COLORS: [&str; 6] = [
+            "#cfe2ff", "#ffd8a8", "#d3f9d8", "#e5dbff", "#ffc9c9", "#fff3bf",
+        ];
+        self.backends()
+            .into_iter()
+            .enumerate()
+            .map(|(i, b)| (b, COLORS[i % COLORS.len()]))
+            .collect()
     }
 
     /// A self-contained SVG: nodes top to bottom in execution order, edges between computed
@@ -125,7 +146,11 @@ impl GraphRecord {
             .nodes
             .iter()
             .enumerate()
-            .flat_map(|(i, n)| n.srcs.iter().filter_map(move |s| self.seen.get(&s.key).map(|&j| i.saturating_sub(j))))
+            .flat_map(|(i, n)| {
+                n.srcs
+                    .iter()
+                    .filter_map(move |s| self.seen.get(&s.key).map(|&j| i.saturating_sub(j)))
+            })
             .max()
             .unwrap_or(0) as f64;
         let width = left + box_w + 60.0 + arc_width(max_span) + 200.0;
@@ -133,7 +158,11 @@ impl GraphRecord {
         let mut s = format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" font-family=\"monospace\" font-size=\"11\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
         );
-        let _ = writeln!(s, "<text x=\"{left}\" y=\"24\" font-size=\"15\">{}</text>", xml_esc(title));
+        let _ = writeln!(
+            s,
+            "<text x=\"{left}\" y=\"24\" font-size=\"15\">{}</text>",
+            xml_esc(title)
+        );
         // legend
         let mut lx = left;
         for b in self.backends() {
@@ -204,7 +233,13 @@ impl GraphRecord {
                 ne_short(&n.ne)
             );
             if !leaves.is_empty() {
-                let _ = writeln!(s, "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#555\">← {}</text>", left + 6.0, y + 41.0, xml_esc(&leaves.join(", ")));
+                let _ = writeln!(
+                    s,
+                    "<text x=\"{:.1}\" y=\"{:.1}\" fill=\"#555\">← {}</text>",
+                    left + 6.0,
+                    y + 41.0,
+                    xml_esc(&leaves.join(", "))
+                );
             }
             s += "</g>\n";
         }
@@ -218,7 +253,10 @@ fn arc_width(span: f64) -> f64 {
 }
 
 fn ne_short(ne: &[i64; 4]) -> String {
-    ne.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+    ne.iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn dot_esc(s: &str) -> String {
@@ -226,15 +264,27 @@ fn dot_esc(s: &str) -> String {
 }
 
 fn xml_esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// Writes `.dot` or `.svg` (by extension) through a temporary file and a rename.
 pub fn write(path: &std::path::Path, g: &GraphRecord, title: &str) -> Result<(), String> {
-    let text = match path.extension().and_then(|e| e.to_str()).map(|e| e.to_ascii_lowercase()) {
+    let text = match path
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(|e| e.to_ascii_lowercase())
+    {
         Some(e) if e == "dot" || e == "gv" => g.to_dot(),
         Some(e) if e == "svg" => g.to_svg(title),
-        _ => return Err(format!("--graph: '{}' must end in .svg or .dot", path.display())),
+        _ => {
+            return Err(format!(
+                "--graph: '{}' must end in .svg or .dot",
+                path.display()
+            ))
+        }
     };
     let tmp = path.with_file_name(format!(
         ".{}.tmp{}",
@@ -259,17 +309,39 @@ mod tests {
             op: "MUL".into(),
             ty: "f32".into(),
             ne: [4, 1, 1, 1],
-            srcs: srcs.iter().map(|&(k, n, l)| Src { key: k, name: n.into(), is_leaf: l }).collect(),
+            srcs: srcs
+                .iter()
+                .map(|&(k, n, l)| Src {
+                    key: k,
+                    name: n.into(),
+                    is_leaf: l,
+                })
+                .collect(),
             backend: backend.into(),
         }
     }
 
     fn sample() -> GraphRecord {
         let mut g = GraphRecord::default();
-        g.push(node(5, "embd", "CPU", &[(0, "token_embd.weight", true), (1, "inp_tokens", true)]));
+        g.push(node(
+            5,
+            "embd",
+            "CPU",
+            &[(0, "token_embd.weight", true), (1, "inp_tokens", true)],
+        ));
         g.push(node(6, "norm-0", "CUDA0", &[(5, "embd", false)]));
-        g.push(node(7, "attn_norm-0", "CUDA0", &[(6, "norm-0", false), (2, "blk.0.attn_norm.weight", true)]));
-        g.push(node(8, "out", "CPU", &[(7, "attn_norm-0", false), (5, "embd", false)]));
+        g.push(node(
+            7,
+            "attn_norm-0",
+            "CUDA0",
+            &[(6, "norm-0", false), (2, "blk.0.attn_norm.weight", true)],
+        ));
+        g.push(node(
+            8,
+            "out",
+            "CPU",
+            &[(7, "attn_norm-0", false), (5, "embd", false)],
+        ));
         g
     }
 
@@ -278,7 +350,11 @@ mod tests {
         let g = sample();
         assert_eq!(
             g.splits(),
-            vec![("CPU".to_string(), 0, 1), ("CUDA0".to_string(), 1, 3), ("CPU".to_string(), 3, 4)]
+            vec![
+                ("CPU".to_string(), 0, 1),
+                ("CUDA0".to_string(), 1, 3),
+                ("CPU".to_string(), 3, 4)
+            ]
         );
     }
 
@@ -323,8 +399,14 @@ mod tests {
         let g = sample();
         assert!(write(&dir.join("g.png"), &g, "t").is_err());
         write(&dir.join("g.dot"), &g, "t").unwrap();
-        assert!(std::fs::read_to_string(dir.join("g.dot")).unwrap().starts_with("digraph"));
-        let leftovers: Vec<_> = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains(".tmp")).collect();
+        assert!(std::fs::read_to_string(dir.join("g.dot"))
+            .unwrap()
+            .starts_with("digraph"));
+        let leftovers: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp"))
+            .collect();
         assert!(leftovers.is_empty());
         let _ = std::fs::remove_dir_all(&dir);
     }

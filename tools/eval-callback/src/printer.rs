@@ -6,7 +6,10 @@ use ggml::Type;
 
 /// `ne0, ne1, ne2, ne3`.
 pub fn ne_string(ne: &[i64; 4]) -> String {
-    ne.iter().map(|n| n.to_string()).collect::<Vec<_>>().join(", ")
+    ne.iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A node's source as printed: `name{ne}`, cut at 127 bytes as the 128-byte buffer of
@@ -58,7 +61,10 @@ pub fn header_line(
 
 /// Types whose values can be summarised (llama.cpp aborts on any other non-quantized type).
 pub fn is_printable(ty: Type) -> bool {
-    matches!(ty, Type::F32 | Type::F16 | Type::Bf16 | Type::I64 | Type::I32 | Type::I16 | Type::I8)
+    matches!(
+        ty,
+        Type::F32 | Type::F16 | Type::Bf16 | Type::I64 | Type::I32 | Type::I16 | Type::I8
+    )
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -81,8 +87,12 @@ fn get_float(data: &[u8], ty: Type, off: usize) -> Result<f32, PrintError> {
     let b = |n: usize| data.get(off..off + n).ok_or(PrintError::OutOfBounds);
     Ok(match ty {
         Type::F32 => f32::from_le_bytes(b(4)?.try_into().unwrap_or_default()),
-        Type::F16 => ggml::quants::fp16_to_fp32(u16::from_le_bytes(b(2)?.try_into().unwrap_or_default())),
-        Type::Bf16 => ggml::quants::bf16_to_fp32(u16::from_le_bytes(b(2)?.try_into().unwrap_or_default())),
+        Type::F16 => {
+            ggml::quants::fp16_to_fp32(u16::from_le_bytes(b(2)?.try_into().unwrap_or_default()))
+        }
+        Type::Bf16 => {
+            ggml::quants::bf16_to_fp32(u16::from_le_bytes(b(2)?.try_into().unwrap_or_default()))
+        }
         Type::I64 => i64::from_le_bytes(b(8)?.try_into().unwrap_or_default()) as f32,
         Type::I32 => i32::from_le_bytes(b(4)?.try_into().unwrap_or_default()) as f32,
         Type::I16 => i16::from_le_bytes(b(2)?.try_into().unwrap_or_default()) as f32,
@@ -105,12 +115,19 @@ pub fn c_float(v: f32, width: usize, prec: usize) -> String {
 
 /// The value summary of a tensor whose bytes are `data` (starting at the tensor's first byte)
 /// laid out by `nb`, showing `n` items at each end of every dimension.
-pub fn values_block(data: &[u8], ty: Type, ne: &[i64; 4], nb: &[usize; 4], n: i64) -> Result<String, PrintError> {
+pub fn values_block(
+    data: &[u8],
+    ty: Type,
+    ne: &[i64; 4],
+    nb: &[usize; 4],
+    n: i64,
+) -> Result<String, PrintError> {
     if !is_printable(ty) {
         return Err(PrintError::UnsupportedType(ty));
     }
     let at = |i0: i64, i1: i64, i2: i64, i3: i64| {
-        let off = i3 as usize * nb[3] + i2 as usize * nb[2] + i1 as usize * nb[1] + i0 as usize * nb[0];
+        let off =
+            i3 as usize * nb[3] + i2 as usize * nb[2] + i1 as usize * nb[1] + i0 as usize * nb[0];
         get_float(data, ty, off)
     };
     // the sum runs over every element, in index order, in a float as llama.cpp's does
@@ -223,7 +240,8 @@ mod tests {
     fn one_row_with_ellipsis() {
         let v: Vec<f32> = (0..256).map(|i| i as f32 * 0.5 - 3.0).collect();
         let ne = [256, 1, 1, 1];
-        let out = values_block(&f32_bytes(&v), Type::F32, &ne, &strides(Type::F32, &ne), 3).unwrap();
+        let out =
+            values_block(&f32_bytes(&v), Type::F32, &ne, &strides(Type::F32, &ne), 3).unwrap();
         let sum: f32 = v.iter().sum();
         assert_eq!(
             out,
@@ -239,18 +257,31 @@ mod tests {
         // the shape of a permuted K cache view: {32, 256, 2, 1}
         let ne = [4, 8, 7, 1];
         let v: Vec<f32> = (0..4 * 8 * 7).map(|i| i as f32).collect();
-        let out = values_block(&f32_bytes(&v), Type::F32, &ne, &strides(Type::F32, &ne), 3).unwrap();
+        let out =
+            values_block(&f32_bytes(&v), Type::F32, &ne, &strides(Type::F32, &ne), 3).unwrap();
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines[0], "    [");
         assert_eq!(lines[1], "        [");
-        assert_eq!(lines[2], "            [      0.0000,       1.0000,       2.0000,       3.0000  ],");
+        assert_eq!(
+            lines[2],
+            "            [      0.0000,       1.0000,       2.0000,       3.0000  ],"
+        );
         assert_eq!(lines[5], "            ..., ");
-        assert_eq!(lines[6], "            [     20.0000,      21.0000,      22.0000,      23.0000  ],");
+        assert_eq!(
+            lines[6],
+            "            [     20.0000,      21.0000,      22.0000,      23.0000  ],"
+        );
         // three planes, "...", the last three planes
         assert_eq!(lines.iter().filter(|l| **l == "        ..., ").count(), 1);
-        assert_eq!(lines.iter().filter(|l| **l == "            ..., ").count(), 6);
+        assert_eq!(
+            lines.iter().filter(|l| **l == "            ..., ").count(),
+            6
+        );
         assert_eq!(lines.iter().filter(|l| **l == "        [").count(), 6);
-        assert!(out.ends_with(&format!("    ]\n    sum = {:.6}\n", (0..224).sum::<i32>() as f32)));
+        assert!(out.ends_with(&format!(
+            "    ]\n    sum = {:.6}\n",
+            (0..224).sum::<i32>() as f32
+        )));
     }
 
     #[test]
@@ -260,12 +291,17 @@ mod tests {
         let ne = [2, 3, 1, 1];
         let nb = [12, 4, 24, 24];
         let out = values_block(&f32_bytes(&v), Type::F32, &ne, &nb, 3).unwrap();
-        assert!(out.contains("[      1.0000,       4.0000  ],\n            [      2.0000,       5.0000  ],"));
+        assert!(out.contains(
+            "[      1.0000,       4.0000  ],\n            [      2.0000,       5.0000  ],"
+        ));
     }
 
     #[test]
     fn f16_i32_and_unsupported() {
-        let h: Vec<u8> = [1.5f32, -0.25].iter().flat_map(|x| ggml::quants::fp32_to_fp16(*x).to_le_bytes()).collect();
+        let h: Vec<u8> = [1.5f32, -0.25]
+            .iter()
+            .flat_map(|x| ggml::quants::fp32_to_fp16(*x).to_le_bytes())
+            .collect();
         let ne = [2, 1, 1, 1];
         let out = values_block(&h, Type::F16, &ne, &strides(Type::F16, &ne), 3).unwrap();
         assert!(out.contains("[      1.5000,      -0.2500  ],"));
@@ -277,7 +313,10 @@ mod tests {
             values_block(&[], Type::Q8_0, &[32, 1, 1, 1], &[34, 34, 34, 34], 3),
             Err(PrintError::UnsupportedType(Type::Q8_0))
         );
-        assert_eq!(values_block(&[0; 4], Type::F32, &ne, &strides(Type::F32, &ne), 3), Err(PrintError::OutOfBounds));
+        assert_eq!(
+            values_block(&[0; 4], Type::F32, &ne, &strides(Type::F32, &ne), 3),
+            Err(PrintError::OutOfBounds)
+        );
     }
 
     #[test]

@@ -20,7 +20,12 @@ pub fn offload_devices(devices: &[DeviceRef]) -> Vec<DeviceInfo> {
         .filter(|d| d.kind() != DeviceKind::Cpu)
         .map(|d| {
             let (free, total) = d.memory();
-            DeviceInfo { name: d.name().to_string(), description: d.description().to_string(), total, free }
+            DeviceInfo {
+                name: d.name().to_string(),
+                description: d.description().to_string(),
+                total,
+                free,
+            }
         })
         .collect()
 }
@@ -33,7 +38,13 @@ pub fn render(devices: &[DeviceInfo]) -> String {
         s += "  (none)\n";
     }
     for d in devices {
-        s += &format!("  {}: {} ({} MiB, {} MiB free)\n", d.name, d.description, d.total / 1024 / 1024, d.free / 1024 / 1024);
+        s += &format!(
+            "  {}: {} ({} MiB, {} MiB free)\n",
+            d.name,
+            d.description,
+            d.total / 1024 / 1024,
+            d.free / 1024 / 1024
+        );
     }
     s
 }

@@ -38,7 +38,11 @@ pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
     let n_vocab = vocab.n_tokens();
     if file.n_vocab as usize != n_vocab {
         // llama.cpp carries on and reads past the rows; a mismatched file cannot be compared
-        log_err!("kl_divergence: inconsistent vocabulary ({} vs {})\n", file.n_vocab, n_vocab);
+        log_err!(
+            "kl_divergence: inconsistent vocabulary ({} vs {})\n",
+            file.n_vocab,
+            n_vocab
+        );
         return;
     }
     let n_chunk = file.n_chunk as usize;
@@ -52,7 +56,12 @@ pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
     let mut n_seq = (n_batch / n_ctx).max(1);
     let n_seq_max = ctx.n_seq_max() as usize;
     if n_seq > n_seq_max {
-        log_wrn!("kl_divergence: calculated n_seq={} exceeds context's n_seq_max={}, capping at {}\n", n_seq, n_seq_max, n_seq_max);
+        log_wrn!(
+            "kl_divergence: calculated n_seq={} exceeds context's n_seq_max={}, capping at {}\n",
+            n_seq,
+            n_seq_max,
+            n_seq_max
+        );
         n_seq = n_seq_max;
     }
     common::log_inf!(
@@ -86,7 +95,11 @@ pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
             for seq in 0..n_seq_batch {
                 let seq_start = batch_start + seq * n_ctx;
                 for k in 0..batch_size {
-                    let tok = if add_bos && j == 0 && k == 0 { vocab.bos() } else { file.tokens[seq_start + k] };
+                    let tok = if add_bos && j == 0 && k == 0 {
+                        vocab.bos()
+                    } else {
+                        file.tokens[seq_start + k]
+                    };
                     let pos = (j * n_batch + k) as i32;
                     let out = pos as usize >= first;
                     batch.add(tok, pos, &[seq as i32], out);
@@ -115,9 +128,18 @@ pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
                 log_err!("kl_divergence: {}\n", e);
                 return;
             }
-            let all: &[f32] = if num_batches > 1 { &logits } else { ctx.get_logits() };
-            let first_row = if num_batches > 1 { 0 } else { seq * (n_ctx - first) };
-            let Some(chunk_logits) = all.get(first_row * n_vocab..(first_row + n_scored) * n_vocab) else {
+            let all: &[f32] = if num_batches > 1 {
+                &logits
+            } else {
+                ctx.get_logits()
+            };
+            let first_row = if num_batches > 1 {
+                0
+            } else {
+                seq * (n_ctx - first)
+            };
+            let Some(chunk_logits) = all.get(first_row * n_vocab..(first_row + n_scored) * n_vocab)
+            else {
                 progress.finish();
                 log_err!("kl_divergence: the context returned fewer logits than requested\n");
                 return;
@@ -125,7 +147,10 @@ pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
             let toks = &file.tokens[start + seq * n_ctx + first..start + seq * n_ctx + n_ctx];
             if toks.iter().any(|&t| t < 0 || t as usize >= n_vocab) {
                 progress.finish();
-                log_err!("kl_divergence: {} holds tokens outside the vocabulary\n", path.display());
+                log_err!(
+                    "kl_divergence: {} holds tokens outside the vocabulary\n",
+                    path.display()
+                );
                 return;
             }
             let per_token: Vec<(KldSums, f64, f32)> = (0..n_scored)

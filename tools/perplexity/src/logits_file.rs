@@ -31,17 +31,32 @@ pub struct LogitsWriter {
 
 impl LogitsWriter {
     pub fn create(path: &Path) -> std::io::Result<LogitsWriter> {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("logits");
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("logits");
         let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
         let f = File::create(&tmp)?;
-        Ok(LogitsWriter { out: Some(BufWriter::new(f)), tmp, path: path.to_path_buf() })
+        Ok(LogitsWriter {
+            out: Some(BufWriter::new(f)),
+            tmp,
+            path: path.to_path_buf(),
+        })
     }
 
     fn w(&mut self) -> std::io::Result<&mut BufWriter<File>> {
-        self.out.as_mut().ok_or_else(|| std::io::Error::other("logits file already finished"))
+        self.out
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("logits file already finished"))
     }
 
-    pub fn write_header(&mut self, n_ctx: i32, n_vocab: i32, n_chunk: i32, tokens: &[i32]) -> std::io::Result<()> {
+    pub fn write_header(
+        &mut self,
+        n_ctx: i32,
+        n_vocab: i32,
+        n_chunk: i32,
+        tokens: &[i32],
+    ) -> std::io::Result<()> {
         let w = self.w()?;
         w.write_all(MAGIC)?;
         for v in [n_ctx, n_vocab, n_chunk] {
@@ -88,7 +103,10 @@ impl std::fmt::Display for ReadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ReadError::Open(p) => write!(f, "failed to open {p}"),
-            ReadError::BadMagic(p) => write!(f, "{p} does not look like a file containing log-probabilities"),
+            ReadError::BadMagic(p) => write!(
+                f,
+                "{p} does not look like a file containing log-probabilities"
+            ),
             ReadError::Header(p) => write!(f, "failed reading n_vocab, n_chunk from {p}"),
             ReadError::Tokens(p) => write!(f, "failed reading evaluation tokens from {p}"),
             ReadError::Chunk(i) => write!(f, "failed reading log-probs for chunk {i}"),
@@ -133,9 +151,19 @@ impl LogitsReader {
             return Err(ReadError::Tokens(p));
         }
         let mut bytes = vec![0u8; n_tokens as usize * 4];
-        inp.read_exact(&mut bytes).map_err(|_| ReadError::Tokens(p.clone()))?;
-        let tokens = bytes.chunks_exact(4).map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
-        Ok(LogitsReader { inp, n_ctx, n_vocab, n_chunk, tokens })
+        inp.read_exact(&mut bytes)
+            .map_err(|_| ReadError::Tokens(p.clone()))?;
+        let tokens = bytes
+            .chunks_exact(4)
+            .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        Ok(LogitsReader {
+            inp,
+            n_ctx,
+            n_vocab,
+            n_chunk,
+            tokens,
+        })
     }
 
     /// u16 values of one chunk's rows.
@@ -146,7 +174,9 @@ impl LogitsReader {
     /// Reads chunk `i` (0-based, in order) into `out` (`chunk_len()` values).
     pub fn read_chunk(&mut self, i: usize, out: &mut [u16]) -> Result<(), ReadError> {
         let mut bytes = vec![0u8; out.len() * 2];
-        self.inp.read_exact(&mut bytes).map_err(|_| ReadError::Chunk(i))?;
+        self.inp
+            .read_exact(&mut bytes)
+            .map_err(|_| ReadError::Chunk(i))?;
         for (o, c) in out.iter_mut().zip(bytes.chunks_exact(2)) {
             *o = u16::from_le_bytes([c[0], c[1]]);
         }
@@ -175,7 +205,8 @@ mod tests {
         assert_eq!(rows_per_chunk(n_ctx), 3);
         assert_eq!(row_len(n_vocab), 10);
         let mut w = LogitsWriter::create(&path).unwrap();
-        w.write_header(n_ctx as i32, n_vocab as i32, n_chunk as i32, &tokens).unwrap();
+        w.write_header(n_ctx as i32, n_vocab as i32, n_chunk as i32, &tokens)
+            .unwrap();
         for c in 0..n_chunk {
             let chunk: Vec<u16> = (0..rows).map(|i| (c * 1000 + i) as u16).collect();
             w.write_rows(&chunk).unwrap();
@@ -219,7 +250,10 @@ mod tests {
         let p = d.join("f");
         assert!(matches!(LogitsReader::open(&p), Err(ReadError::Open(_))));
         std::fs::write(&p, b"_logits").unwrap();
-        assert!(matches!(LogitsReader::open(&p), Err(ReadError::BadMagic(_))));
+        assert!(matches!(
+            LogitsReader::open(&p),
+            Err(ReadError::BadMagic(_))
+        ));
         std::fs::write(&p, b"_logits_\x08\x00").unwrap();
         assert!(matches!(LogitsReader::open(&p), Err(ReadError::Header(_))));
         // a header that claims two billion tokens in a tiny file

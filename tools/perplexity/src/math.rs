@@ -48,7 +48,10 @@ pub fn row_len(n_vocab: usize) -> usize {
 pub fn quantize_log_probs(logits: &[f32], out: &mut [u16], tok: usize) -> f64 {
     let n_vocab = logits.len();
     let max_logit = max_of(logits);
-    let min_logit = logits[1..].iter().fold(logits[0], |m, &v| m.min(v)).max(max_logit - 16.0);
+    let min_logit = logits[1..]
+        .iter()
+        .fold(logits[0], |m, &v| m.min(v))
+        .max(max_logit - 16.0);
     let log_sum_exp = sum_exp(logits, max_logit).ln() as f32;
     let min_log_prob = min_logit - max_logit - log_sum_exp;
     let scale = (max_logit - min_logit) / 65535.0;
@@ -60,7 +63,11 @@ pub fn quantize_log_probs(logits: &[f32], out: &mut [u16], tok: usize) -> f64 {
     if scale != 0.0 {
         let inv_scale = 1.0 / scale;
         for (o, &l) in q.iter_mut().zip(logits) {
-            *o = if l > min_logit { nearest_int(inv_scale * (l - min_logit)) as u16 } else { 0 };
+            *o = if l > min_logit {
+                nearest_int(inv_scale * (l - min_logit)) as u16
+            } else {
+                0
+            };
         }
     } else {
         q.fill(0);
@@ -177,7 +184,11 @@ pub fn mean_and_uncertainty(sum: f64, sum2: f64, count: usize) -> (f64, f64) {
     }
     let f = sum / count as f64;
     let df = sum2 / count as f64 - f * f;
-    let df = if df > 0.0 && count > 10 { (df / (count - 1) as f64).sqrt() } else { 0.0 };
+    let df = if df > 0.0 && count > 10 {
+        (df / (count - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
     (f, df)
 }
 
@@ -269,7 +280,9 @@ mod tests {
     #[test]
     fn log_softmax_is_normalised() {
         let logits = [1.0f32, 2.0, 3.0, -1.0];
-        let total: f64 = (0..4).map(|t| log_softmax(&logits, t).log_softmax.exp()).sum();
+        let total: f64 = (0..4)
+            .map(|t| log_softmax(&logits, t).log_softmax.exp())
+            .sum();
         assert!((total - 1.0).abs() < 1e-6);
         let r = log_softmax(&logits, 2);
         assert_eq!(r.logit, 3.0);
@@ -278,17 +291,26 @@ mod tests {
 
     #[test]
     fn quantized_rows_round_trip() {
-        let logits: Vec<f32> = (0..101).map(|i| ((i * 37) % 23) as f32 * 0.7 - 5.0).collect();
+        let logits: Vec<f32> = (0..101)
+            .map(|i| ((i * 37) % 23) as f32 * 0.7 - 5.0)
+            .collect();
         let mut row = vec![7u16; row_len(logits.len())];
         assert_eq!(row.len(), 2 * 51 + 4);
         let nll = quantize_log_probs(&logits, &mut row, 5);
         assert!((nll + log_softmax(&logits, 5).log_softmax).abs() < 1e-5);
-        assert_eq!(*row.last().unwrap(), 0, "the pad of an odd vocabulary is zero");
+        assert_eq!(
+            *row.last().unwrap(),
+            0,
+            "the pad of an odd vocabulary is zero"
+        );
         let (scale, min_lp) = row_header(&row);
         for (i, &l) in logits.iter().enumerate() {
             let back = scale * row[4 + i] as f32 + min_lp;
             let exact = log_softmax(&logits, i).log_softmax as f32;
-            assert!((back - exact).abs() <= scale, "token {i}: {back} vs {exact}");
+            assert!(
+                (back - exact).abs() <= scale,
+                "token {i}: {back} vs {exact}"
+            );
             let _ = l;
         }
     }

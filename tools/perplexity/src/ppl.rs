@@ -34,11 +34,24 @@ pub fn fmt_g(v: f64) -> String {
         return "0".into();
     }
     let e_form = format!("{:.5e}", v);
-    let x: i32 = e_form.split_once('e').map_or(0, |(_, e)| e.parse().unwrap_or(0));
-    let strip = |s: String| if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s };
+    let x: i32 = e_form
+        .split_once('e')
+        .map_or(0, |(_, e)| e.parse().unwrap_or(0));
+    let strip = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
     if !(-4..6).contains(&x) {
         let (m, _) = e_form.split_once('e').unwrap_or((&e_form, ""));
-        format!("{}e{}{:02}", strip(m.to_string()), if x < 0 { '-' } else { '+' }, x.abs())
+        format!(
+            "{}e{}{:02}",
+            strip(m.to_string()),
+            if x < 0 { '-' } else { '+' },
+            x.abs()
+        )
     } else {
         strip(format!("{:.*}", (5 - x).max(0) as usize, v))
     }
@@ -80,7 +93,10 @@ pub fn perplexity(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64
         match LogitsWriter::create(path) {
             Ok(w) => writer = Some(w),
             Err(_) => {
-                log_err!("perplexity: failed to open {} for writing\n", path.display());
+                log_err!(
+                    "perplexity: failed to open {} for writing\n",
+                    path.display()
+                );
                 return None;
             }
         }
@@ -94,19 +110,34 @@ pub fn perplexity(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64
     log_inf!("perplexity: tokenization took {} ms\n", fmt_g(1e-3 * us));
 
     if tokens.len() < 2 * n_ctx {
-        log_err!("perplexity: you need at least {} tokens to evaluate perplexity with a context of {}\n", 2 * n_ctx, n_ctx);
-        log_err!("perplexity: the data file you provided tokenizes to only {} tokens\n", tokens.len());
+        log_err!(
+            "perplexity: you need at least {} tokens to evaluate perplexity with a context of {}\n",
+            2 * n_ctx,
+            n_ctx
+        );
+        log_err!(
+            "perplexity: the data file you provided tokenizes to only {} tokens\n",
+            tokens.len()
+        );
         return None;
     }
 
     let n_chunk_max = tokens.len() / n_ctx;
-    let n_chunk = if o.n_chunks < 0 { n_chunk_max } else { (o.n_chunks as usize).min(n_chunk_max) };
+    let n_chunk = if o.n_chunks < 0 {
+        n_chunk_max
+    } else {
+        (o.n_chunks as usize).min(n_chunk_max)
+    };
     let n_batch = o.n_batch;
     let n_vocab = vocab.n_tokens();
     let num_batches = n_ctx.div_ceil(n_batch);
     let n_seq = (n_batch / n_ctx).max(1);
     if !(n_batch < n_ctx || n_batch % n_ctx == 0) {
-        log_err!("perplexity: the batch size {} must be below the context size {} or a multiple of it\n", n_batch, n_ctx);
+        log_err!(
+            "perplexity: the batch size {} must be below the context size {} or a multiple of it\n",
+            n_batch,
+            n_ctx
+        );
         return None;
     }
 
@@ -120,7 +151,12 @@ pub fn perplexity(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64
 
     let nv = row_len(n_vocab);
     if let Some(w) = writer.as_mut() {
-        if let Err(e) = w.write_header(n_ctx as i32, n_vocab as i32, n_chunk as i32, &tokens[..n_chunk * n_ctx]) {
+        if let Err(e) = w.write_header(
+            n_ctx as i32,
+            n_vocab as i32,
+            n_chunk as i32,
+            &tokens[..n_chunk * n_ctx],
+        ) {
             log_err!("perplexity: failed to write the logits file: {}\n", e);
             return None;
         }
@@ -151,7 +187,11 @@ pub fn perplexity(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64
                 let seq_start = batch_start + seq * n_ctx;
                 for k in 0..batch_size {
                     // the first token of a chunk is BOS, as the model saw it in training
-                    let tok = if add_bos && j == 0 && k == 0 { vocab.bos() } else { tokens[seq_start + k] };
+                    let tok = if add_bos && j == 0 && k == 0 {
+                        vocab.bos()
+                    } else {
+                        tokens[seq_start + k]
+                    };
                     let pos = (j * n_batch + k) as i32;
                     let out = pos as usize >= first;
                     batch.add(tok, pos, &[seq as i32], out);
@@ -164,7 +204,9 @@ pub fn perplexity(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64
                 return None;
             }
             if num_batches > 1 && n_outputs > 0 {
-                logits.extend_from_slice(rows(ctx.get_logits(), 0, n_outputs, n_vocab).unwrap_or(&[]));
+                logits.extend_from_slice(
+                    rows(ctx.get_logits(), 0, n_outputs, n_vocab).unwrap_or(&[]),
+                );
             }
         }
 
@@ -174,8 +216,16 @@ pub fn perplexity(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64
         }
 
         for seq in 0..n_seq_batch {
-            let all: &[f32] = if num_batches > 1 { &logits } else { ctx.get_logits() };
-            let first_row = if num_batches > 1 { 0 } else { seq * (n_ctx - first) };
+            let all: &[f32] = if num_batches > 1 {
+                &logits
+            } else {
+                ctx.get_logits()
+            };
+            let first_row = if num_batches > 1 {
+                0
+            } else {
+                seq * (n_ctx - first)
+            };
             let Some(chunk_logits) = rows(all, first_row, n_scored, n_vocab) else {
                 progress.finish();
                 log_err!("perplexity: the context returned fewer logits than requested\n");
@@ -187,7 +237,13 @@ pub fn perplexity(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64
                 let nlls: Vec<f64> = log_probs
                     .par_chunks_mut(nv)
                     .enumerate()
-                    .map(|(r, row)| quantize_log_probs(&chunk_logits[r * n_vocab..(r + 1) * n_vocab], row, toks[r + 1] as usize))
+                    .map(|(r, row)| {
+                        quantize_log_probs(
+                            &chunk_logits[r * n_vocab..(r + 1) * n_vocab],
+                            row,
+                            toks[r + 1] as usize,
+                        )
+                    })
                     .collect();
                 nlls.iter().for_each(|&v| sums.add(v));
                 if let Err(e) = w.write_rows(&log_probs) {
@@ -198,7 +254,13 @@ pub fn perplexity(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64
             } else {
                 let nlls: Vec<f64> = (0..n_scored)
                     .into_par_iter()
-                    .map(|r| -log_softmax(&chunk_logits[r * n_vocab..(r + 1) * n_vocab], toks[r + 1] as usize).log_softmax)
+                    .map(|r| {
+                        -log_softmax(
+                            &chunk_logits[r * n_vocab..(r + 1) * n_vocab],
+                            toks[r + 1] as usize,
+                        )
+                        .log_softmax
+                    })
                     .collect();
                 nlls.iter().for_each(|&v| sums.add(v));
             }
@@ -207,7 +269,13 @@ pub fn perplexity(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64
                     log_out!("[{}]{:.4},", i + seq + 1, sums.ppl());
                 } else {
                     let (av, av2) = sums.mean_and_stderr();
-                    log_out!("{:8}  {:.4}  {:.6}  {:.6}\n", i * n_ctx, sums.ppl(), av, av2);
+                    log_out!(
+                        "{:8}  {:.4}  {:.6}  {:.6}\n",
+                        i * n_ctx,
+                        sums.ppl(),
+                        av,
+                        av2
+                    );
                 }
             });
         }
@@ -245,12 +313,19 @@ fn perplexity_v2(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64>
     let n_ctx = ctx.n_ctx() as usize;
     if tokens.len() < 2 * n_ctx {
         log_err!("perplexity_v2: you need at least {} tokens to evaluate perplexity with a context of {}\n", 2 * n_ctx, n_ctx);
-        log_err!("perplexity_v2: the data file you provided tokenizes to only {} tokens\n", tokens.len());
+        log_err!(
+            "perplexity_v2: the data file you provided tokenizes to only {} tokens\n",
+            tokens.len()
+        );
         return None;
     }
     let stride = o.ppl_stride as usize;
     let calc_chunk = n_ctx;
-    log_inf!("perplexity_v2: have {} tokens. Calculation chunk = {}\n", tokens.len(), calc_chunk);
+    log_inf!(
+        "perplexity_v2: have {} tokens. Calculation chunk = {}\n",
+        tokens.len(),
+        calc_chunk
+    );
     if tokens.len() <= calc_chunk {
         log_err!(
             "perplexity_v2: there are only {} tokens, this is not enough for a context size of {} and stride {}\n",
@@ -261,10 +336,18 @@ fn perplexity_v2(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64>
         return None;
     }
     let n_chunk_max = (tokens.len() - calc_chunk).div_ceil(stride);
-    let n_chunk = if o.n_chunks < 0 { n_chunk_max } else { (o.n_chunks as usize).min(n_chunk_max) };
+    let n_chunk = if o.n_chunks < 0 {
+        n_chunk_max
+    } else {
+        (o.n_chunks as usize).min(n_chunk_max)
+    };
     let n_batch = o.n_batch;
     let n_vocab = vocab.n_tokens();
-    log_inf!("perplexity_v2: calculating perplexity over {} chunks, batch_size={}\n", n_chunk, n_batch);
+    log_inf!(
+        "perplexity_v2: calculating perplexity over {} chunks, batch_size={}\n",
+        n_chunk,
+        n_batch
+    );
 
     let mut nll = 0.0f64;
     let mut count = 0usize;
@@ -282,7 +365,12 @@ fn perplexity_v2(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64>
             let batch_size = (end - batch_start).min(n_batch);
             batch.clear();
             for k in 0..batch_size {
-                batch.add(tokens[batch_start + k], (j * n_batch + k) as i32, &[0], true);
+                batch.add(
+                    tokens[batch_start + k],
+                    (j * n_batch + k) as i32,
+                    &[0],
+                    true,
+                );
             }
             if ctx.decode(&batch) != 0 {
                 progress.finish();

@@ -17,7 +17,8 @@ impl Progress {
             return Progress { bar: None };
         }
         let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-        let template = format!("{{bar:40}} {{pos}}/{{len}} {unit} [{{elapsed_precise}} < {{eta_precise}}]");
+        let template =
+            format!("{{bar:40}} {{pos}}/{{len}} {unit} [{{elapsed_precise}} < {{eta_precise}}]");
         if let Ok(style) = ProgressStyle::with_template(&template) {
             bar.set_style(style);
         }

@@ -26,11 +26,19 @@ pub fn chunk_row(i: usize, k: &KldSums) -> String {
     let mse = mean_and_uncertainty(k.sum_p_diff2, k.sum_p_diff4, k.count);
     let rms_val = mse.0.sqrt();
     let rms_unc = 0.5 / rms_val * mse.1;
-    s += &format!("    {:>6} ± {:>6} %", f(100.0 * rms_val, 3), f(100.0 * rms_unc, 3));
+    s += &format!(
+        "    {:>6} ± {:>6} %",
+        f(100.0 * rms_val, 3),
+        f(100.0 * rms_unc, 3)
+    );
 
     let top = k.n_same_top as f64 / k.count as f64;
     let top_unc = (top * (1.0 - top) / (k.count as f64 - 1.0)).sqrt();
-    s += &format!("    {:>6} ± {:>6} %", f(100.0 * top, 3), f(100.0 * top_unc, 3));
+    s += &format!(
+        "    {:>6} ± {:>6} %",
+        f(100.0 * top, 3),
+        f(100.0 * top_unc, 3)
+    );
     s += "\n";
     s
 }
@@ -54,24 +62,47 @@ pub fn summary(k: &KldSums, kld_values: &mut [f32], p_diff_values: &mut [f32]) -
     let log_ppl = mean_and_uncertainty(k.sum_nll, k.sum_nll2, k.count);
     let ppl_val = log_ppl.0.exp();
     let ppl_unc = ppl_val * log_ppl.1;
-    s += &format!("Mean PPL(Q)                   : {:>10} ± {:>10}\n", f(ppl_val, 6), f(ppl_unc, 6));
+    s += &format!(
+        "Mean PPL(Q)                   : {:>10} ± {:>10}\n",
+        f(ppl_val, 6),
+        f(ppl_unc, 6)
+    );
     let log_base = mean_and_uncertainty(k.sum_nll_base, k.sum_nll_base2, k.count);
     let base_val = log_base.0.exp();
     let base_unc = base_val * log_base.1;
-    s += &format!("Mean PPL(base)                : {:>10} ± {:>10}\n", f(base_val, 6), f(base_unc, 6));
+    s += &format!(
+        "Mean PPL(base)                : {:>10} ± {:>10}\n",
+        f(base_val, 6),
+        f(base_unc, 6)
+    );
     let cov = covariance(k.sum_nll, k.sum_nll_base, k.sum_nll_nll_base, k.count);
     let cor = cov / (log_ppl.1 * log_base.1);
-    s += &format!("Cor(ln(PPL(Q)), ln(PPL(base))): {:>6}%\n", f(100.0 * cor, 2));
+    s += &format!(
+        "Cor(ln(PPL(Q)), ln(PPL(base))): {:>6}%\n",
+        f(100.0 * cor, 2)
+    );
     let ratio_val = log_ppl.0 - log_base.0;
     let ratio_unc = (log_ppl.1 * log_ppl.1 + log_base.1 * log_base.1 - 2.0 * cov).sqrt();
-    s += &format!("Mean ln(PPL(Q)/PPL(base))     : {:>10} ± {:>10}\n", f(ratio_val, 6), f(ratio_unc, 6));
+    s += &format!(
+        "Mean ln(PPL(Q)/PPL(base))     : {:>10} ± {:>10}\n",
+        f(ratio_val, 6),
+        f(ratio_unc, 6)
+    );
     let pr_val = ratio_val.exp();
     let pr_unc = pr_val * ratio_unc;
-    s += &format!("Mean PPL(Q)/PPL(base)         : {:>10} ± {:>10}\n", f(pr_val, 6), f(pr_unc, 6));
+    s += &format!(
+        "Mean PPL(Q)/PPL(base)         : {:>10} ± {:>10}\n",
+        f(pr_val, 6),
+        f(pr_unc, 6)
+    );
     let ppl_cov = ppl_val * base_val * cov;
     let diff_val = ppl_val - base_val;
     let diff_unc = (ppl_unc * ppl_unc + base_unc * base_unc - 2.0 * ppl_cov).sqrt();
-    s += &format!("Mean PPL(Q)-PPL(base)         : {:>10} ± {:>10}\n", f(diff_val, 6), f(diff_unc, 6));
+    s += &format!(
+        "Mean PPL(Q)-PPL(base)         : {:>10} ± {:>10}\n",
+        f(diff_val, 6),
+        f(diff_unc, 6)
+    );
     s += "\n";
 
     s += "====== KL divergence statistics ======\n";
@@ -80,11 +111,21 @@ pub fn summary(k: &KldSums, kld_values: &mut [f32], p_diff_values: &mut [f32]) -
     let kv = &*kld_values;
     let g = |v: f32| format!("{:>10}", f(v as f64, 6));
     s += &format!("Maximum KLD: {}\n", g(kv[kv.len() - 1]));
-    for (label, frac) in [("99.9%", 0.999f32), ("99.0%", 0.990), ("95.0%", 0.950), ("90.0%", 0.900)] {
+    for (label, frac) in [
+        ("99.9%", 0.999f32),
+        ("99.0%", 0.990),
+        ("95.0%", 0.950),
+        ("90.0%", 0.900),
+    ] {
         s += &format!("{label}   KLD: {}\n", g(percentile(kv, frac)));
     }
     s += &format!("Median  KLD: {}\n", g(median(kv)));
-    for (label, frac) in [("10.0%", 0.100f32), (" 5.0%", 0.050), (" 1.0%", 0.010), (" 0.1%", 0.001)] {
+    for (label, frac) in [
+        ("10.0%", 0.100f32),
+        (" 5.0%", 0.050),
+        (" 1.0%", 0.010),
+        (" 0.1%", 0.001),
+    ] {
         s += &format!("{label}   KLD: {}\n", g(percentile(kv, frac)));
     }
     s += &format!("Minimum KLD: {}\n", g(kv[0]));
@@ -92,25 +133,49 @@ pub fn summary(k: &KldSums, kld_values: &mut [f32], p_diff_values: &mut [f32]) -
 
     s += "====== Token probability statistics ======\n";
     let pd = mean_and_uncertainty(k.sum_p_diff, k.sum_p_diff2, k.count);
-    s += &format!("Mean    Δp: {:>6} ± {:>5} %\n", f(100.0 * pd.0, 3), f(100.0 * pd.1, 3));
+    s += &format!(
+        "Mean    Δp: {:>6} ± {:>5} %\n",
+        f(100.0 * pd.0, 3),
+        f(100.0 * pd.1, 3)
+    );
     let pv = &*p_diff_values;
     let h = |v: f32| format!("{:>6}%", f(100.0 * v as f64, 3));
     s += &format!("Maximum Δp: {}\n", h(pv[pv.len() - 1]));
-    for (label, frac) in [("99.9%", 0.999f32), ("99.0%", 0.990), ("95.0%", 0.950), ("90.0%", 0.900), ("75.0%", 0.750)] {
+    for (label, frac) in [
+        ("99.9%", 0.999f32),
+        ("99.0%", 0.990),
+        ("95.0%", 0.950),
+        ("90.0%", 0.900),
+        ("75.0%", 0.750),
+    ] {
         s += &format!("{label}   Δp: {}\n", h(percentile(pv, frac)));
     }
     s += &format!("Median  Δp: {}\n", h(median(pv)));
-    for (label, frac) in [("25.0%", 0.250f32), ("10.0%", 0.100), (" 5.0%", 0.050), (" 1.0%", 0.010), (" 0.1%", 0.001)] {
+    for (label, frac) in [
+        ("25.0%", 0.250f32),
+        ("10.0%", 0.100),
+        (" 5.0%", 0.050),
+        (" 1.0%", 0.010),
+        (" 0.1%", 0.001),
+    ] {
         s += &format!("{label}   Δp: {}\n", h(percentile(pv, frac)));
     }
     s += &format!("Minimum Δp: {}\n", h(pv[0]));
     let mse = mean_and_uncertainty(k.sum_p_diff2, k.sum_p_diff4, k.count);
     let rms_val = mse.0.sqrt();
     let rms_unc = 0.5 / rms_val * mse.1;
-    s += &format!("RMS Δp    : {:>6} ± {:>5} %\n", f(100.0 * rms_val, 3), f(100.0 * rms_unc, 3));
+    s += &format!(
+        "RMS Δp    : {:>6} ± {:>5} %\n",
+        f(100.0 * rms_val, 3),
+        f(100.0 * rms_unc, 3)
+    );
     let same = k.n_same_top as f64 / k.count as f64;
     let same_unc = (same * (1.0 - same) / (k.count as f64 - 1.0)).sqrt();
-    s += &format!("Same top p: {:>6} ± {:>5} %\n", f(100.0 * same, 3), f(100.0 * same_unc, 3));
+    s += &format!(
+        "Same top p: {:>6} ± {:>5} %\n",
+        f(100.0 * same, 3),
+        f(100.0 * same_unc, 3)
+    );
     s
 }
 
@@ -124,7 +189,9 @@ mod tests {
         let mut k = KldSums::default();
         let (mut kv, mut pv) = (vec![], vec![]);
         for t in 0..n {
-            let logits: Vec<f32> = (0..50).map(|i| ((i * 7 + t * 3) % 17) as f32 * 0.5).collect();
+            let logits: Vec<f32> = (0..50)
+                .map(|i| ((i * 7 + t * 3) % 17) as f32 * 0.5)
+                .collect();
             let mut row = vec![0u16; row_len(50)];
             quantize_log_probs(&logits, &mut row, t % 50);
             let (a, b) = kld_token(&logits, &row, t % 50, &mut k);
@@ -149,10 +216,18 @@ mod tests {
     fn summary_of_identical_models() {
         let (k, mut kv, mut pv) = identical(127);
         let s = summary(&k, &mut kv, &mut pv);
-        assert!(s.starts_with("====== Perplexity statistics ======\nMean PPL(Q)                   : "));
+        assert!(
+            s.starts_with("====== Perplexity statistics ======\nMean PPL(Q)                   : ")
+        );
         assert!(s.contains("Mean PPL(Q)/PPL(base)         :   1.00"), "{s}");
         assert!(s.contains("Same top p: 100.000 ± 0.000 %\n"), "{s}");
-        let max_kld: f64 = s.lines().find_map(|l| l.strip_prefix("Maximum KLD:")).unwrap().trim().parse().unwrap();
+        let max_kld: f64 = s
+            .lines()
+            .find_map(|l| l.strip_prefix("Maximum KLD:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         assert!(max_kld.abs() < 1e-4, "{s}");
         assert!(s.contains("99.9%   KLD: "));
         assert!(s.contains(" 0.1%   Δp: "));
