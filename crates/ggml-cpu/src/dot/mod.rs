@@ -16,6 +16,9 @@ use std::sync::OnceLock;
 use ggml::quants::{self, fp32_to_bf16, fp32_to_fp16};
 use ggml::Type;
 
+/// A dot product of `n` elements of two rows.
+pub type VecDotFn = fn(usize, &[u8], &[u8]) -> f32;
+
 /// The per-type functions a matmul needs.
 #[derive(Clone, Copy)]
 pub struct CpuTypeTraits {
@@ -24,7 +27,7 @@ pub struct CpuTypeTraits {
     /// Converts f32 activations (whole blocks) into `vec_dot_type`.
     pub from_float: fn(&[f32], &mut [u8]),
     /// Dot product of `n` elements: `x` in the weight type, `y` in `vec_dot_type`.
-    pub vec_dot: fn(usize, &[u8], &[u8]) -> f32,
+    pub vec_dot: VecDotFn,
 }
 
 /// An instruction-set level with its own kernels.
@@ -190,7 +193,7 @@ pub fn scalar_traits(ty: Type) -> Option<CpuTypeTraits> {
 /// `level` must be supported by this CPU (see `SimdLevel::available`).
 pub fn traits_for(level: SimdLevel, ty: Type) -> Option<CpuTypeTraits> {
     let mut tr = scalar_traits(ty)?;
-    let fast: Option<fn(usize, &[u8], &[u8]) -> f32> = match level {
+    let fast: Option<VecDotFn> = match level {
         SimdLevel::Scalar => None,
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx2 => x86::avx2_kernel(ty),

@@ -1,13 +1,16 @@
 //! NEON dot products for the float types and Q8_0/Q4_0. NEON is part of the aarch64 baseline,
 //! so the kernels need no run-time check beyond the feature detection done by the caller.
 
+// Index loops mirror ggml's C line by line, which keeps the port auditable.
+#![allow(clippy::needless_range_loop)]
+
 use std::arch::aarch64::*;
 
 use super::scalar::check;
 use ggml::quants::fp16_to_fp32 as h2f;
 use ggml::Type;
 
-type Kernel = fn(usize, &[u8], &[u8]) -> f32;
+type Kernel = super::VecDotFn;
 
 pub(super) fn kernel(ty: Type) -> Option<Kernel> {
     Some(match ty {

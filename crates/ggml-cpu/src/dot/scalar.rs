@@ -2,6 +2,9 @@
 //! the same partner type and the same integer sums per block. They are the reference every
 //! SIMD kernel is tested against, and the fallback on CPUs without one.
 
+// Index loops mirror ggml's C line by line, which keeps the port auditable.
+#![allow(clippy::needless_range_loop)]
+
 use ggml::quants::{bf16_to_fp32, fp16_to_fp32 as h2f, KVALUES_IQ4NL};
 
 #[inline]

@@ -2,6 +2,9 @@
 //! Each public wrapper checks the operand sizes, then calls a `#[target_feature]` kernel that
 //! reads whole blocks through unaligned loads inside those bounds.
 
+// Index loops mirror ggml's C line by line, which keeps the port auditable.
+#![allow(clippy::needless_range_loop)]
+
 use std::arch::x86_64::*;
 
 use super::scalar::{check, k4_scales_mins, q8k};
@@ -22,7 +25,7 @@ pub(super) fn has_avx512() -> bool {
         && is_x86_feature_detected!("avx512vnni")
 }
 
-type Kernel = fn(usize, &[u8], &[u8]) -> f32;
+type Kernel = super::VecDotFn;
 
 pub(super) fn avx2_kernel(ty: Type) -> Option<Kernel> {
     Some(match ty {

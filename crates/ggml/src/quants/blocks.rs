@@ -2,6 +2,9 @@
 //! size is asserted at compile time; bytes are read and written little-endian field by field,
 //! so no `unsafe` transmutes are needed.
 
+// Index loops mirror ggml's C line by line, which keeps the port auditable.
+#![allow(clippy::needless_range_loop)]
+
 use std::mem::size_of;
 
 pub const QK4_0: usize = 32;

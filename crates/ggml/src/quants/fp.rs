@@ -17,7 +17,7 @@ pub fn fp32_to_fp16(f: f32) -> u16 {
     if bias < 0x7100_0000 {
         bias = 0x7100_0000;
     }
-    base = f32::from_bits((bias >> 1) + 0x0780_0000) + base;
+    base += f32::from_bits((bias >> 1) + 0x0780_0000);
     let bits = base.to_bits();
     let exp_bits = (bits >> 13) & 0x0000_7C00;
     let mantissa_bits = bits & 0x0000_0FFF;

@@ -1,5 +1,8 @@
 //! Q2_K and Q3_K: 2- and 3-bit super-blocks of 256 with 16 sub-block scales.
 
+// Index loops mirror ggml's C line by line, which keeps the port auditable.
+#![allow(clippy::needless_range_loop)]
+
 use super::blocks::*;
 use super::fp::{fp16_to_fp32 as h2f, fp32_to_fp16 as f2h};
 use super::search::{

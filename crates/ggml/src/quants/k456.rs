@@ -1,5 +1,8 @@
 //! Q4_K, Q5_K (asymmetric, 8 sub-blocks of 32 with 6-bit scales and mins), Q6_K and Q8_K.
 
+// Index loops mirror ggml's C line by line, which keeps the port auditable.
+#![allow(clippy::needless_range_loop)]
+
 use super::blocks::*;
 use super::fp::{fp16_to_fp32 as h2f, fp32_to_fp16 as f2h};
 use super::search::{

@@ -2,6 +2,9 @@
 //! Reference quantizers follow ggml's `quantize_row_*_ref`; the `*_imatrix` row quantizers
 //! follow `quantize_row_*_impl`, used by `quantize_chunk` when an importance matrix is given.
 
+// Index loops mirror ggml's C line by line, which keeps the port auditable.
+#![allow(clippy::needless_range_loop)]
+
 use super::blocks::*;
 use super::fp::{fp16_to_fp32 as h2f, fp32_to_fp16 as f2h};
 use super::search::{best_index_int8, make_qkx3_quants, make_qx_quants, GROUP_MAX_EPS};

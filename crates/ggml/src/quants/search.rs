@@ -3,6 +3,9 @@
 //! contraction happens there either): the order of every product and sum decides which
 //! candidate scale wins, and thus the bytes of the output file.
 
+// Index loops mirror ggml's C line by line, which keeps the port auditable.
+#![allow(clippy::needless_range_loop)]
+
 pub(crate) const GROUP_MAX_EPS: f32 = 1e-15;
 
 /// Round to nearest via the 1.5*2^23 trick, as ggml does (ties to even); valid for |x| < 2^22.

@@ -2,6 +2,9 @@
 //! are quantized at all, the per-ftype mixtures (Q4_K_M's Q6_K attn_v on "more bits" layers
 //! and so on), the user overrides, and the fallback for rows the block size does not divide.
 
+// Index loops mirror ggml's C line by line, which keeps the port auditable.
+#![allow(clippy::needless_range_loop)]
+
 mod ftype;
 #[cfg(test)]
 mod tests;
@@ -81,11 +84,7 @@ pub struct ModelInfo {
 
 impl ModelInfo {
     fn n_gqa(&self) -> u32 {
-        if self.n_head_kv == 0 {
-            0
-        } else {
-            self.n_head / self.n_head_kv
-        }
+        self.n_head.checked_div(self.n_head_kv).unwrap_or(0)
     }
 }
 
@@ -331,7 +330,7 @@ impl<'a> TypeChooser<'a> {
     ) -> Result<Type, QuantError> {
         let ncols = t.ne[0];
         let qk = target.block_size() as u64;
-        if ncols % qk == 0 {
+        if ncols.is_multiple_of(qk) {
             return Ok(target);
         }
         self.n_fallback += 1;
@@ -350,7 +349,7 @@ impl<'a> TypeChooser<'a> {
             _ if qk <= 32 => target,
             _ => return Err(QuantError::NoFallback(target)),
         };
-        if ncols % ret.block_size() as u64 != 0 {
+        if !ncols.is_multiple_of(ret.block_size() as u64) {
             msg.push_str("(WARNING: must use F16 due to unusual shape) ");
             ret = Type::F16;
         }
@@ -393,7 +392,7 @@ impl<'a> TypeChooser<'a> {
             } else {
                 let nx = t.ne[0];
                 let qk = new_type.block_size() as u64;
-                if falcon || nx % qk != 0 {
+                if falcon || !nx.is_multiple_of(qk) {
                     new_type = Type::Q8_0;
                 } else if new_type != Type::Q8_0 {
                     new_type = Type::Q6K;
@@ -439,11 +438,7 @@ impl<'a> TypeChooser<'a> {
             let imat = self.params.has_imatrix;
             match ftype {
                 F::Q2K => new_type = Type::Q3K,
-                F::Q2KS => {
-                    if il < nl / 8 {
-                        new_type = Type::Q4K;
-                    }
-                }
+                F::Q2KS if il < nl / 8 => new_type = Type::Q4K,
                 F::Q3KM => {
                     new_type = if il < nl / 16 {
                         Type::Q5K
