@@ -165,6 +165,40 @@ impl Device for TestDevice {
     }
 }
 
+/// The context as the inner (CPU) backend must see it: the same tensors at the same addresses,
+/// with this device's buffers presented as host buffers (which their memory is underneath).
+fn host_view(ctx: &Context) -> Context {
+    let mut shadow = ctx.clone();
+    let mut aliases: Vec<(Arc<Buffer>, Arc<Buffer>)> = Vec::new();
+    for id in ctx.ids() {
+        let Some(d) = shadow[id].data.as_mut() else { continue };
+        if d.buffer.is_host() {
+            continue;
+        }
+        let alias = match aliases.iter().find(|(orig, _)| Arc::ptr_eq(orig, &d.buffer)) {
+            Some((_, a)) => a.clone(),
+            None => {
+                let orig = d.buffer.clone();
+                let keep: Arc<dyn Send + Sync> = orig.clone();
+                // SAFETY: every TestBufferType buffer is a HostBuffer of base()..base()+size();
+                // `keep` holds that buffer, so the memory outlives the alias.
+                let mem = unsafe { HostBuffer::from_raw(orig.base(), orig.size(), keep) };
+                let buft: BufferTypeRef = Arc::new(ggml::backend::HostBufferType {
+                    name: format!("{} (host view)", orig.name()),
+                    alignment: orig.buft().alignment(),
+                    max_size: orig.buft().max_size(),
+                });
+                let a = Arc::new(Buffer::new(buft, Box::new(mem)));
+                a.set_usage(orig.usage());
+                aliases.push((orig, a.clone()));
+                a
+            }
+        };
+        d.buffer = alias;
+    }
+    shadow
+}
+
 struct TestEvent {
     counters: Arc<Counters>,
 }
@@ -191,7 +225,8 @@ impl Backend for TestBackend {
         let c = &self.dev.counters;
         c.graph_computes.fetch_add(1, Ordering::SeqCst);
         c.computed.lock().unwrap_or_else(|e| e.into_inner()).extend(graph.nodes.iter().map(|&n| graph.ctx[n].name.clone()));
-        self.inner.graph_compute(graph)
+        let shadow = host_view(graph.ctx);
+        self.inner.graph_compute(GraphView { ctx: &shadow, nodes: graph.nodes })
     }
     fn graph_optimize(&mut self, _ctx: &mut Context, _nodes: &mut Vec<TensorId>) {
         self.dev.counters.optimize_calls.fetch_add(1, Ordering::SeqCst);

@@ -331,16 +331,6 @@ impl Gallocr {
             if !realloc {
                 continue;
             }
-            let cur_size = self.buffers[i].as_ref().map_or(0, |b| b.size());
-            if cur_size > 0 {
-                crate::log_debug!(
-                    "{}: reallocating {} buffer from size {:.02} MiB to {:.02} MiB\n",
-                    "ggml_gallocr_reserve_n",
-                    self.bufts[i].name(),
-                    cur_size as f64 / 1024.0 / 1024.0,
-                    new_size as f64 / 1024.0 / 1024.0
-                );
-            }
             self.buffers[i] = None;
             let mut chunks = Vec::with_capacity(talloc.n_chunks());
             for c in 0..talloc.n_chunks() {
@@ -420,30 +410,17 @@ impl Gallocr {
         if !self.valid || self.buffers.iter().any(|b| b.is_none()) {
             return true;
         }
-        if self.node_allocs.len() != nodes.len() {
-            crate::log_debug!("{}: graph has different number of nodes\n", "ggml_gallocr_needs_realloc");
-            return true;
-        }
-        if self.leaf_allocs.len() != leafs.len() {
-            crate::log_debug!("{}: graph has different number of leafs\n", "ggml_gallocr_needs_realloc");
+        if self.node_allocs.len() != nodes.len() || self.leaf_allocs.len() != leafs.len() {
             return true;
         }
         for (i, &node) in nodes.iter().enumerate() {
             let na = &self.node_allocs[i];
             if !self.node_valid(ctx, node, &na.dst) {
-                crate::log_debug!("{}: node {} is not valid\n", "ggml_gallocr_needs_realloc", ctx[node].name);
                 return true;
             }
             for (j, s) in ctx[node].src.iter().enumerate() {
                 if let Some(s) = *s {
                     if !self.node_valid(ctx, s, &na.src[j]) {
-                        crate::log_debug!(
-                            "{}: src {} ({}) of node {} is not valid\n",
-                            "ggml_gallocr_needs_realloc",
-                            j,
-                            ctx[s].name,
-                            ctx[node].name
-                        );
                         return true;
                     }
                 }
@@ -486,16 +463,12 @@ impl Gallocr {
     pub fn alloc_graph_n(&mut self, ctx: &mut Context, nodes: &[TensorId], leafs: &[TensorId]) -> bool {
         if self.needs_realloc(ctx, nodes, leafs) {
             if self.bufts.len() == 1 {
-                crate::log_debug!("{}: reallocating buffers automatically\n", "ggml_gallocr_alloc_graph");
                 if let Err(e) = self.reserve_n(ctx, nodes, leafs, None, None) {
                     crate::log_error!("{}: {}\n", "ggml_gallocr_alloc_graph", e);
                     return false;
                 }
             } else {
-                crate::log_debug!(
-                    "{}: cannot reallocate multi buffer graph automatically, call reserve\n",
-                    "ggml_gallocr_alloc_graph"
-                );
+                // several buffers cannot be re-planned without their buffer ids: reserve_n
                 return false;
             }
         }

@@ -348,11 +348,6 @@ impl Sched {
                 || changed(&self.leaf_backend_ids, &self.prev_leaf_backend_ids, self.graph_leafs.len(), &self.bufts);
 
         if backend_ids_changed || !self.galloc.alloc_graph_n(ctx, &self.graph_nodes, &self.graph_leafs) {
-            crate::log_debug!(
-                "{}: failed to allocate graph, reserving (backend_ids_changed = {})\n",
-                "ggml_backend_sched_alloc_splits",
-                u8::from(backend_ids_changed)
-            );
             if self.debug_realloc > 0 {
                 // only a reallocation of a graph whose size and assignment did not change is a bug
                 let unexpected = !backend_ids_changed && self.debug_prev_graph_size == self.debug_graph_size;

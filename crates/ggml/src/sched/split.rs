@@ -17,18 +17,8 @@ impl Sched {
             Some(vs) => ctx[vs].buffer()?,
             None => t.buffer()?,
         };
-        let found = (0..self.backends.len())
-            .find(|&i| self.devs[i].supports_buft(buffer.buft()) && self.devs[i].supports_op(ctx, op));
-        if found.is_none() {
-            crate::log_debug!(
-                "{}: warning: no backend supports op {} with a weight with buffer type {} used in tensor {}, the weight will need to be copied\n",
-                "ggml_backend_sched_backend_from_buffer",
-                ctx[op].op.desc(),
-                buffer.name(),
-                t.name
-            );
-        }
-        found
+        (0..self.backends.len())
+            .find(|&i| self.devs[i].supports_buft(buffer.buft()) && self.devs[i].supports_op(ctx, op))
     }
 
     /// Pass 1 for one tensor: is its placement already decided?
