@@ -569,3 +569,38 @@ fn debug_output_reads_like_ggml() {
     s.set_debug(1);
     assert_eq!(s.assignments_text(&toy.g), "\n## SPLIT #0: CPU # 0 inputs\n\n## SPLIT #1: GPU0 # 1 inputs: [embd (   0K)] \n");
 }
+
+// ---------------------------------------------------------------- reallocation
+
+#[test]
+fn the_unexpected_reallocation_tripwire() {
+    let r = Rig::new();
+    let run = |s: &mut Sched, d: i64| -> Result<(), SchedError> {
+        s.reset();
+        let mut toy = toy_sized(2, 3, &[], &r.cpu_buft(), &r.gpu_buft(), d);
+        s.alloc_graph(&mut toy.g)
+    };
+    let mut s = r.sched(true);
+    s.set_debug_realloc(1);
+    run(&mut s, 32).unwrap(); // the first plan: the assignment changed from nothing
+    run(&mut s, 32).unwrap(); // the same graph fits the plan
+    // same node count, same assignment, bigger tensors: the plan is thrown away unexpectedly
+    let err = run(&mut s, 64).unwrap_err();
+    assert!(
+        matches!(err, SchedError::UnexpectedRealloc { debug_realloc: 1, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().starts_with("unexpected graph reallocation (graph size = "));
+
+    // without the tripwire the scheduler re-plans and the buffers grow
+    let mut s = r.sched(true);
+    run(&mut s, 32).unwrap();
+    let before = s.get_buffer_size(GPU);
+    run(&mut s, 64).unwrap();
+    assert_eq!(s.get_buffer_size(GPU), 2 * before);
+
+    // level 2 stops at any reallocation, the first one included
+    let mut s = r.sched(true);
+    s.set_debug_realloc(2);
+    assert!(matches!(run(&mut s, 32), Err(SchedError::UnexpectedRealloc { debug_realloc: 2, .. })));
+}
