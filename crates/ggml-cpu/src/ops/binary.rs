@@ -24,15 +24,25 @@ pub(crate) fn binary(p: &mut Params, n: &Node, f: impl Fn(f32, f32) -> f32 + Cop
         // SAFETY: rows exist (a's row index space, b's by modulo); this thread owns dst row r.
         unsafe {
             if fast {
-                let x = a.row_f32(i1, i2, i3);
-                let y = b.row_f32(j1, j2, j3);
-                let z = d.row_f32_mut(i1, i2, i3);
+                // raw pointers: dst may be a's memory (in-place ops)
+                let x = a.row_ptr(i1, i2, i3) as *const f32;
+                let y = b.row_ptr(j1, j2, j3) as *const f32;
+                let z = d.row_ptr(i1, i2, i3) as *mut f32;
                 if ne10 == ne00 {
-                    apply(z, x, y, f);
+                    for i in 0..ne00 {
+                        *z.add(i) = f(*x.add(i), *y.add(i));
+                    }
+                } else if ne10 == 1 {
+                    let yy = *y;
+                    for i in 0..ne00 {
+                        *z.add(i) = f(*x.add(i), yy);
+                    }
                 } else {
                     for k in 0..ne00 / ne10 {
-                        let s = k * ne10..(k + 1) * ne10;
-                        apply(&mut z[s.clone()], &x[s], y, f);
+                        for i in 0..ne10 {
+                            let o = k * ne10 + i;
+                            *z.add(o) = f(*x.add(o), *y.add(i));
+                        }
                     }
                 }
             } else {
@@ -46,13 +56,6 @@ pub(crate) fn binary(p: &mut Params, n: &Node, f: impl Fn(f32, f32) -> f32 + Cop
                 d.store_row(i1, i2, i3, z);
             }
         }
-    }
-}
-
-#[inline(always)]
-fn apply(z: &mut [f32], x: &[f32], y: &[f32], f: impl Fn(f32, f32) -> f32) {
-    for ((zz, &xx), &yy) in z.iter_mut().zip(x).zip(y) {
-        *zz = f(xx, yy);
     }
 }
 

@@ -120,7 +120,8 @@ pub trait Backend: Send {
         ev.synchronize()
     }
     fn set_n_threads(&mut self, _n: usize) {}
-    /// Called after every node when set; returning false aborts the computation.
+    /// Called after every node when set; returning true aborts the computation (as ggml's
+    /// ggml_abort_callback).
     fn set_abort_callback(&mut self, _cb: Option<Arc<dyn Fn() -> bool + Send + Sync>>) {}
 }
 
