@@ -8,7 +8,11 @@ use ggml::{Context, Graph, TensorId, Type};
 use std::sync::Arc;
 
 fn host_buft(alignment: usize, max_size: usize) -> BufferTypeRef {
-    Arc::new(HostBufferType { name: "H".into(), alignment, max_size })
+    Arc::new(HostBufferType {
+        name: "H".into(),
+        alignment,
+        max_size,
+    })
 }
 
 fn input(ctx: &mut Context, name: &str) -> TensorId {
@@ -44,7 +48,10 @@ fn inplace_ops_reuse_their_dying_parent() {
     assert!(ga.alloc_graph(&mut g));
     // x@0 y@256; a takes x's bytes in place, b takes a's; c (4 bytes, padded to 32) goes where
     // y was freed, so nothing grows past the two inputs
-    assert_eq!([off(&g, x), off(&g, y), off(&g, a), off(&g, b), off(&g, c)], [0, 256, 0, 0, 256]);
+    assert_eq!(
+        [off(&g, x), off(&g, y), off(&g, a), off(&g, b), off(&g, c)],
+        [0, 256, 0, 0, 256]
+    );
     assert_eq!(ga.get_buffer_size(0), 512);
 }
 
@@ -65,7 +72,10 @@ fn a_view_keeps_its_source_alive_until_its_last_consumer() {
     assert!(ga.alloc_graph(&mut g));
     // a@256 stays allocated while its view v is unread, so b (128 bytes) goes to 512; once b ran
     // the view is dead, a is freed, and c reuses a's bytes
-    assert_eq!([off(&g, x), off(&g, a), off(&g, b), off(&g, c)], [0, 256, 512, 256]);
+    assert_eq!(
+        [off(&g, x), off(&g, a), off(&g, b), off(&g, c)],
+        [0, 256, 512, 256]
+    );
     assert_eq!(off(&g, v), 256, "a view points into its source");
     assert_eq!(ga.get_buffer_size(0), 640);
 }
@@ -86,7 +96,10 @@ fn outputs_are_never_reused_or_freed() {
     assert!(ga.alloc_graph(&mut g));
     // sqr could work in place on a, but a is an output: b takes the freed x at 0 instead, and c
     // cannot take a's bytes after b frees it either
-    assert_eq!([off(&g, x), off(&g, a), off(&g, b), off(&g, c)], [0, 256, 0, 512]);
+    assert_eq!(
+        [off(&g, x), off(&g, a), off(&g, b), off(&g, c)],
+        [0, 256, 0, 512]
+    );
     assert_eq!(ga.get_buffer_size(0), 768);
 }
 
@@ -118,7 +131,10 @@ fn chunks_open_when_the_max_size_is_exceeded() {
     let bases = [base0, at(&g, z).0, base_a, at(&g, c).0];
     for i in 0..4 {
         for j in 0..i {
-            assert_ne!(bases[i], bases[j], "chunks {j} and {i} are separate buffers");
+            assert_ne!(
+                bases[i], bases[j],
+                "chunks {j} and {i} are separate buffers"
+            );
         }
     }
     assert_eq!(ga.get_buffer_size(0), 512 + 1216 + 256 + 1216);
@@ -163,13 +179,21 @@ fn two_buffer_ids_plan_separately_and_share_a_buffer_type() {
     g.build_forward_expand(b);
     // x and a in buffer 0, b in buffer 2 (same type as 0), buffer 1 unused
     let mut ga = Gallocr::new_n(vec![buft.clone(), other, buft]);
-    ga.reserve_n(&g.ctx, &g.nodes, &g.leafs, Some(&[0, 2]), Some(&[0])).unwrap();
+    ga.reserve_n(&g.ctx, &g.nodes, &g.leafs, Some(&[0, 2]), Some(&[0]))
+        .unwrap();
     let (nodes, leafs) = (g.nodes.clone(), g.leafs.clone());
     assert!(ga.alloc_graph_n(&mut g.ctx, &nodes, &leafs));
     // one allocator for ids 0 and 2: x@0, a@256, x freed, b reuses 0
     assert_eq!([off(&g, x), off(&g, a), off(&g, b)], [0, 256, 0]);
     assert_eq!(at(&g, x).0, at(&g, b).0);
-    assert_eq!((ga.get_buffer_size(0), ga.get_buffer_size(1), ga.get_buffer_size(2)), (512, 0, 0));
+    assert_eq!(
+        (
+            ga.get_buffer_size(0),
+            ga.get_buffer_size(1),
+            ga.get_buffer_size(2)
+        ),
+        (512, 0, 0)
+    );
 }
 
 #[test]
@@ -180,7 +204,9 @@ fn context_tensors_get_one_buffer_and_views_follow() {
     let k = ctx.new_tensor_1d(Type::F16, 7); // 14 -> 32
     let v = ctx.view_1d(w, 5, 40);
     assert_eq!(alloc_ctx_tensors_size(&ctx, &buft), 160);
-    let buf = alloc_ctx_tensors(&mut ctx, &buft).unwrap().expect("a buffer");
+    let buf = alloc_ctx_tensors(&mut ctx, &buft)
+        .unwrap()
+        .expect("a buffer");
     assert_eq!(buf.size(), 160);
     let base = buf.base();
     assert_eq!(ctx[w].addr() - base, 0);
@@ -201,5 +227,8 @@ fn tallocr_refuses_what_does_not_fit() {
     ta.alloc(&mut ctx, a).unwrap();
     assert!(ta.alloc(&mut ctx, b).is_err());
     assert!(ctx[b].data.is_none());
-    assert!(ta.alloc(&mut ctx, a).is_err(), "allocating twice is an error");
+    assert!(
+        ta.alloc(&mut ctx, a).is_err(),
+        "allocating twice is an error"
+    );
 }

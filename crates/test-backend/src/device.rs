@@ -1,8 +1,8 @@
 //! The fake GPU: its device, buffer type and backend.
 
 use ggml::backend::{
-    same_buft, Backend, BackendError, Buffer, BufferType, BufferTypeRef, Device, DeviceCaps, DeviceKind, DeviceRef,
-    Event, GraphView, HostBuffer, Status,
+    same_buft, Backend, BackendError, Buffer, BufferType, BufferTypeRef, Device, DeviceCaps,
+    DeviceKind, DeviceRef, Event, GraphView, HostBuffer, Status,
 };
 use ggml::{Context, Tensor, TensorId};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -101,7 +101,12 @@ impl TestDeviceConfig {
 
     /// An accelerator that works on another device's (host) buffer type, like BLAS.
     pub fn accel(name: &str, buft: BufferTypeRef) -> TestDeviceConfig {
-        TestDeviceConfig { kind: DeviceKind::Accel, buft: Some(buft), offload_min_batch: None, ..Self::gpu(name) }
+        TestDeviceConfig {
+            kind: DeviceKind::Accel,
+            buft: Some(buft),
+            offload_min_batch: None,
+            ..Self::gpu(name)
+        }
     }
 }
 
@@ -115,9 +120,17 @@ impl TestDevice {
     pub fn new(cfg: TestDeviceConfig) -> Arc<TestDevice> {
         let buft: BufferTypeRef = match &cfg.buft {
             Some(b) => b.clone(),
-            None => Arc::new(TestBufferType { name: cfg.name.clone(), alignment: cfg.alignment, max_size: cfg.max_size }),
+            None => Arc::new(TestBufferType {
+                name: cfg.name.clone(),
+                alignment: cfg.alignment,
+                max_size: cfg.max_size,
+            }),
         };
-        Arc::new(TestDevice { cfg, buft, counters: Arc::new(Counters::default()) })
+        Arc::new(TestDevice {
+            cfg,
+            buft,
+            counters: Arc::new(Counters::default()),
+        })
     }
 
     pub fn counters(&self) -> Arc<Counters> {
@@ -127,7 +140,10 @@ impl TestDevice {
     /// A backend of this device that computes with `inner` (a backend whose kernels can run on
     /// host memory, e.g. the CPU's).
     pub fn backend(self: &Arc<Self>, inner: Box<dyn Backend>) -> Box<dyn Backend> {
-        Box::new(TestBackend { dev: self.clone(), inner })
+        Box::new(TestBackend {
+            dev: self.clone(),
+            inner,
+        })
     }
 }
 
@@ -145,23 +161,34 @@ impl Device for TestDevice {
         (1 << 30, 1 << 30)
     }
     fn caps(&self) -> DeviceCaps {
-        DeviceCaps { async_: true, host_buffer: false, buffer_from_host_ptr: false, events: self.cfg.events }
+        DeviceCaps {
+            async_: true,
+            host_buffer: false,
+            buffer_from_host_ptr: false,
+            events: self.cfg.events,
+        }
     }
     fn init_backend(self: Arc<Self>) -> Result<Box<dyn Backend>, BackendError> {
-        Err(BackendError::Other("a test device computes with an inner backend: use TestDevice::backend".into()))
+        Err(BackendError::Other(
+            "a test device computes with an inner backend: use TestDevice::backend".into(),
+        ))
     }
     fn buffer_type(&self) -> BufferTypeRef {
         self.buft.clone()
     }
     fn supports_op(&self, ctx: &Context, op: TensorId) -> bool {
         let t = &ctx[op];
-        !self.cfg.refuse_ops.iter().any(|o| o == t.op.desc()) && !self.cfg.refuse_nodes.iter().any(|n| *n == t.name)
+        !self.cfg.refuse_ops.iter().any(|o| o == t.op.desc())
+            && !self.cfg.refuse_nodes.contains(&t.name)
     }
     fn supports_buft(&self, buft: &BufferTypeRef) -> bool {
-        same_buft(buft, &self.buft) || (self.cfg.reads_host || self.buft.is_host()) && buft.is_host()
+        same_buft(buft, &self.buft)
+            || (self.cfg.reads_host || self.buft.is_host()) && buft.is_host()
     }
     fn offload_op(&self, ctx: &Context, op: TensorId) -> bool {
-        self.cfg.offload_min_batch.is_some_and(|min| crate::op_batch_size(ctx, op) >= min)
+        self.cfg
+            .offload_min_batch
+            .is_some_and(|min| crate::op_batch_size(ctx, op) >= min)
     }
 }
 
@@ -171,11 +198,16 @@ fn host_view(ctx: &Context) -> Context {
     let mut shadow = ctx.clone();
     let mut aliases: Vec<(Arc<Buffer>, Arc<Buffer>)> = Vec::new();
     for id in ctx.ids() {
-        let Some(d) = shadow[id].data.as_mut() else { continue };
+        let Some(d) = shadow[id].data.as_mut() else {
+            continue;
+        };
         if d.buffer.is_host() {
             continue;
         }
-        let alias = match aliases.iter().find(|(orig, _)| Arc::ptr_eq(orig, &d.buffer)) {
+        let alias = match aliases
+            .iter()
+            .find(|(orig, _)| Arc::ptr_eq(orig, &d.buffer))
+        {
             Some((_, a)) => a.clone(),
             None => {
                 let orig = d.buffer.clone();
@@ -224,15 +256,27 @@ impl Backend for TestBackend {
     fn graph_compute(&mut self, graph: GraphView<'_>) -> Status {
         let c = &self.dev.counters;
         c.graph_computes.fetch_add(1, Ordering::SeqCst);
-        c.computed.lock().unwrap_or_else(|e| e.into_inner()).extend(graph.nodes.iter().map(|&n| graph.ctx[n].name.clone()));
+        c.computed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(graph.nodes.iter().map(|&n| graph.ctx[n].name.clone()));
         let shadow = host_view(graph.ctx);
-        self.inner.graph_compute(GraphView { ctx: &shadow, nodes: graph.nodes })
+        self.inner.graph_compute(GraphView {
+            ctx: &shadow,
+            nodes: graph.nodes,
+        })
     }
     fn graph_optimize(&mut self, _ctx: &mut Context, _nodes: &mut Vec<TensorId>) {
-        self.dev.counters.optimize_calls.fetch_add(1, Ordering::SeqCst);
+        self.dev
+            .counters
+            .optimize_calls
+            .fetch_add(1, Ordering::SeqCst);
     }
     fn synchronize(&mut self) {
-        self.dev.counters.synchronize_calls.fetch_add(1, Ordering::SeqCst);
+        self.dev
+            .counters
+            .synchronize_calls
+            .fetch_add(1, Ordering::SeqCst);
         self.inner.synchronize();
     }
     fn set_tensor_async(&mut self, t: &Tensor, data: &[u8], offset: usize) {
@@ -242,7 +286,10 @@ impl Backend for TestBackend {
         ggml::backend::set_tensor(t, data, offset)
     }
     fn cpy_tensor_async(&mut self, src: &Tensor, dst: &Tensor) -> bool {
-        self.dev.counters.cpy_async_calls.fetch_add(1, Ordering::SeqCst);
+        self.dev
+            .counters
+            .cpy_async_calls
+            .fetch_add(1, Ordering::SeqCst);
         if !self.dev.cfg.async_copy {
             return false;
         }
@@ -253,8 +300,13 @@ impl Backend for TestBackend {
         if !self.dev.cfg.events {
             return None;
         }
-        self.dev.counters.events_recorded.fetch_add(1, Ordering::SeqCst);
-        Some(Arc::new(TestEvent { counters: self.dev.counters.clone() }))
+        self.dev
+            .counters
+            .events_recorded
+            .fetch_add(1, Ordering::SeqCst);
+        Some(Arc::new(TestEvent {
+            counters: self.dev.counters.clone(),
+        }))
     }
     fn event_wait(&mut self, ev: &Arc<dyn Event>) {
         ev.synchronize()

@@ -2,7 +2,8 @@
 //! (its graph_compute fails, so no test can mistake it for a real backend).
 
 use ggml::backend::{
-    Backend, BackendError, BufferTypeRef, Device, DeviceCaps, DeviceKind, DeviceRef, GraphView, HostBufferType, Status,
+    Backend, BackendError, BufferTypeRef, Device, DeviceCaps, DeviceKind, DeviceRef, GraphView,
+    HostBufferType, Status,
 };
 use ggml::{Context, TensorId};
 use std::sync::Arc;
@@ -20,7 +21,11 @@ impl MockCpuDevice {
     /// A CPU that refuses the named ops (to take away the universal fallback).
     pub fn refusing(ops: &[&str]) -> Arc<MockCpuDevice> {
         Arc::new(MockCpuDevice {
-            buft: Arc::new(HostBufferType { name: "CPU".into(), alignment: 32, max_size: usize::MAX }),
+            buft: Arc::new(HostBufferType {
+                name: "CPU".into(),
+                alignment: 32,
+                max_size: usize::MAX,
+            }),
             refuse_ops: ops.iter().map(|s| s.to_string()).collect(),
         })
     }

@@ -24,7 +24,14 @@ fn cpu_buft() -> BufferTypeRef {
 
 fn gpu_sched(cfg: TestDeviceConfig, parallel: bool) -> (Sched, Arc<Counters>, BufferTypeRef) {
     let gpu = TestDevice::new(cfg);
-    let mut s = Sched::new(vec![gpu.backend(cpu_backend()), cpu_backend()], None, 4096, parallel, true).unwrap();
+    let mut s = Sched::new(
+        vec![gpu.backend(cpu_backend()), cpu_backend()],
+        None,
+        4096,
+        parallel,
+        true,
+    )
+    .unwrap();
     s.set_debug(0);
     s.set_debug_realloc(0);
     (s, gpu.counters(), gpu.buffer_type())
@@ -58,8 +65,16 @@ fn reference_logits(token: i32) -> Vec<f32> {
 #[test]
 fn gpu_and_cpu_splits_compute_the_same_bits_as_the_cpu_alone() {
     let want = reference_logits(3);
-    for (ngl, ffn_on_cpu, async_copy) in [(3, vec![], false), (2, vec![], true), (3, vec![1], false), (3, vec![1], true)] {
-        let cfg = TestDeviceConfig { async_copy, ..TestDeviceConfig::gpu("GPU0") };
+    for (ngl, ffn_on_cpu, async_copy) in [
+        (3, vec![], false),
+        (2, vec![], true),
+        (3, vec![1], false),
+        (3, vec![1], true),
+    ] {
+        let cfg = TestDeviceConfig {
+            async_copy,
+            ..TestDeviceConfig::gpu("GPU0")
+        };
         let (mut s, counters, gpu_buft) = gpu_sched(cfg, false);
         let mut toy = toy(2, ngl, &ffn_on_cpu, &cpu_buft(), &gpu_buft);
         fill_weights(&toy.g);
@@ -67,17 +82,25 @@ fn gpu_and_cpu_splits_compute_the_same_bits_as_the_cpu_alone() {
         set_token(&toy.g, toy.inp_tokens, 3);
         assert_eq!(s.graph_compute(&mut toy.g), Status::Success);
         let got = tensor_to_f32(&toy.g.ctx[toy.logits]);
-        assert_eq!(bits(&got), bits(&want), "ngl {ngl} ffn_on_cpu {ffn_on_cpu:?}");
+        assert_eq!(
+            bits(&got),
+            bits(&want),
+            "ngl {ngl} ffn_on_cpu {ffn_on_cpu:?}"
+        );
         assert!(Counters::get(&counters.graph_computes) >= 1);
         if async_copy {
-            assert!(Counters::get(&counters.cpy_async_calls) >= 1, "intermediate inputs try the async path");
+            assert!(
+                Counters::get(&counters.cpy_async_calls) >= 1,
+                "intermediate inputs try the async path"
+            );
         }
     }
 }
 
 #[test]
 fn the_eval_callback_sees_the_nodes_it_asks_for_with_their_values() {
-    type Seen = Arc<Mutex<Vec<(String, Vec<f32>)>>>;
+    type Observed = Vec<(String, Vec<f32>)>;
+    type Seen = Arc<Mutex<Observed>>;
     let watch = |seen: Seen| -> ggml::sched::EvalCallback {
         Box::new(move |ctx: &Context, t: TensorId, ask: bool| {
             let name = ctx[t].name.clone();
@@ -89,7 +112,7 @@ fn the_eval_callback_sees_the_nodes_it_asks_for_with_their_values() {
         })
     };
 
-    let run = |gpu: bool| -> (Vec<(String, Vec<f32>)>, Option<Arc<Counters>>) {
+    let run = |gpu: bool| -> (Observed, Option<Arc<Counters>>) {
         let seen: Seen = Arc::default();
         let (mut s, counters, toy) = if gpu {
             let (s, c, gbuft) = gpu_sched(TestDeviceConfig::gpu("GPU0"), false);
@@ -108,7 +131,10 @@ fn the_eval_callback_sees_the_nodes_it_asks_for_with_their_values() {
     };
     let (want, _) = run(false);
     let (got, counters) = run(true);
-    assert_eq!(want.iter().map(|w| &w.0).collect::<Vec<_>>(), vec!["add-0", "ffn-1"]);
+    assert_eq!(
+        want.iter().map(|w| &w.0).collect::<Vec<_>>(),
+        vec!["add-0", "ffn-1"]
+    );
     assert_eq!(got.len(), 2);
     for (w, g) in want.iter().zip(&got) {
         assert_eq!(w.0, g.0);
@@ -117,7 +143,10 @@ fn the_eval_callback_sees_the_nodes_it_asks_for_with_their_values() {
     // GPU splits: [attn-0 add-0 | ffn-0 out-0 attn-1 add-1] and [out-1 logits]: three runs
     let c = counters.unwrap();
     assert_eq!(Counters::get(&c.graph_computes), 3);
-    assert_eq!(c.computed.lock().unwrap()[..2], ["attn-0".to_string(), "add-0".to_string()]);
+    assert_eq!(
+        c.computed.lock().unwrap()[..2],
+        ["attn-0".to_string(), "add-0".to_string()]
+    );
 }
 
 #[test]
@@ -148,7 +177,10 @@ fn moe_experts_in_host_memory_are_copied_only_where_used() {
     };
     let set_inputs = |g: &Graph, b: TensorId, ids: TensorId| {
         fill_by_name(&g.ctx, b);
-        let v: Vec<u8> = (0..T as usize).flat_map(|t| used[t % 3]).flat_map(|i: i32| i.to_le_bytes()).collect();
+        let v: Vec<u8> = (0..T as usize)
+            .flat_map(|t| used[t % 3])
+            .flat_map(|i: i32| i.to_le_bytes())
+            .collect();
         ggml::backend::set_tensor(&g.ctx[ids], &v, 0);
     };
 
@@ -162,7 +194,11 @@ fn moe_experts_in_host_memory_are_copied_only_where_used() {
     let (mut s, counters, _) = gpu_sched(TestDeviceConfig::gpu("GPU0"), false);
     let (mut g, b, ids, mm, _w2) = build();
     s.alloc_graph(&mut g).unwrap();
-    assert_eq!(s.get_tensor_backend(mm), Some(GPU), "batch 32 offloads the expert matmul");
+    assert_eq!(
+        s.get_tensor_backend(mm),
+        Some(GPU),
+        "batch 32 offloads the expert matmul"
+    );
     assert_eq!(s.cause(mm), "1.off");
     set_inputs(&g, b, ids);
     assert_eq!(s.graph_compute(&mut g), Status::Success);
@@ -171,7 +207,10 @@ fn moe_experts_in_host_memory_are_copied_only_where_used() {
     // inputs b and ids are copied whole by the synchronous path, not set_tensor_async
     let expert = (K * M * 4) as usize;
     assert_eq!(Counters::get(&counters.set_async_calls), 2);
-    assert_eq!(Counters::get(&counters.set_async_bytes), (2 * expert + 512) + (expert + 512));
+    assert_eq!(
+        Counters::get(&counters.set_async_bytes),
+        (2 * expert + 512) + (expert + 512)
+    );
 }
 
 #[test]
@@ -183,9 +222,18 @@ fn pipeline_copies_rotate_and_copy_0_returns_after_a_synchronize() {
         let mut toy = toy(2, 3, &[], &cpu_buft(), &gbuft);
         fill_weights(&toy.g);
         s.alloc_graph(&mut toy.g).unwrap();
-        let names: Vec<String> =
-            (0..4).map(|c| toy.g.ctx.name(s.tensor_copy(toy.embd, GPU, c).unwrap()).to_string()).collect();
-        assert_eq!(names, ["GPU0#embd#0", "GPU0#embd#1", "GPU0#embd#2", "GPU0#embd#3"]);
+        let names: Vec<String> = (0..4)
+            .map(|c| {
+                toy.g
+                    .ctx
+                    .name(s.tensor_copy(toy.embd, GPU, c).unwrap())
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            ["GPU0#embd#0", "GPU0#embd#1", "GPU0#embd#2", "GPU0#embd#3"]
+        );
         // the graph input keeps its own tensor as the current copy and gets three more
         let c0 = s.tensor_copy(toy.inp_tokens, 1, s.cur_copy()).unwrap();
         assert_eq!(c0, toy.inp_tokens);
@@ -206,7 +254,10 @@ fn pipeline_copies_rotate_and_copy_0_returns_after_a_synchronize() {
     s.reset();
     s.synchronize();
     assert_eq!(run(&mut s), (0, "GPU0#embd#0".to_string()));
-    assert!(Counters::get(&counters.events_recorded) >= 4, "each GPU split records its event");
+    assert!(
+        Counters::get(&counters.events_recorded) >= 4,
+        "each GPU split records its event"
+    );
     // four copies of the crossing tensor live in the GPU's compute buffer
     assert!(s.get_buffer_size(GPU) >= 4 * 128);
 }

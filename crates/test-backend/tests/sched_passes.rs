@@ -23,7 +23,10 @@ impl Rig {
         Rig::with(TestDeviceConfig::gpu("GPU0"))
     }
     fn with(cfg: TestDeviceConfig) -> Rig {
-        Rig { cpu: MockCpuDevice::new(), gpu: TestDevice::new(cfg) }
+        Rig {
+            cpu: MockCpuDevice::new(),
+            gpu: TestDevice::new(cfg),
+        }
     }
     fn cpu_buft(&self) -> BufferTypeRef {
         self.cpu.buffer_type()
@@ -73,17 +76,45 @@ fn on(b: usize, cause: &str) -> (Option<usize>, String) {
 #[test]
 fn construction_checks_the_backend_list() {
     let r = Rig::new();
-    let err = Sched::new(vec![r.cpu.backend(), r.gpu.backend(r.cpu.backend())], None, 64, false, true);
+    let err = Sched::new(
+        vec![r.cpu.backend(), r.gpu.backend(r.cpu.backend())],
+        None,
+        64,
+        false,
+        true,
+    );
     assert!(matches!(err, Err(SchedError::LastNotCpu(n)) if n == "GPU0"));
-    assert!(matches!(Sched::new(vec![], None, 64, false, true), Err(SchedError::NoBackends)));
+    assert!(matches!(
+        Sched::new(vec![], None, 64, false, true),
+        Err(SchedError::NoBackends)
+    ));
     let many = (0..17).map(|_| r.cpu.backend()).collect();
-    assert!(matches!(Sched::new(many, None, 64, false, true), Err(SchedError::TooManyBackends(17))));
+    assert!(matches!(
+        Sched::new(many, None, 64, false, true),
+        Err(SchedError::TooManyBackends(17))
+    ));
     // a buffer type the backend cannot use
-    let bad = Sched::new(vec![r.gpu.backend(r.cpu.backend()), r.cpu.backend()], Some(vec![r.cpu_buft(), r.gpu_buft()]), 64, false, true);
+    let bad = Sched::new(
+        vec![r.gpu.backend(r.cpu.backend()), r.cpu.backend()],
+        Some(vec![r.cpu_buft(), r.gpu_buft()]),
+        64,
+        false,
+        true,
+    );
     assert!(matches!(bad, Err(SchedError::BuftNotSupported { .. })));
-    let s = Sched::new(vec![r.gpu.backend(r.cpu.backend()), r.cpu.backend()], None, 64, true, true).unwrap();
+    let s = Sched::new(
+        vec![r.gpu.backend(r.cpu.backend()), r.cpu.backend()],
+        None,
+        64,
+        true,
+        true,
+    )
+    .unwrap();
     assert_eq!((s.n_backends(), s.n_copies()), (2, 4));
-    assert!(ggml::backend::same_buft(s.get_buffer_type(GPU), &r.gpu_buft()));
+    assert!(ggml::backend::same_buft(
+        s.get_buffer_type(GPU),
+        &r.gpu_buft()
+    ));
 }
 
 // ---------------------------------------------------------------- pass 1
@@ -97,7 +128,10 @@ fn pass1_inputs_weights_and_preallocated_destinations() {
     let gvec = weight(&mut ctx, "gvec", &[common::D]);
     let wc = weight(&mut ctx, "wc", &[common::D, common::D]);
     let kv = weight(&mut ctx, "kv", &[common::D, 4]);
-    let _wbufs = (place_weights(&mut ctx, &[wg, gvec], &r.gpu_buft()), place_weights(&mut ctx, &[wc], &r.cpu_buft()));
+    let _wbufs = (
+        place_weights(&mut ctx, &[wg, gvec], &r.gpu_buft()),
+        place_weights(&mut ctx, &[wc], &r.cpu_buft()),
+    );
     let _kvbuf = place(&mut ctx, &[kv], &r.gpu_buft(), BufferUsage::Any);
     let a = ctx.mul_mat(wg, inp);
     let b = ctx.mul(a, gvec);
@@ -112,7 +146,11 @@ fn pass1_inputs_weights_and_preallocated_destinations() {
     assert_eq!(assigned(&s, a), on(GPU, "1.wgt0"));
     assert_eq!(assigned(&s, b), on(GPU, "1.wgt1"));
     assert_eq!(assigned(&s, kv_row), on(GPU, "1.dst"));
-    assert_eq!(assigned(&s, st), on(GPU, "1.dst"), "a KV cache write runs where the cache is");
+    assert_eq!(
+        assigned(&s, st),
+        on(GPU, "1.dst"),
+        "a KV cache write runs where the cache is"
+    );
     // batch 1: the GPU vetoes the offload, the matmul stays with its host weight
     assert_eq!(assigned(&s, c), on(CPU, "1.wgt0"));
 }
@@ -142,7 +180,10 @@ fn pass1_vsrc_through_an_unallocated_view() {
 
 #[test]
 fn pass1_a_preallocated_tensor_no_backend_can_run_is_an_error() {
-    let r = Rig::with(TestDeviceConfig { refuse_ops: vec!["CPY".into()], ..TestDeviceConfig::gpu("GPU0") });
+    let r = Rig::with(TestDeviceConfig {
+        refuse_ops: vec!["CPY".into()],
+        ..TestDeviceConfig::gpu("GPU0")
+    });
     let mut ctx = Context::new();
     let x = input(&mut ctx, "x", &[common::D]);
     let kv = weight(&mut ctx, "kv", &[common::D]);
@@ -150,7 +191,10 @@ fn pass1_a_preallocated_tensor_no_backend_can_run_is_an_error() {
     let st = ctx.cpy(x, kv);
     let mut g = graph(ctx, &[st]);
     let err = r.sched(true).alloc_graph(&mut g).unwrap_err();
-    assert!(matches!(&err, SchedError::PreAllocated { buffer, op: "CPY", .. } if buffer == "GPU0"), "{err}");
+    assert!(
+        matches!(&err, SchedError::PreAllocated { buffer, op: "CPY", .. } if buffer == "GPU0"),
+        "{err}"
+    );
     assert_eq!(
         err.to_string(),
         "pre-allocated tensor (kv (copy of x)) in a buffer (GPU0) that cannot run the operation (CPY)"
@@ -169,10 +213,16 @@ fn pass1_rope_and_flash_attn_ignore_their_small_weights() {
     let wk = weight(&mut ctx, "wk", &[d, d]);
     let freq = weight(&mut ctx, "rope_freqs", &[d / 2]);
     let sinks = weight(&mut ctx, "sinks", &[1]);
-    let _b = (place_weights(&mut ctx, &[wq, wk], &r.cpu_buft()), place_weights(&mut ctx, &[freq, sinks], &r.gpu_buft()));
+    let _b = (
+        place_weights(&mut ctx, &[wq, wk], &r.cpu_buft()),
+        place_weights(&mut ctx, &[freq, sinks], &r.gpu_buft()),
+    );
     let q = ctx.mul_mat(wq, inp);
     let q3 = ctx.reshape_3d(q, d, 1, 1);
-    let p = RopeParams { n_dims: d as i32, ..Default::default() };
+    let p = RopeParams {
+        n_dims: d as i32,
+        ..Default::default()
+    };
     let qr = ctx.rope_ext(q3, pos, Some(freq), p);
     let k = ctx.mul_mat(wk, inp);
     let k3 = ctx.reshape_3d(k, d, 1, 1);
@@ -186,8 +236,11 @@ fn pass1_rope_and_flash_attn_ignore_their_small_weights() {
     assert_eq!(assigned(&s, fa), on(CPU, "2.sup"));
     // their GPU weights are staged on the CPU instead, and the second foreign weight starts a new
     // split so that the staging memory of the first can be reused
-    let inputs: Vec<Vec<&str>> =
-        s.splits().iter().map(|sp| sp.inputs.iter().map(|&t| g.ctx.name(t)).collect()).collect();
+    let inputs: Vec<Vec<&str>> = s
+        .splits()
+        .iter()
+        .map(|sp| sp.inputs.iter().map(|&t| g.ctx.name(t)).collect())
+        .collect();
     assert_eq!(inputs, vec![vec!["rope_freqs"], vec!["sinks"]]);
     assert!(s.splits().iter().all(|sp| sp.backend_id == CPU));
 }
@@ -213,7 +266,11 @@ fn pass1_op_offload_pulls_host_weight_ops_from_batch_32() {
         let mut g = graph(ctx, &[m]);
         let mut s = r.sched(op_offload);
         s.alloc_graph(&mut g).unwrap();
-        assert_eq!(assigned(&s, m), expect, "batch {batch} op_offload {op_offload} refuse {refuse}");
+        assert_eq!(
+            assigned(&s, m),
+            expect,
+            "batch {batch} op_offload {op_offload} refuse {refuse}"
+        );
     }
 }
 
@@ -227,7 +284,10 @@ fn chain(r: &Rig, with_tail: bool) -> (Graph, [TensorId; 3]) {
     let wg = weight(&mut ctx, "wg", &[d, d]);
     let wg2 = weight(&mut ctx, "wg2", &[d, d]);
     let wc = weight(&mut ctx, "wc", &[d, d]);
-    let _b = (place_weights(&mut ctx, &[wg, wg2], &r.gpu_buft()), place_weights(&mut ctx, &[wc], &r.cpu_buft()));
+    let _b = (
+        place_weights(&mut ctx, &[wg, wg2], &r.gpu_buft()),
+        place_weights(&mut ctx, &[wc], &r.cpu_buft()),
+    );
     let g0 = ctx.mul_mat(wg, inp);
     let s1 = ctx.scale(g0, 0.5);
     let c2 = ctx.mul_mat(wc, s1);
@@ -280,14 +340,21 @@ fn views_are_skipped_and_never_cut_a_split() {
     // a constant nobody placed follows its consumer
     assert_eq!(assigned(&s, k), on(GPU, "4.cur"));
     assert_eq!(s.n_splits(), 1);
-    assert_eq!(s.n_split_inputs(), 1, "only inp is copied in: k was placed on the GPU");
+    assert_eq!(
+        s.n_split_inputs(),
+        1,
+        "only inp is copied in: k was placed on the GPU"
+    );
 }
 
 // ---------------------------------------------------------------- pass 3
 
 #[test]
 fn pass3_an_op_the_gpu_refuses_goes_where_most_sources_are_readable() {
-    let r = Rig::with(TestDeviceConfig { refuse_ops: vec!["SILU".into()], ..TestDeviceConfig::gpu("GPU0") });
+    let r = Rig::with(TestDeviceConfig {
+        refuse_ops: vec!["SILU".into()],
+        ..TestDeviceConfig::gpu("GPU0")
+    });
     let mut ctx = Context::new();
     let d = common::D;
     let inp = input(&mut ctx, "inp", &[d]);
@@ -313,7 +380,14 @@ fn pass3_upgrades_to_a_higher_priority_backend_with_the_same_buffer_type_without
         refuse_ops: vec!["MUL_MAT".into()],
         ..TestDeviceConfig::accel("BLAS", cpu.buffer_type())
     });
-    let mut s = Sched::new(vec![blas.backend(cpu.backend()), cpu.backend()], None, 4096, false, true).unwrap();
+    let mut s = Sched::new(
+        vec![blas.backend(cpu.backend()), cpu.backend()],
+        None,
+        4096,
+        false,
+        true,
+    )
+    .unwrap();
     let mut ctx = Context::new();
     let d = common::D;
     let inp = input(&mut ctx, "inp", &[d]);
@@ -326,7 +400,11 @@ fn pass3_upgrades_to_a_higher_priority_backend_with_the_same_buffer_type_without
     assert_eq!(assigned(&s, a), on(1, "1.wgt0"));
     assert_eq!(assigned(&s, b), on(0, "3.upg"));
     assert_eq!(s.n_splits(), 2);
-    assert_eq!(s.n_split_inputs(), 0, "backends sharing a buffer type pass tensors without copies");
+    assert_eq!(
+        s.n_split_inputs(),
+        0,
+        "backends sharing a buffer type pass tensors without copies"
+    );
     // one buffer type, one compute buffer: the second backend reports none of its own
     assert!(s.get_buffer_size(0) > 0);
     assert_eq!(s.get_buffer_size(1), 0);
@@ -352,8 +430,18 @@ fn user_pins_survive_every_pass() {
 #[test]
 fn an_op_no_backend_supports_is_the_no_cpu_fallback_error() {
     let cpu = MockCpuDevice::refusing(&["SQR"]);
-    let gpu = TestDevice::new(TestDeviceConfig { refuse_ops: vec!["SQR".into()], ..TestDeviceConfig::gpu("GPU0") });
-    let mut s = Sched::new(vec![gpu.backend(cpu.backend()), cpu.backend()], None, 4096, false, true).unwrap();
+    let gpu = TestDevice::new(TestDeviceConfig {
+        refuse_ops: vec!["SQR".into()],
+        ..TestDeviceConfig::gpu("GPU0")
+    });
+    let mut s = Sched::new(
+        vec![gpu.backend(cpu.backend()), cpu.backend()],
+        None,
+        4096,
+        false,
+        true,
+    )
+    .unwrap();
     let mut ctx = Context::new();
     let x = input(&mut ctx, "x", &[8]);
     let y = ctx.sqr(x);
@@ -361,7 +449,9 @@ fn an_op_no_backend_supports_is_the_no_cpu_fallback_error() {
     let mut g = graph(ctx, &[y]);
     let err = s.alloc_graph(&mut g).unwrap_err();
     assert!(matches!(&err, SchedError::Unassigned { node, op: "SQR" } if node == "y"));
-    assert!(err.to_string().contains("all nodes should be assigned by now, this can happen if there is no CPU fallback"));
+    assert!(err.to_string().contains(
+        "all nodes should be assigned by now, this can happen if there is no CPU fallback"
+    ));
 }
 
 // ---------------------------------------------------------------- splits and copies
@@ -382,8 +472,16 @@ fn a_second_foreign_weight_starts_a_new_split() {
     s.alloc_graph(&mut g).unwrap();
     assert_eq!(assigned(&s, m1), on(GPU, "1.off"));
     assert_eq!(assigned(&s, m2), on(GPU, "1.off"));
-    let splits: Vec<(usize, Vec<&str>)> =
-        s.splits().iter().map(|sp| (sp.backend_id, sp.inputs.iter().map(|&t| g.ctx.name(t)).collect())).collect();
+    let splits: Vec<(usize, Vec<&str>)> = s
+        .splits()
+        .iter()
+        .map(|sp| {
+            (
+                sp.backend_id,
+                sp.inputs.iter().map(|&t| g.ctx.name(t)).collect(),
+            )
+        })
+        .collect();
     assert_eq!(splits, vec![(GPU, vec!["w1", "inp"]), (GPU, vec!["w2"])]);
     // the matmuls now read the GPU replicas
     assert_eq!(g.ctx.name(g.ctx[m1].src[0].unwrap()), "GPU0#w1#0");
@@ -397,8 +495,13 @@ fn a_full_input_list_starts_a_new_split_and_copies_are_rewritten_in_place() {
     let d = common::D;
     let inp = input(&mut ctx, "inp", &[d]);
     let wg = weight(&mut ctx, "wg", &[d, d]);
-    let wc: Vec<TensorId> = (0..40).map(|i| weight(&mut ctx, &format!("wc{i}"), &[d, d])).collect();
-    let _b = (place_weights(&mut ctx, &[wg], &r.gpu_buft()), place_weights(&mut ctx, &wc, &r.cpu_buft()));
+    let wc: Vec<TensorId> = (0..40)
+        .map(|i| weight(&mut ctx, &format!("wc{i}"), &[d, d]))
+        .collect();
+    let _b = (
+        place_weights(&mut ctx, &[wg], &r.gpu_buft()),
+        place_weights(&mut ctx, &wc, &r.cpu_buft()),
+    );
     let c: Vec<TensorId> = wc
         .iter()
         .enumerate()
@@ -421,13 +524,21 @@ fn a_full_input_list_starts_a_new_split_and_copies_are_rewritten_in_place() {
     let n_nodes = g.nodes.len();
     let mut s = r.sched(true);
     s.alloc_graph(&mut g).unwrap();
-    let n_inputs: Vec<(usize, usize)> = s.splits().iter().map(|sp| (sp.backend_id, sp.inputs.len())).collect();
+    let n_inputs: Vec<(usize, usize)> = s
+        .splits()
+        .iter()
+        .map(|sp| (sp.backend_id, sp.inputs.len()))
+        .collect();
     // inp + c_0..c_28 fill the 30 slots; c_29 needs a 31st and cuts the split
     assert_eq!(n_inputs, vec![(CPU, 0), (GPU, 30), (GPU, 11)]);
     assert_eq!(g.ctx.name(s.splits()[2].inputs[0]), "c_29");
     let cpy = s.tensor_copy(c[0], GPU, 0).unwrap();
     assert_eq!(g.ctx.name(cpy), "GPU0#c_0#0");
-    assert_eq!(g.ctx[adds[0]].src[1], Some(cpy), "the caller's graph reads the copy");
+    assert_eq!(
+        g.ctx[adds[0]].src[1],
+        Some(cpy),
+        "the caller's graph reads the copy"
+    );
     assert_eq!(g.ctx[cpy].nb, g.ctx[c[0]].nb);
     // the allocator's graph: an input_dep and an input_cpy per input before each split's nodes
     let (nodes, _) = s.alloc_graph_view();
@@ -438,7 +549,13 @@ fn a_full_input_list_starts_a_new_split_and_copies_are_rewritten_in_place() {
     assert_eq!(g.ctx[dep].src[0], Some(inp));
     assert_eq!(nodes[first_gpu + 1], s.tensor_copy(inp, GPU, 0).unwrap());
     // graph_optimize ran once per GPU split
-    assert_eq!(r.gpu.counters().optimize_calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(
+        r.gpu
+            .counters()
+            .optimize_calls
+            .load(std::sync::atomic::Ordering::SeqCst),
+        2
+    );
 }
 
 #[test]
@@ -448,10 +565,16 @@ fn the_pin_at_the_attention_output_keeps_a_host_kv_cache_off_the_gpu() {
         let mut ctx = Context::new();
         let d = common::D;
         let x = input(&mut ctx, "x", &[d]);
-        let w: Vec<TensorId> = ["wq", "wk", "wv", "wo"].iter().map(|n| weight(&mut ctx, n, &[d, d])).collect();
+        let w: Vec<TensorId> = ["wq", "wk", "wv", "wo"]
+            .iter()
+            .map(|n| weight(&mut ctx, n, &[d, d]))
+            .collect();
         let kc = weight(&mut ctx, "cache_k", &[d, 4]);
         let vc = weight(&mut ctx, "cache_v", &[4, d]);
-        let _b = (place_weights(&mut ctx, &w, &r.gpu_buft()), place(&mut ctx, &[kc, vc], &r.cpu_buft(), BufferUsage::Any));
+        let _b = (
+            place_weights(&mut ctx, &w, &r.gpu_buft()),
+            place(&mut ctx, &[kc, vc], &r.cpu_buft(), BufferUsage::Any),
+        );
         let q = ctx.mul_mat(w[0], x);
         let k = ctx.mul_mat(w[1], x);
         let krow = ctx.view_1d(kc, d, 0);
@@ -472,29 +595,53 @@ fn the_pin_at_the_attention_output_keeps_a_host_kv_cache_off_the_gpu() {
     let (mut g, _, kq) = build(&r);
     let mut s = r.sched(true);
     s.alloc_graph(&mut g).unwrap();
-    assert_eq!(s.get_tensor_backend(kq), Some(GPU), "without the pin the GPU claims the attention");
+    assert_eq!(
+        s.get_tensor_backend(kq),
+        Some(GPU),
+        "without the pin the GPU claims the attention"
+    );
     let gpu_inputs: Vec<String> = s
         .splits()
         .iter()
         .filter(|sp| sp.backend_id == GPU)
         .flat_map(|sp| sp.inputs.iter().map(|&t| g.ctx.name(t).to_string()))
         .collect();
-    assert!(gpu_inputs.iter().any(|n| n.starts_with("cache_k")) && gpu_inputs.contains(&"cache_v".to_string()));
+    assert!(
+        gpu_inputs.iter().any(|n| n.starts_with("cache_k"))
+            && gpu_inputs.contains(&"cache_v".to_string())
+    );
 
     let (mut g, cur, kq) = build(&r);
     let mut s = r.sched(true);
     s.set_tensor_backend(cur, CPU);
     s.alloc_graph(&mut g).unwrap();
     assert_eq!(assigned(&s, kq), on(CPU, "2.sup"));
-    let inputs: Vec<(usize, Vec<&str>)> =
-        s.splits().iter().map(|sp| (sp.backend_id, sp.inputs.iter().map(|&t| g.ctx.name(t)).collect())).collect();
-    assert!(inputs.iter().all(|(_, i)| !i.iter().any(|n| n.starts_with("cache"))), "{inputs:?}");
+    let inputs: Vec<(usize, Vec<&str>)> = s
+        .splits()
+        .iter()
+        .map(|sp| {
+            (
+                sp.backend_id,
+                sp.inputs.iter().map(|&t| g.ctx.name(t)).collect(),
+            )
+        })
+        .collect();
+    assert!(
+        inputs
+            .iter()
+            .all(|(_, i)| !i.iter().any(|n| n.starts_with("cache"))),
+        "{inputs:?}"
+    );
     assert_eq!(inputs.last().unwrap(), &(GPU, vec!["kqv_out"]));
 }
 
 // ---------------------------------------------------------------- Example 6
 
-fn run_toy(ngl: usize, ffn_on_cpu: &[usize], pin_layer_outputs: bool) -> (usize, usize, Vec<usize>) {
+fn run_toy(
+    ngl: usize,
+    ffn_on_cpu: &[usize],
+    pin_layer_outputs: bool,
+) -> (usize, usize, Vec<usize>) {
     let r = Rig::new();
     let mut toy = toy(2, ngl, ffn_on_cpu, &r.cpu_buft(), &r.gpu_buft());
     let mut s = r.sched(true);
@@ -567,7 +714,10 @@ fn debug_output_reads_like_ggml() {
     );
     // level 1 prints the split headers only
     s.set_debug(1);
-    assert_eq!(s.assignments_text(&toy.g), "\n## SPLIT #0: CPU # 0 inputs\n\n## SPLIT #1: GPU0 # 1 inputs: [embd (   0K)] \n");
+    assert_eq!(
+        s.assignments_text(&toy.g),
+        "\n## SPLIT #0: CPU # 0 inputs\n\n## SPLIT #1: GPU0 # 1 inputs: [embd (   0K)] \n"
+    );
 }
 
 // ---------------------------------------------------------------- reallocation
@@ -584,13 +734,21 @@ fn the_unexpected_reallocation_tripwire() {
     s.set_debug_realloc(1);
     run(&mut s, 32).unwrap(); // the first plan: the assignment changed from nothing
     run(&mut s, 32).unwrap(); // the same graph fits the plan
-    // same node count, same assignment, bigger tensors: the plan is thrown away unexpectedly
+                              // same node count, same assignment, bigger tensors: the plan is thrown away unexpectedly
     let err = run(&mut s, 64).unwrap_err();
     assert!(
-        matches!(err, SchedError::UnexpectedRealloc { debug_realloc: 1, .. }),
+        matches!(
+            err,
+            SchedError::UnexpectedRealloc {
+                debug_realloc: 1,
+                ..
+            }
+        ),
         "{err}"
     );
-    assert!(err.to_string().starts_with("unexpected graph reallocation (graph size = "));
+    assert!(err
+        .to_string()
+        .starts_with("unexpected graph reallocation (graph size = "));
 
     // without the tripwire the scheduler re-plans and the buffers grow
     let mut s = r.sched(true);
@@ -602,5 +760,11 @@ fn the_unexpected_reallocation_tripwire() {
     // level 2 stops at any reallocation, the first one included
     let mut s = r.sched(true);
     s.set_debug_realloc(2);
-    assert!(matches!(run(&mut s, 32), Err(SchedError::UnexpectedRealloc { debug_realloc: 2, .. })));
+    assert!(matches!(
+        run(&mut s, 32),
+        Err(SchedError::UnexpectedRealloc {
+            debug_realloc: 2,
+            ..
+        })
+    ));
 }

@@ -46,7 +46,11 @@ pub(crate) fn align_up(offset: usize, alignment: usize) -> usize {
 
 impl DynTallocr {
     pub(crate) fn new(alignment: usize, max_buffer_size: usize) -> DynTallocr {
-        DynTallocr { alignment, max_chunk_size: max_buffer_size.min(usize::MAX / 2), chunks: Vec::new() }
+        DynTallocr {
+            alignment,
+            max_chunk_size: max_buffer_size.min(usize::MAX / 2),
+            chunks: Vec::new(),
+        }
     }
 
     pub(crate) fn reset(&mut self) {
@@ -72,7 +76,10 @@ impl DynTallocr {
         if self.chunks.len() == MAX_CHUNKS - 1 {
             size = usize::MAX / 2;
         }
-        self.chunks.push(Chunk { free_blocks: vec![FreeBlock { offset: 0, size }], max_size: 0 });
+        self.chunks.push(Chunk {
+            free_blocks: vec![FreeBlock { offset: 0, size }],
+            max_size: 0,
+        });
         Some(self.chunks.len() - 1)
     }
 
@@ -85,7 +92,12 @@ impl DynTallocr {
         for (c, chunk) in self.chunks.iter().enumerate() {
             let mut best_fit_size = usize::MAX;
             let n = chunk.free_blocks.len();
-            for (i, block) in chunk.free_blocks.iter().enumerate().take(n.saturating_sub(1)) {
+            for (i, block) in chunk
+                .free_blocks
+                .iter()
+                .enumerate()
+                .take(n.saturating_sub(1))
+            {
                 max_avail = max_avail.max(block.size);
                 if block.size >= size && block.size <= best_fit_size {
                     best = Some((c, i));
@@ -123,14 +135,21 @@ impl DynTallocr {
                         size,
                         max_avail
                     );
-                    return Err(AllocError::OutOfSpace { tensor: name.to_string(), size, max_avail });
+                    return Err(AllocError::OutOfSpace {
+                        tensor: name.to_string(),
+                        size,
+                        max_avail,
+                    });
                 }
             },
         };
 
         let chunk = &mut self.chunks[c];
         let block = &mut chunk.free_blocks[b];
-        let addr = BufferAddress { chunk: c, offset: block.offset };
+        let addr = BufferAddress {
+            chunk: c,
+            offset: block.offset,
+        };
         block.offset += size;
         block.size -= size;
         if block.size == 0 {
@@ -141,14 +160,19 @@ impl DynTallocr {
     }
 
     /// Returns bytes to the chunk's free list, merging with the neighbouring blocks.
-    pub(crate) fn free_bytes(&mut self, addr: BufferAddress, size: usize) -> Result<(), AllocError> {
+    pub(crate) fn free_bytes(
+        &mut self,
+        addr: BufferAddress,
+        size: usize,
+    ) -> Result<(), AllocError> {
         let size = align_up(size, self.alignment);
         let chunk = &mut self.chunks[addr.chunk];
         let blocks = &mut chunk.free_blocks;
         for i in 0..blocks.len() {
             if blocks[i].offset + blocks[i].size == addr.offset {
                 blocks[i].size += size;
-                if i + 1 < blocks.len() && blocks[i].offset + blocks[i].size == blocks[i + 1].offset {
+                if i + 1 < blocks.len() && blocks[i].offset + blocks[i].size == blocks[i + 1].offset
+                {
                     blocks[i].size += blocks[i + 1].size;
                     blocks.remove(i + 1);
                 }
@@ -167,14 +191,27 @@ impl DynTallocr {
         if blocks.len() >= MAX_FREE_BLOCKS {
             return Err(AllocError::OutOfFreeBlocks);
         }
-        let pos = blocks.iter().position(|b| b.offset >= addr.offset).unwrap_or(blocks.len());
-        blocks.insert(pos, FreeBlock { offset: addr.offset, size });
+        let pos = blocks
+            .iter()
+            .position(|b| b.offset >= addr.offset)
+            .unwrap_or(blocks.len());
+        blocks.insert(
+            pos,
+            FreeBlock {
+                offset: addr.offset,
+                size,
+            },
+        );
         Ok(())
     }
 
     #[cfg(test)]
     pub(crate) fn free_list(&self, c: usize) -> Vec<(usize, usize)> {
-        self.chunks[c].free_blocks.iter().map(|b| (b.offset, b.size)).collect()
+        self.chunks[c]
+            .free_blocks
+            .iter()
+            .map(|b| (b.offset, b.size))
+            .collect()
     }
 }
 
@@ -185,18 +222,38 @@ mod tests {
     #[test]
     fn best_fit_prefers_the_smallest_inner_block_and_the_last_of_equal_sizes() {
         let mut a = DynTallocr::new(32, usize::MAX);
-        let x: Vec<_> = (0..6).map(|i| a.alloc(64, &format!("t{i}")).unwrap()).collect();
+        let x: Vec<_> = (0..6)
+            .map(|i| a.alloc(64, &format!("t{i}")).unwrap())
+            .collect();
         // free 64 @0, 128 @128.. (t2,t3), 64 @320 (t5 is the end -> merges into the last block)
         a.free_bytes(x[0], 64).unwrap();
         a.free_bytes(x[2], 64).unwrap();
         a.free_bytes(x[3], 64).unwrap();
-        assert_eq!(a.free_list(0), vec![(0, 64), (128, 128), (384, usize::MAX / 2 - 384)]);
+        assert_eq!(
+            a.free_list(0),
+            vec![(0, 64), (128, 128), (384, usize::MAX / 2 - 384)]
+        );
         a.free_bytes(x[5], 64).unwrap();
-        assert_eq!(a.free_list(0), vec![(0, 64), (128, 128), (320, usize::MAX / 2 - 320)]);
+        assert_eq!(
+            a.free_list(0),
+            vec![(0, 64), (128, 128), (320, usize::MAX / 2 - 320)]
+        );
         // 33 bytes round up to 64 and take the exact 64-byte hole at 0
-        assert_eq!(a.alloc(33, "y").unwrap(), BufferAddress { chunk: 0, offset: 0 });
+        assert_eq!(
+            a.alloc(33, "y").unwrap(),
+            BufferAddress {
+                chunk: 0,
+                offset: 0
+            }
+        );
         // 96 bytes fit only the 128 hole
-        assert_eq!(a.alloc(96, "z").unwrap(), BufferAddress { chunk: 0, offset: 128 });
+        assert_eq!(
+            a.alloc(96, "z").unwrap(),
+            BufferAddress {
+                chunk: 0,
+                offset: 128
+            }
+        );
         assert_eq!(a.max_size(0), 384);
     }
 
@@ -215,13 +272,43 @@ mod tests {
     #[test]
     fn chunks_open_above_the_max_size_and_a_big_tensor_gets_its_own() {
         let mut a = DynTallocr::new(8, 100);
-        assert_eq!(a.alloc(60, "a").unwrap(), BufferAddress { chunk: 0, offset: 0 });
-        assert_eq!(a.alloc(60, "b").unwrap(), BufferAddress { chunk: 1, offset: 0 });
-        assert_eq!(a.alloc(300, "c").unwrap(), BufferAddress { chunk: 2, offset: 0 });
+        assert_eq!(
+            a.alloc(60, "a").unwrap(),
+            BufferAddress {
+                chunk: 0,
+                offset: 0
+            }
+        );
+        assert_eq!(
+            a.alloc(60, "b").unwrap(),
+            BufferAddress {
+                chunk: 1,
+                offset: 0
+            }
+        );
+        assert_eq!(
+            a.alloc(300, "c").unwrap(),
+            BufferAddress {
+                chunk: 2,
+                offset: 0
+            }
+        );
         // the 300-byte chunk has no free block left; of the two equal tails the first one wins
-        assert_eq!(a.alloc(32, "d").unwrap(), BufferAddress { chunk: 0, offset: 64 });
+        assert_eq!(
+            a.alloc(32, "d").unwrap(),
+            BufferAddress {
+                chunk: 0,
+                offset: 64
+            }
+        );
         assert_eq!((a.max_size(0), a.max_size(1), a.max_size(2)), (96, 64, 304));
         // 40 bytes fit no tail (36 left in chunks 0 and 1 minus d), so a fourth chunk opens
-        assert_eq!(a.alloc(40, "e").unwrap(), BufferAddress { chunk: 3, offset: 0 });
+        assert_eq!(
+            a.alloc(40, "e").unwrap(),
+            BufferAddress {
+                chunk: 3,
+                offset: 0
+            }
+        );
     }
 }

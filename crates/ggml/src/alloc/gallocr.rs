@@ -27,8 +27,14 @@ struct TensorAlloc {
     size_max: usize,
 }
 
-const NO_ALLOC: TensorAlloc =
-    TensorAlloc { buffer_id: None, addr: BufferAddress { chunk: usize::MAX, offset: usize::MAX }, size_max: 0 };
+const NO_ALLOC: TensorAlloc = TensorAlloc {
+    buffer_id: None,
+    addr: BufferAddress {
+        chunk: usize::MAX,
+        offset: usize::MAX,
+    },
+    size_max: 0,
+};
 
 #[derive(Clone, Copy, Debug)]
 struct NodeAlloc {
@@ -124,24 +130,40 @@ impl Gallocr {
     }
 
     /// Gives back the tail of a parent whose memory a smaller node now occupies.
-    fn free_extra_space(&mut self, ctx: &Context, node: TensorId, parent: TensorId) -> Result<(), AllocError> {
+    fn free_extra_space(
+        &mut self,
+        ctx: &Context,
+        node: TensorId,
+        parent: TensorId,
+    ) -> Result<(), AllocError> {
         let hn = self.hash[node.index()];
         let p_hn = self.hash[parent.index()];
         let parent_size = self.alloc_size(ctx, p_hn.buffer_id, parent);
         let node_size = self.alloc_size(ctx, hn.buffer_id, node);
-        assert!(parent_size >= node_size, "in-place reuse of a smaller parent");
+        assert!(
+            parent_size >= node_size,
+            "in-place reuse of a smaller parent"
+        );
         let talloc = self.talloc(p_hn.buffer_id);
         // the chunks stay aligned after the freeing
         let parent_size = super::dyn_tallocr::align_up(parent_size, talloc.alignment);
         let node_size = super::dyn_tallocr::align_up(node_size, talloc.alignment);
         if parent_size > node_size {
-            let addr = BufferAddress { chunk: p_hn.addr.chunk, offset: p_hn.addr.offset + node_size };
+            let addr = BufferAddress {
+                chunk: p_hn.addr.chunk,
+                offset: p_hn.addr.offset + node_size,
+            };
             talloc.free_bytes(addr, parent_size - node_size)?;
         }
         Ok(())
     }
 
-    fn allocate_node(&mut self, ctx: &Context, node: TensorId, buffer_id: usize) -> Result<(), AllocError> {
+    fn allocate_node(
+        &mut self,
+        ctx: &Context,
+        node: TensorId,
+        buffer_id: usize,
+    ) -> Result<(), AllocError> {
         if self.is_allocated(ctx, node) || ctx[node].is_view() {
             return Ok(());
         }
@@ -154,7 +176,9 @@ impl Gallocr {
                     continue;
                 }
                 let p = &ctx[parent];
-                if p.has_flag(flags::OUTPUT) || p.view_src.is_some_and(|v| ctx[v].has_flag(flags::OUTPUT)) {
+                if p.has_flag(flags::OUTPUT)
+                    || p.view_src.is_some_and(|v| ctx[v].has_flag(flags::OUTPUT))
+                {
                     continue;
                 }
                 if !same_layout(ctx, node, parent) {
@@ -296,7 +320,10 @@ impl Gallocr {
         self.node_allocs = nodes
             .iter()
             .map(|&node| {
-                let mut na = NodeAlloc { dst: self.tensor_alloc(ctx, node), src: [NO_ALLOC; MAX_SRC] };
+                let mut na = NodeAlloc {
+                    dst: self.tensor_alloc(ctx, node),
+                    src: [NO_ALLOC; MAX_SRC],
+                };
                 for (j, s) in ctx[node].src.iter().enumerate() {
                     if let Some(s) = *s {
                         na.src[j] = self.tensor_alloc(ctx, s);
@@ -435,7 +462,10 @@ impl Gallocr {
                 // a view of memory nobody allocated stays unallocated, as in ggml
                 if let Some(d) = ctx[vs].data.clone() {
                     let offs = ctx[t].view_offs;
-                    ctx[t].data = Some(TensorData { buffer: d.buffer, addr: d.addr + offs });
+                    ctx[t].data = Some(TensorData {
+                        buffer: d.buffer,
+                        addr: d.addr + offs,
+                    });
                 }
             }
             return true;
@@ -444,23 +474,39 @@ impl Gallocr {
             return true;
         }
         let Some(b) = ta.buffer_id else { return false };
-        let Some(vbuf) = self.buffers[b].as_ref() else { return false };
+        let Some(vbuf) = self.buffers[b].as_ref() else {
+            return false;
+        };
         let size = self.alloc_size(ctx, b, t);
-        assert!(size <= ta.size_max, "tensor {} grew since the graph was reserved", ctx[t].name);
-        let Some(chunk) = vbuf.chunks.get(ta.addr.chunk) else { return false };
+        assert!(
+            size <= ta.size_max,
+            "tensor {} grew since the graph was reserved",
+            ctx[t].name
+        );
+        let Some(chunk) = vbuf.chunks.get(ta.addr.chunk) else {
+            return false;
+        };
         let addr = chunk.base() + ta.addr.offset;
         assert!(
             ta.addr.offset + size <= chunk.size(),
             "tensor {} planned past the end of its buffer",
             ctx[t].name
         );
-        ctx[t].data = Some(TensorData { buffer: chunk.clone(), addr });
+        ctx[t].data = Some(TensorData {
+            buffer: chunk.clone(),
+            addr,
+        });
         true
     }
 
     /// Gives every tensor of the graph its memory from the last plan; with a single buffer the
     /// plan is redone when the graph no longer fits, with several `false` asks for a reserve.
-    pub fn alloc_graph_n(&mut self, ctx: &mut Context, nodes: &[TensorId], leafs: &[TensorId]) -> bool {
+    pub fn alloc_graph_n(
+        &mut self,
+        ctx: &mut Context,
+        nodes: &[TensorId],
+        leafs: &[TensorId],
+    ) -> bool {
         if self.needs_realloc(ctx, nodes, leafs) {
             if self.bufts.len() == 1 {
                 if let Err(e) = self.reserve_n(ctx, nodes, leafs, None, None) {
@@ -503,7 +549,9 @@ impl Gallocr {
 
     /// Bytes of buffer id `i` (0 when its buffer type was already counted for a lower id).
     pub fn get_buffer_size(&self, i: usize) -> usize {
-        let Some(b) = self.buffers[i].as_ref() else { return 0 };
+        let Some(b) = self.buffers[i].as_ref() else {
+            return 0;
+        };
         if (0..i).any(|j| self.buffers[j].as_ref().is_some_and(|o| Arc::ptr_eq(o, b))) {
             return 0;
         }

@@ -21,11 +21,19 @@ use crate::backend::BackendError;
 #[derive(Debug, thiserror::Error)]
 pub enum AllocError {
     #[error("graph allocation: not enough space to allocate {size} bytes for {tensor} (largest block {max_avail} bytes)")]
-    OutOfSpace { tensor: String, size: usize, max_avail: usize },
+    OutOfSpace {
+        tensor: String,
+        size: usize,
+        max_avail: usize,
+    },
     #[error("graph allocation: out of free blocks")]
     OutOfFreeBlocks,
     #[error("not enough space in the buffer to allocate {tensor} (needed {needed}, available {available})")]
-    BufferFull { tensor: String, needed: usize, available: usize },
+    BufferFull {
+        tensor: String,
+        needed: usize,
+        available: usize,
+    },
     #[error("tensor {0} is already allocated")]
     AlreadyAllocated(String),
     #[error("{0} buffers would be needed (the buffer type's max size is exceeded); use alloc_ctx_tensors_set")]

@@ -18,10 +18,17 @@ pub struct Tallocr {
 impl Tallocr {
     pub fn new(buffer: Arc<Buffer>) -> Tallocr {
         let alignment = buffer.buft().alignment();
-        assert!(alignment.is_power_of_two(), "buffer alignment {alignment} is not a power of two");
+        assert!(
+            alignment.is_power_of_two(),
+            "buffer alignment {alignment} is not a power of two"
+        );
         // the first tensor starts at the first aligned address of the buffer
         let offset = align_up(buffer.base(), alignment) - buffer.base();
-        Tallocr { buffer, alignment, offset }
+        Tallocr {
+            buffer,
+            alignment,
+            offset,
+        }
     }
 
     pub fn buffer(&self) -> &Arc<Buffer> {
@@ -47,11 +54,18 @@ impl Tallocr {
                 size,
                 available
             );
-            return Err(AllocError::BufferFull { tensor: ctx[t].name.clone(), needed: size, available });
+            return Err(AllocError::BufferFull {
+                tensor: ctx[t].name.clone(),
+                needed: size,
+                available,
+            });
         }
         let addr = self.buffer.base() + self.offset;
         self.offset += size;
-        ctx[t].data = Some(TensorData { buffer: self.buffer.clone(), addr });
+        ctx[t].data = Some(TensorData {
+            buffer: self.buffer.clone(),
+            addr,
+        });
         Ok(())
     }
 }
@@ -94,7 +108,10 @@ pub fn alloc_ctx_tensors_size(ctx: &Context, buft: &BufferTypeRef) -> usize {
 
 /// Allocates every unallocated tensor of the context in as few buffers of `buft` as its max
 /// size allows, then points the views at their sources. Empty when nothing needed memory.
-pub fn alloc_ctx_tensors_set(ctx: &mut Context, buft: &BufferTypeRef) -> Result<Vec<Arc<Buffer>>, AllocError> {
+pub fn alloc_ctx_tensors_set(
+    ctx: &mut Context,
+    buft: &BufferTypeRef,
+) -> Result<Vec<Arc<Buffer>>, AllocError> {
     let mut buffers = Vec::new();
     for (first, end, size) in ranges(ctx, buft) {
         let buffer = match buft.clone().alloc_buffer(size) {
@@ -122,7 +139,10 @@ pub fn alloc_ctx_tensors_set(ctx: &mut Context, buft: &BufferTypeRef) -> Result<
         if let (Some(vs), None) = (ctx[t].view_src, &ctx[t].data) {
             if let Some(d) = ctx[vs].data.clone() {
                 let offs = ctx[t].view_offs;
-                ctx[t].data = Some(TensorData { buffer: d.buffer, addr: d.addr + offs });
+                ctx[t].data = Some(TensorData {
+                    buffer: d.buffer,
+                    addr: d.addr + offs,
+                });
             }
         }
     }
@@ -131,7 +151,10 @@ pub fn alloc_ctx_tensors_set(ctx: &mut Context, buft: &BufferTypeRef) -> Result<
 
 /// As `alloc_ctx_tensors_set` when one buffer suffices (every host buffer type): None when all
 /// tensors were already allocated, an error when the max size would need several buffers.
-pub fn alloc_ctx_tensors(ctx: &mut Context, buft: &BufferTypeRef) -> Result<Option<Arc<Buffer>>, AllocError> {
+pub fn alloc_ctx_tensors(
+    ctx: &mut Context,
+    buft: &BufferTypeRef,
+) -> Result<Option<Arc<Buffer>>, AllocError> {
     let n = ranges(ctx, buft).len();
     if n > 1 {
         return Err(AllocError::NeedsMultipleBuffers(n));

@@ -75,9 +75,17 @@ impl Sched {
             for i1 in 0..t.ne[1] as usize {
                 for i0 in 0..t.ne[0] as usize {
                     let at = i1 * t.nb[1] + i0 * t.nb[0];
-                    let id = i32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+                    let id = i32::from_le_bytes([
+                        bytes[at],
+                        bytes[at + 1],
+                        bytes[at + 2],
+                        bytes[at + 3],
+                    ]);
                     if id < 0 || id as usize >= n_expert {
-                        return Err(format!("expert id {id} out of range [0, {n_expert}) in {}", t.name));
+                        return Err(format!(
+                            "expert id {id} out of range [0, {n_expert}) in {}",
+                            t.name
+                        ));
                     }
                     used[id as usize] = true;
                 }
@@ -122,7 +130,9 @@ impl Sched {
         let first_node = self.splits[split_id].nodes.first().copied();
         for (k, &input) in inputs.iter().enumerate() {
             let input_backend = self.bid(input) as usize;
-            let input_cpy = self.copy_of(input, split_backend, self.cur_copy).ok_or("split input without a copy")?;
+            let input_cpy = self
+                .copy_of(input, split_backend, self.cur_copy)
+                .ok_or("split input without a copy")?;
             if ctx[input].has_flag(flags::INPUT) {
                 // the caller may overwrite its input as soon as we return: copy it now
                 self.event_synchronize(split_backend);
@@ -131,7 +141,9 @@ impl Sched {
             }
             // the split backend must be done reading the previous contents of the copy
             self.event_wait(split_backend);
-            let buf = ctx[input].buffer().ok_or_else(|| format!("input {} has no memory", ctx[input].name))?;
+            let buf = ctx[input]
+                .buffer()
+                .ok_or_else(|| format!("input {} has no memory", ctx[input].name))?;
             let moe = first_node.is_some_and(|n| {
                 buf.usage() == BufferUsage::Weights
                     && buf.is_host()
@@ -139,7 +151,16 @@ impl Sched {
                     && ctx[n].src[0] == Some(input_cpy)
             });
             if let (true, Some(node)) = (moe, first_node) {
-                self.copy_used_experts(ctx, input, input_cpy, node, &inputs[k + 1..], split_backend, prev_ids, used)?;
+                self.copy_used_experts(
+                    ctx,
+                    input,
+                    input_cpy,
+                    node,
+                    &inputs[k + 1..],
+                    split_backend,
+                    prev_ids,
+                    used,
+                )?;
             } else if !self.backends[split_backend].cpy_tensor_async(&ctx[input], &ctx[input_cpy]) {
                 self.backends[input_backend].synchronize();
                 self.event_synchronize(split_backend);
@@ -183,7 +204,10 @@ impl Sched {
                             j1 += 1;
                             need = cb(ctx, nodes[j1], true);
                         }
-                        status = backend.graph_compute(GraphView { ctx, nodes: &nodes[j0..=j1] });
+                        status = backend.graph_compute(GraphView {
+                            ctx,
+                            nodes: &nodes[j0..=j1],
+                        });
                         if status != Status::Success {
                             break;
                         }

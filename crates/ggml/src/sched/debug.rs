@@ -40,7 +40,11 @@ impl Sched {
                     if j == 0 {
                         out += ": ";
                     }
-                    out += &format!("[{} ({:>5.5})] ", g.ctx[input].name, fmt_size(g.ctx[input].nbytes()));
+                    out += &format!(
+                        "[{} ({:>5.5})] ",
+                        g.ctx[input].name,
+                        fmt_size(g.ctx[input].nbytes())
+                    );
                 }
                 out += "\n";
                 cur_split += 1;

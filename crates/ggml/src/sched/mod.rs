@@ -39,7 +39,11 @@ pub enum SchedError {
     #[error("backend {backend} does not support buffer type {buft}")]
     BuftNotSupported { backend: String, buft: String },
     #[error("pre-allocated tensor ({tensor}) in a buffer ({buffer}) that cannot run the operation ({op})")]
-    PreAllocated { tensor: String, buffer: String, op: &'static str },
+    PreAllocated {
+        tensor: String,
+        buffer: String,
+        op: &'static str,
+    },
     #[error(
         "node {node} ({op}) has no backend: all nodes should be assigned by now, this can happen if there is no CPU fallback"
     )]
@@ -51,7 +55,12 @@ pub enum SchedError {
     #[error("failed to allocate graph")]
     AllocGraph,
     #[error("unexpected graph reallocation (graph size = {graph_size}, nodes = {nodes}, leafs = {leafs}), debug_realloc = {debug_realloc}")]
-    UnexpectedRealloc { graph_size: usize, nodes: usize, leafs: usize, debug_realloc: i32 },
+    UnexpectedRealloc {
+        graph_size: usize,
+        nodes: usize,
+        leafs: usize,
+        debug_realloc: i32,
+    },
 }
 
 /// A run of consecutive nodes on one backend and the foreign tensors it copies in.
@@ -69,7 +78,11 @@ pub struct Split {
 
 impl Split {
     fn grow_inputs(&mut self) {
-        let new_cap = if self.inputs_capacity > 0 { 2 * self.inputs_capacity } else { MAX_SPLIT_INPUTS };
+        let new_cap = if self.inputs_capacity > 0 {
+            2 * self.inputs_capacity
+        } else {
+            MAX_SPLIT_INPUTS
+        };
         if self.inputs_capacity > 0 {
             crate::log_warn!(
                 "{}: increasing split inputs capacity from {} to {}\n",
@@ -143,11 +156,15 @@ fn env_int(name: &str) -> Option<i32> {
 /// ggml_hash_size: the smallest prime of ggml's table that holds `min` entries.
 fn hash_size(min: usize) -> usize {
     const PRIMES: [usize; 32] = [
-        2, 3, 5, 11, 17, 37, 67, 131, 257, 521, 1031, 2053, 4099, 8209, 16411, 32771, 65537, 131101, 262147, 524309,
-        1048583, 2097169, 4194319, 8388617, 16777259, 33554467, 67108879, 134217757, 268435459, 536870923,
-        1073741827, 2147483659,
+        2, 3, 5, 11, 17, 37, 67, 131, 257, 521, 1031, 2053, 4099, 8209, 16411, 32771, 65537,
+        131101, 262147, 524309, 1048583, 2097169, 4194319, 8388617, 16777259, 33554467, 67108879,
+        134217757, 268435459, 536870923, 1073741827, 2147483659,
     ];
-    PRIMES.iter().copied().find(|&p| p >= min).unwrap_or(min | 1)
+    PRIMES
+        .iter()
+        .copied()
+        .find(|&p| p >= min)
+        .unwrap_or(min | 1)
 }
 
 impl Sched {
@@ -186,7 +203,10 @@ impl Sched {
             }
         }
         let n_copies = if parallel { MAX_COPIES } else { 1 };
-        let events_enabled = devs.iter().map(|d| n_copies > 1 && d.caps().events).collect();
+        let events_enabled = devs
+            .iter()
+            .map(|d| n_copies > 1 && d.caps().events)
+            .collect();
         let mut sched = Sched {
             is_reset: false,
             is_alloc: false,
@@ -243,7 +263,10 @@ impl Sched {
     }
 
     fn copy_of(&self, t: TensorId, backend: usize, c: usize) -> Option<TensorId> {
-        self.hv_copies.get(self.copy_index(t, backend, c)).copied().flatten()
+        self.hv_copies
+            .get(self.copy_index(t, backend, c))
+            .copied()
+            .flatten()
     }
 
     fn set_copy(&mut self, t: TensorId, backend: usize, c: usize, copy: TensorId) {
@@ -343,14 +366,27 @@ impl Sched {
                 ids[i] != p && !crate::backend::same_buft(&bufts[ids[i]], &bufts[p])
             })
         };
-        let backend_ids_changed =
-            changed(&self.node_backend_ids, &self.prev_node_backend_ids, self.graph_nodes.len(), &self.bufts)
-                || changed(&self.leaf_backend_ids, &self.prev_leaf_backend_ids, self.graph_leafs.len(), &self.bufts);
+        let backend_ids_changed = changed(
+            &self.node_backend_ids,
+            &self.prev_node_backend_ids,
+            self.graph_nodes.len(),
+            &self.bufts,
+        ) || changed(
+            &self.leaf_backend_ids,
+            &self.prev_leaf_backend_ids,
+            self.graph_leafs.len(),
+            &self.bufts,
+        );
 
-        if backend_ids_changed || !self.galloc.alloc_graph_n(ctx, &self.graph_nodes, &self.graph_leafs) {
+        if backend_ids_changed
+            || !self
+                .galloc
+                .alloc_graph_n(ctx, &self.graph_nodes, &self.graph_leafs)
+        {
             if self.debug_realloc > 0 {
                 // only a reallocation of a graph whose size and assignment did not change is a bug
-                let unexpected = !backend_ids_changed && self.debug_prev_graph_size == self.debug_graph_size;
+                let unexpected =
+                    !backend_ids_changed && self.debug_prev_graph_size == self.debug_graph_size;
                 if unexpected || self.debug_realloc > 1 {
                     let e = SchedError::UnexpectedRealloc {
                         graph_size: self.debug_graph_size,
@@ -373,11 +409,20 @@ impl Sched {
                 Some(&self.node_backend_ids),
                 Some(&self.leaf_backend_ids),
             ) {
-                crate::log_error!("{}: failed to reserve graph\n", "ggml_backend_sched_alloc_splits");
+                crate::log_error!(
+                    "{}: failed to reserve graph\n",
+                    "ggml_backend_sched_alloc_splits"
+                );
                 return Err(SchedError::Reserve(e));
             }
-            if !self.galloc.alloc_graph_n(ctx, &self.graph_nodes, &self.graph_leafs) {
-                crate::log_error!("{}: failed to allocate graph\n", "ggml_backend_sched_alloc_splits");
+            if !self
+                .galloc
+                .alloc_graph_n(ctx, &self.graph_nodes, &self.graph_leafs)
+            {
+                crate::log_error!(
+                    "{}: failed to allocate graph\n",
+                    "ggml_backend_sched_alloc_splits"
+                );
                 return Err(SchedError::AllocGraph);
             }
         }
@@ -421,7 +466,10 @@ impl Sched {
 
     /// Pins a tensor of the next graph to a backend; no pass overwrites it.
     pub fn set_tensor_backend(&mut self, t: TensorId, backend: usize) {
-        assert!(backend < self.backends.len(), "backend index {backend} out of range");
+        assert!(
+            backend < self.backends.len(),
+            "backend index {backend} out of range"
+        );
         self.set_bid(t, backend as i32);
         self.set_cause(t, "usr");
         self.is_reset = false;

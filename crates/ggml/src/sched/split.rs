@@ -17,8 +17,9 @@ impl Sched {
             Some(vs) => ctx[vs].buffer()?,
             None => t.buffer()?,
         };
-        (0..self.backends.len())
-            .find(|&i| self.devs[i].supports_buft(buffer.buft()) && self.devs[i].supports_op(ctx, op))
+        (0..self.backends.len()).find(|&i| {
+            self.devs[i].supports_buft(buffer.buft()) && self.devs[i].supports_op(ctx, op)
+        })
     }
 
     /// Pass 1 for one tensor: is its placement already decided?
@@ -55,11 +56,15 @@ impl Sched {
         if allow {
             for (i, src) in t.src.iter().enumerate() {
                 let Some(src) = *src else { continue };
-                let Some(buf) = ctx[src].buffer() else { continue };
+                let Some(buf) = ctx[src].buffer() else {
+                    continue;
+                };
                 if buf.usage() != BufferUsage::Weights {
                     continue;
                 }
-                let src_backend = self.backend_from_buffer(ctx, src, id).map_or(-1, |b| b as i32);
+                let src_backend = self
+                    .backend_from_buffer(ctx, src, id)
+                    .map_or(-1, |b| b as i32);
                 let last = self.backends.len() as i32 - 1;
                 // a higher-priority backend may want to run an op on a host weight anyway
                 if self.op_offload && src_backend == last && buf.is_host() {
@@ -111,8 +116,11 @@ impl Sched {
     fn expand(&mut self, ctx: &Context, nodes: &[TensorId], forward: bool, gpu_only: bool) {
         let last = self.backends.len() as i32 - 1;
         let mut cur = -1i32;
-        let order: Box<dyn Iterator<Item = &TensorId>> =
-            if forward { Box::new(nodes.iter()) } else { Box::new(nodes.iter().rev()) };
+        let order: Box<dyn Iterator<Item = &TensorId>> = if forward {
+            Box::new(nodes.iter())
+        } else {
+            Box::new(nodes.iter().rev())
+        };
         for &node in order {
             if ctx[node].op.is_view() {
                 continue;
@@ -144,7 +152,8 @@ impl Sched {
                     let n = ctx[node]
                         .srcs()
                         .filter(|&s| {
-                            let assigned = self.bid(s) != -1 || ctx[s].view_src.is_some_and(|v| self.bid(v) != -1);
+                            let assigned = self.bid(s) != -1
+                                || ctx[s].view_src.is_some_and(|v| self.bid(v) != -1);
                             assigned && self.buffer_supported(ctx, s, b)
                         })
                         .count() as i32;
@@ -202,7 +211,10 @@ impl Sched {
                 self.set_if_supported(ctx, node, b);
             }
             if self.bid(node) == -1 {
-                return Err(SchedError::Unassigned { node: ctx[node].name.clone(), op: ctx[node].op.desc() });
+                return Err(SchedError::Unassigned {
+                    node: ctx[node].name.clone(),
+                    op: ctx[node].op.desc(),
+                });
             }
         }
         Ok(())
@@ -220,8 +232,16 @@ impl Sched {
     /// Pass 5: cut the node list into splits and create the copies of foreign inputs.
     fn cut_splits(&mut self, g: &mut Graph) -> Result<(), SchedError> {
         let n_nodes = g.nodes.len();
-        let first = g.nodes.iter().position(|&n| !g.ctx[n].op.is_view()).unwrap_or(n_nodes);
-        let first_backend = if first < n_nodes { self.bid(g.nodes[first]) } else { self.backends.len() as i32 - 1 };
+        let first = g
+            .nodes
+            .iter()
+            .position(|&n| !g.ctx[n].op.is_view())
+            .unwrap_or(n_nodes);
+        let first_backend = if first < n_nodes {
+            self.bid(g.nodes[first])
+        } else {
+            self.backends.len() as i32 - 1
+        };
         let mut i_split = 0usize;
         self.split_slot(0);
         self.splits[0].backend_id = first_backend.max(0) as usize;
@@ -237,7 +257,10 @@ impl Sched {
             let node_backend = self.bid(node);
             if node_backend == -1 {
                 // all nodes should be assigned by now; this can happen if there is no CPU fallback
-                return Err(SchedError::Unassigned { node: g.ctx[node].name.clone(), op: g.ctx[node].op.desc() });
+                return Err(SchedError::Unassigned {
+                    node: g.ctx[node].name.clone(),
+                    op: g.ctx[node].op.desc(),
+                });
             }
 
             let mut need_new_split = false;
@@ -279,17 +302,28 @@ impl Sched {
             }
 
             for j in 0..MAX_SRC {
-                let Some(src) = g.ctx[node].src[j] else { continue };
+                let Some(src) = g.ctx[node].src[j] else {
+                    continue;
+                };
                 let src_backend = self.bid(src);
                 if src_backend == -1 {
-                    return Err(SchedError::Unassigned { node: g.ctx[src].name.clone(), op: g.ctx[src].op.desc() });
+                    return Err(SchedError::Unassigned {
+                        node: g.ctx[src].name.clone(),
+                        op: g.ctx[src].op.desc(),
+                    });
                 }
                 let src_backend = src_backend as usize;
 
-                if g.ctx[src].has_flag(flags::INPUT) && self.n_copies > 1 && self.copy_of(src, src_backend, 0).is_none()
+                if g.ctx[src].has_flag(flags::INPUT)
+                    && self.n_copies > 1
+                    && self.copy_of(src, src_backend, 0).is_none()
                 {
                     for c in 0..self.n_copies {
-                        let t = if c == self.cur_copy { src } else { self.new_copy(&mut g.ctx, src, src_backend, c) };
+                        let t = if c == self.cur_copy {
+                            src
+                        } else {
+                            self.new_copy(&mut g.ctx, src, src_backend, c)
+                        };
                         // inputs and outputs so the allocator never overwrites them
                         g.ctx[t].flags |= flags::INPUT | flags::OUTPUT;
                         self.set_copy(src, src_backend, c, t);
@@ -335,7 +369,11 @@ impl Sched {
     }
 
     fn graph_inputs_grow(&mut self) {
-        let new_cap = if self.graph_inputs_capacity > 0 { 2 * self.graph_inputs_capacity } else { MAX_SPLIT_INPUTS };
+        let new_cap = if self.graph_inputs_capacity > 0 {
+            2 * self.graph_inputs_capacity
+        } else {
+            MAX_SPLIT_INPUTS
+        };
         if self.graph_inputs_capacity > 0 {
             crate::log_warn!(
                 "{}: increasing graph inputs capacity from {} to {}\n",
@@ -373,8 +411,11 @@ impl Sched {
     /// input_dep (keeps the source alive until the copy) and one input_cpy (allocates the copy
     /// at the split's start) per input; with pipeline copies every copy is also a leaf.
     fn build_graph_copy(&mut self, g: &mut Graph) {
-        let total_inputs: usize =
-            self.graph_inputs.len() + self.splits[..self.n_splits].iter().map(|s| s.inputs.len()).sum::<usize>();
+        let total_inputs: usize = self.graph_inputs.len()
+            + self.splits[..self.n_splits]
+                .iter()
+                .map(|s| s.inputs.len())
+                .sum::<usize>();
         let graph_size = g.nodes.len().max(g.leafs.len()) + total_inputs * 2 * self.n_copies;
         self.debug_prev_graph_size = self.debug_graph_size;
         self.debug_graph_size = graph_size;
@@ -385,7 +426,9 @@ impl Sched {
             let backend = self.splits[s].backend_id;
             for j in 0..self.splits[s].inputs.len() {
                 let input = self.splits[s].inputs[j];
-                let input_cpy = self.copy_of(input, backend, self.cur_copy).expect("split input without a copy");
+                let input_cpy = self
+                    .copy_of(input, backend, self.cur_copy)
+                    .expect("split input without a copy");
                 let dep = g.ctx.view_tensor(input);
                 g.ctx[dep].src[0] = Some(input);
                 nodes.push(dep);
@@ -405,14 +448,20 @@ impl Sched {
             for &input in &self.graph_inputs {
                 let b = self.bid(input).max(0) as usize;
                 for c in 0..self.n_copies {
-                    leafs.push(self.copy_of(input, b, c).expect("graph input without copies"));
+                    leafs.push(
+                        self.copy_of(input, b, c)
+                            .expect("graph input without copies"),
+                    );
                     leaf_ids.push(b);
                 }
             }
             for s in &self.splits[..self.n_splits] {
                 for &input in &s.inputs {
                     for c in 0..self.n_copies {
-                        leafs.push(self.copy_of(input, s.backend_id, c).expect("split input without copies"));
+                        leafs.push(
+                            self.copy_of(input, s.backend_id, c)
+                                .expect("split input without copies"),
+                        );
                         leaf_ids.push(s.backend_id);
                     }
                 }

@@ -11,9 +11,18 @@ pub fn place_weights(ctx: &mut Context, ids: &[TensorId], buft: &BufferTypeRef) 
     place(ctx, ids, buft, BufferUsage::Weights)
 }
 
-pub fn place(ctx: &mut Context, ids: &[TensorId], buft: &BufferTypeRef, usage: BufferUsage) -> Arc<Buffer> {
+pub fn place(
+    ctx: &mut Context,
+    ids: &[TensorId],
+    buft: &BufferTypeRef,
+    usage: BufferUsage,
+) -> Arc<Buffer> {
     let a = buft.alignment();
-    let size: usize = ids.iter().map(|&t| buft.alloc_size(&ctx[t]).div_ceil(a) * a).sum::<usize>() + a;
+    let size: usize = ids
+        .iter()
+        .map(|&t| buft.alloc_size(&ctx[t]).div_ceil(a) * a)
+        .sum::<usize>()
+        + a;
     let buf = buft.clone().alloc_buffer(size).expect("test buffer");
     buf.set_usage(usage);
     let mut ta = Tallocr::new(buf.clone());
@@ -45,7 +54,13 @@ pub const V: i64 = 16;
 
 /// i_gpu_start = max(n_layer + 1 - ngl, 0) as llama-model.cpp; `ffn_on_cpu` layers keep their
 /// FFN weights on the CPU (a tensor override).
-pub fn toy(n_layer: usize, ngl: usize, ffn_on_cpu: &[usize], cpu: &BufferTypeRef, gpu: &BufferTypeRef) -> Toy {
+pub fn toy(
+    n_layer: usize,
+    ngl: usize,
+    ffn_on_cpu: &[usize],
+    cpu: &BufferTypeRef,
+    gpu: &BufferTypeRef,
+) -> Toy {
     toy_sized(n_layer, ngl, ffn_on_cpu, cpu, gpu, D)
 }
 
@@ -78,8 +93,16 @@ pub fn toy_sized(
         named(&mut ctx, wf, &format!("blk.{il}.ffn.weight"));
         let gpu_layer = il >= gpu_start;
         layer_on_gpu.push(gpu_layer);
-        if gpu_layer { on_gpu.push(wa) } else { on_cpu.push(wa) }
-        if gpu_layer && !ffn_on_cpu.contains(&il) { on_gpu.push(wf) } else { on_cpu.push(wf) }
+        if gpu_layer {
+            on_gpu.push(wa)
+        } else {
+            on_cpu.push(wa)
+        }
+        if gpu_layer && !ffn_on_cpu.contains(&il) {
+            on_gpu.push(wf)
+        } else {
+            on_cpu.push(wf)
+        }
         let attn = ctx.mul_mat(wa, x);
         named(&mut ctx, attn, &format!("attn-{il}"));
         let add = ctx.add(attn, x);
@@ -93,14 +116,29 @@ pub fn toy_sized(
     }
     let wo = ctx.new_tensor_2d(Type::F32, d, V);
     named(&mut ctx, wo, "output.weight");
-    if n_layer >= gpu_start { on_gpu.push(wo) } else { on_cpu.push(wo) }
+    if n_layer >= gpu_start {
+        on_gpu.push(wo)
+    } else {
+        on_cpu.push(wo)
+    }
     let logits = ctx.mul_mat(wo, x);
     named(&mut ctx, logits, "logits");
     ctx.set_output(logits);
-    let buffers = vec![place_weights(&mut ctx, &on_cpu, cpu), place_weights(&mut ctx, &on_gpu, gpu)];
+    let buffers = vec![
+        place_weights(&mut ctx, &on_cpu, cpu),
+        place_weights(&mut ctx, &on_gpu, gpu),
+    ];
     let mut g = Graph::new(ctx);
     g.build_forward_expand(logits);
-    Toy { g, embd, inp_tokens, out, logits, layer_on_gpu, buffers }
+    Toy {
+        g,
+        embd,
+        inp_tokens,
+        out,
+        logits,
+        layer_on_gpu,
+        buffers,
+    }
 }
 
 /// Deterministic values from the tensor's name, so two builds of a graph hold the same weights.
@@ -113,7 +151,9 @@ pub fn fill_by_name(ctx: &Context, t: TensorId) {
     let n = tensor.nelements() as usize;
     let vals: Vec<f32> = (0..n)
         .map(|i| {
-            h = h.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407 + i as u64);
+            h = h
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407 + i as u64);
             ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.25
         })
         .collect();
