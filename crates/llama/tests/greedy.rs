@@ -1,0 +1,169 @@
+//! Greedy generation on the reference model reproduces llama-completion's text
+//! (`-p "Hello my name is" -n 24 --temp 0 -c 256`), and decode's batch handling: outputs for
+//! requested positions only, several sequences in one batch, sequence operations.
+
+mod common;
+
+use llama::{Batch, Context, ContextParams};
+
+/// "Hello my name is" in the Qwen2 vocabulary (tokenize-show.log and the vocab file).
+const PROMPT: [i32; 4] = [9707, 847, 829, 374];
+
+/// Token texts from the model file, GPT-2 byte-level decoded (the tokenizer is not needed).
+fn token_bytes() -> Vec<Vec<u8>> {
+    let path = testutil::reference_model();
+    let f = gguf::GgufFile::open_metadata(&path).unwrap();
+    let toks = f.get("tokenizer.ggml.tokens").unwrap().as_array().unwrap().strings().unwrap();
+    // bytes_to_unicode: printable bytes map to themselves, the others to U+0100 upwards
+    let mut map = std::collections::HashMap::new();
+    let mut n = 0u32;
+    for b in 0..=255u32 {
+        let printable = (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+        let c = if printable {
+            b
+        } else {
+            n += 1;
+            255 + n
+        };
+        map.insert(char::from_u32(c).unwrap(), b as u8);
+    }
+    toks.iter().map(|t| t.chars().map(|c| *map.get(&c).unwrap_or(&b'?')).collect()).collect()
+}
+
+fn argmax(l: &[f32]) -> i32 {
+    let mut best = 0;
+    for (i, &v) in l.iter().enumerate() {
+        if v > l[best] {
+            best = i;
+        }
+    }
+    best as i32
+}
+
+fn expected_continuation() -> String {
+    let lines = common::reference_log("greedy-f32.log");
+    let l = lines.iter().find(|l| l.starts_with("Hello my name is")).unwrap();
+    l["Hello my name is".len()..].to_string()
+}
+
+fn new_ctx(n_ctx: u32, n_seq_max: u32) -> Context {
+    let loaded = common::model().unwrap();
+    let p = ContextParams { n_ctx, n_seq_max, n_threads: 2, n_threads_batch: 2, ..Default::default() };
+    common::capture(|| Context::new(loaded.model.clone(), p)).0.unwrap()
+}
+
+#[test]
+fn greedy_continuation_matches_llama_cpp() {
+    if common::model().is_none() {
+        return;
+    }
+    let vocab = token_bytes();
+    let mut ctx = new_ctx(256, 1);
+    assert_eq!(ctx.decode(&Batch::get_one(&PROMPT)), 0);
+    let mut out = Vec::new();
+    for _ in 0..24 {
+        let logits = ctx.get_logits_ith(-1).unwrap();
+        assert!(logits.iter().all(|v| v.is_finite()));
+        let t = argmax(logits);
+        out.extend_from_slice(&vocab[t as usize]);
+        assert_eq!(ctx.decode(&Batch::get_one(&[t])), 0);
+    }
+    assert_eq!(String::from_utf8_lossy(&out), expected_continuation());
+    let perf = ctx.perf();
+    assert_eq!((perf.n_p_eval, perf.n_eval), (4, 24));
+    // the first single-token step builds its graph, the next 23 reuse it
+    assert_eq!(perf.n_reused, 23);
+}
+
+#[test]
+fn batched_sequences_match_one_by_one() {
+    if common::model().is_none() {
+        return;
+    }
+    // the reference: the prompt alone
+    let mut solo = new_ctx(256, 1);
+    assert_eq!(solo.decode(&Batch::get_one(&PROMPT)), 0);
+    let want = solo.get_logits_ith(-1).unwrap().to_vec();
+
+    // two sequences with the same prompt in one batch, outputs only at their last tokens
+    let mut ctx = new_ctx(512, 2);
+    let mut b = Batch::new();
+    for s in 0..2 {
+        for (i, &t) in PROMPT.iter().enumerate() {
+            b.add(t, i as i32, &[s], i == PROMPT.len() - 1);
+        }
+    }
+    assert_eq!(ctx.decode(&b), 0);
+    assert_eq!(ctx.n_outputs(), 2);
+    assert!(ctx.get_logits_ith(0).is_none(), "no logits were requested for token 0");
+    for i in [3, 7] {
+        let got = ctx.get_logits_ith(i).unwrap();
+        let diff = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        assert!(diff < 1e-3, "sequence of token {i}: max diff {diff}");
+        assert_eq!(argmax(got), argmax(&want));
+    }
+    assert_eq!(ctx.memory_seq_pos_max(0), 3);
+    assert_eq!(ctx.memory_seq_pos_max(1), 3);
+
+    // remove sequence 1, keep going on sequence 0 with positions filled in
+    assert!(ctx.memory_seq_rm(1, -1, -1));
+    assert_eq!(ctx.memory_seq_pos_max(1), -1);
+    let next = argmax(&want);
+    assert_eq!(ctx.decode(&Batch::get_one(&[next])), 0);
+    assert_eq!(ctx.memory_seq_pos_max(0), 4);
+
+    // copy 0 to 1 and continue 1 from there
+    ctx.memory_seq_cp(0, 1, -1, -1);
+    assert_eq!(ctx.memory_seq_pos_max(1), 4);
+    let mut b = Batch::new();
+    b.add(next, 5, &[1], true);
+    assert_eq!(ctx.decode(&b), 0);
+    ctx.memory_seq_keep(1);
+    assert_eq!(ctx.memory_seq_pos_max(0), -1);
+    assert_eq!(ctx.memory_seq_pos_max(1), 5);
+}
+
+#[test]
+fn invalid_batches_and_full_cache() {
+    if common::model().is_none() {
+        return;
+    }
+    let mut ctx = new_ctx(256, 1);
+    let (rc, _) = common::capture(|| ctx.decode(&Batch::new()));
+    assert_eq!(rc, -1, "empty batch");
+    let (rc, _) = common::capture(|| ctx.decode(&Batch::get_one(&[200_000])));
+    assert_eq!(rc, -1, "token out of vocabulary");
+    let mut b = Batch::new();
+    b.add(1, 0, &[3], true);
+    let (rc, _) = common::capture(|| ctx.decode(&b));
+    assert_eq!(rc, -1, "sequence id beyond n_seq_max");
+    // 256 cells: a 300-token batch cannot fit
+    let (rc, _) = common::capture(|| ctx.decode(&Batch::get_one(&[11; 300])));
+    assert_eq!(rc, 1, "no KV slot");
+    assert_eq!(ctx.memory_seq_pos_max(0), -1, "a failed batch leaves the cache as it was");
+}
+
+#[test]
+fn shifted_sequence_continues_like_a_fresh_one() {
+    if common::model().is_none() {
+        return;
+    }
+    // rope makes attention depend on relative positions only: a prompt moved 10 positions
+    // forward (its cached keys re-roped) must continue as the unmoved one does
+    let mut fresh = new_ctx(256, 1);
+    assert_eq!(fresh.decode(&Batch::get_one(&PROMPT)), 0);
+    let next = argmax(fresh.get_logits_ith(-1).unwrap());
+    assert_eq!(fresh.decode(&Batch::get_one(&[next])), 0);
+    let want = fresh.get_logits_ith(-1).unwrap().to_vec();
+
+    let mut ctx = new_ctx(256, 1);
+    assert_eq!(ctx.decode(&Batch::get_one(&PROMPT)), 0);
+    ctx.memory_seq_add(0, 0, -1, 10);
+    assert_eq!(ctx.memory_seq_pos_min(0), 10);
+    assert_eq!(ctx.memory_seq_pos_max(0), 13);
+    assert_eq!(ctx.decode(&Batch::get_one(&[next])), 0);
+    assert_eq!(ctx.memory_seq_pos_max(0), 14);
+    let got = ctx.get_logits_ith(-1).unwrap();
+    let diff = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    assert!(diff < 2e-2, "max diff {diff}");
+}
