@@ -193,7 +193,8 @@ fn bad_flags_give_one_error_line() {
         vec!["--heads", "8", "--heads-kv", "3", "-o", o],
         vec!["--layers", "0", "-o", o],
         vec!["--vocab", missing.to_str().unwrap(), "-o", o],
-        vec!["--vocab-size", "10", "-o", no_dir.to_str().unwrap()],
+        vec!["--vocab-size", "10", "-o", o],
+        vec!["--vocab-size", "300", "-o", no_dir.to_str().unwrap()],
     ];
     for args in cases {
         let r = gguf_new(&args);

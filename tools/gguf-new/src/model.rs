@@ -127,6 +127,11 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
             return Err(format!("--{name} must be at least 1"));
         }
     }
+    if args.vocab_size.is_some_and(|n| n < 259) {
+        return Err(
+            "--vocab-size must be at least 259 (256 byte tokens and 3 control tokens)".into(),
+        );
+    }
     if s.embd % s.heads != 0 {
         return Err(format!(
             "--embd {} is not a multiple of --heads {}",

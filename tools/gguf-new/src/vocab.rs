@@ -172,8 +172,9 @@ fn learn_merges(text: &str, max_merges: usize) -> Vec<(String, String)> {
     merges
 }
 
-/// Our own vocabulary, padded with unreachable `[PAD<id>]` tokens to `n_vocab` if that is
-/// larger (so a model gets the embedding shape of the real one it imitates). The pads are
+/// Our own vocabulary of exactly `n_vocab` tokens (0: its natural size): fewer merges when
+/// `n_vocab` is small, or padding with unreachable `[PAD<id>]` tokens when it is larger (so a
+/// model gets the embedding shape of the real one it imitates). The pads are
 /// normal tokens, not control ones: llama.cpp scans every special token when it tokenizes,
 /// and a hundred thousand of them would make that slow.
 pub fn builtin(n_vocab: u64, pre: &str) -> Vocab {
@@ -182,13 +183,26 @@ pub fn builtin(n_vocab: u64, pre: &str) -> Vocab {
         .map(|(_, c)| c.to_string())
         .collect();
     let mut seen: HashSet<String> = tokens.iter().cloned().collect();
-    let merges = learn_merges(CORPUS, 2000);
+    let mut merges = learn_merges(CORPUS, 2000);
+    // A small --vocab-size keeps only the first merges: room for them and the 3 control tokens.
+    let limit = if n_vocab == 0 {
+        usize::MAX
+    } else {
+        n_vocab as usize
+    };
+    let mut kept = 0;
     for (a, b) in &merges {
         let t = format!("{a}{b}");
-        if seen.insert(t.clone()) {
+        if !seen.contains(&t) {
+            if tokens.len() + 3 >= limit {
+                break;
+            }
+            seen.insert(t.clone());
             tokens.push(t);
         }
+        kept += 1;
     }
+    merges.truncate(kept);
     let mut types = vec![TOKEN_NORMAL; tokens.len()];
     let first_special = tokens.len() as u32;
     for s in ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] {
@@ -297,6 +311,18 @@ mod tests {
         assert_eq!(v.n_tokens as usize, tokens.len());
         let padded = builtin(5000, "qwen2");
         assert_eq!(padded.n_tokens, 5000);
+        let small = builtin(300, "qwen2");
+        assert_eq!(small.n_tokens, 300);
+        let n_merges = small
+            .kv
+            .iter()
+            .find(|(k, _)| k == "tokenizer.ggml.merges")
+            .unwrap()
+            .1
+            .as_array()
+            .unwrap()
+            .len();
+        assert!(n_merges >= 300 - 259, "{n_merges}");
         // Learning is deterministic.
         assert_eq!(builtin(0, "default").kv, v.kv);
     }
