@@ -45,6 +45,7 @@ pub struct Counters {
     /// bytes written with set_tensor_async (the MoE expert copies use it)
     pub set_async_bytes: AtomicUsize,
     pub set_async_calls: AtomicUsize,
+    pub get_async_calls: AtomicUsize,
     pub cpy_async_calls: AtomicUsize,
     pub synchronize_calls: AtomicUsize,
     pub events_recorded: AtomicUsize,
@@ -284,6 +285,13 @@ impl Backend for TestBackend {
         c.set_async_calls.fetch_add(1, Ordering::SeqCst);
         c.set_async_bytes.fetch_add(data.len(), Ordering::SeqCst);
         ggml::backend::set_tensor(t, data, offset)
+    }
+    fn get_tensor_async(&mut self, t: &Tensor, out: &mut [u8], offset: usize) {
+        self.dev
+            .counters
+            .get_async_calls
+            .fetch_add(1, Ordering::SeqCst);
+        ggml::backend::get_tensor(t, out, offset)
     }
     fn cpy_tensor_async(&mut self, src: &Tensor, dst: &Tensor) -> bool {
         self.dev

@@ -261,3 +261,68 @@ fn pipeline_copies_rotate_and_copy_0_returns_after_a_synchronize() {
     // four copies of the crossing tensor live in the GPU's compute buffer
     assert!(s.get_buffer_size(GPU) >= 4 * 128);
 }
+
+#[test]
+fn moe_ids_are_read_back_once_per_ids_tensor() {
+    const K: i64 = 32;
+    const N_EXPERT: i64 = 8;
+    const T: i64 = 32;
+    // gate, up, down: three expert matmuls on the same routing, each its own split (a new
+    // foreign weight cuts the split), each copying experts 0 and 3..4 only
+    let build = || {
+        let mut ctx = Context::new();
+        let e: Vec<TensorId> = (0..3)
+            .map(|i| {
+                let t = ctx.new_tensor_3d(Type::F32, K, K, N_EXPERT);
+                ctx.set_name(t, &format!("exps{i}.weight"))
+            })
+            .collect();
+        let w = place_weights(&mut ctx, &e, &cpu_buft());
+        let b = ctx.new_tensor_3d(Type::F32, K, 1, T);
+        ctx.set_name(b, "b");
+        ctx.set_input(b);
+        let ids = ctx.new_tensor_2d(Type::I32, 2, T);
+        ctx.set_name(ids, "ids");
+        ctx.set_input(ids);
+        let h1 = ctx.mul_mat_id(e[0], b, ids);
+        let h2 = ctx.mul_mat_id(e[1], h1, ids);
+        let h3 = ctx.mul_mat_id(e[2], h2, ids);
+        ctx.set_output(h3);
+        let mut g = Graph::new(ctx);
+        g.build_forward_expand(h3);
+        for &t in &e {
+            fill_by_name(&g.ctx, t);
+        }
+        (g, b, ids, h3, w)
+    };
+    let set_inputs = |g: &Graph, b: TensorId, ids: TensorId| {
+        fill_by_name(&g.ctx, b);
+        let v: Vec<u8> = (0..T)
+            .flat_map(|t| if t % 2 == 0 { [0, 3] } else { [4, 0] })
+            .flat_map(|i: i32| i.to_le_bytes())
+            .collect();
+        ggml::backend::set_tensor(&g.ctx[ids], &v, 0);
+    };
+    let mut s = cpu_sched();
+    let (mut g, b, ids, h3, _w) = build();
+    s.alloc_graph(&mut g).unwrap();
+    set_inputs(&g, b, ids);
+    assert_eq!(s.graph_compute(&mut g), Status::Success);
+    let want = tensor_to_f32(&g.ctx[h3]);
+
+    let (mut s, counters, _) = gpu_sched(TestDeviceConfig::gpu("GPU0"), false);
+    let (mut g, b, ids, h3, _w) = build();
+    s.alloc_graph(&mut g).unwrap();
+    assert_eq!(s.n_splits(), 3);
+    set_inputs(&g, b, ids);
+    assert_eq!(s.graph_compute(&mut g), Status::Success);
+    assert_eq!(bits(&tensor_to_f32(&g.ctx[h3])), bits(&want));
+    let expert = (K * K * 4) as usize;
+    assert_eq!(
+        Counters::get(&counters.set_async_bytes),
+        3 * ((expert + 512) + (2 * expert + 512))
+    );
+    // split 1 reads the original ids on the CPU (its copy comes later in the same split), split 2
+    // reads the GPU copy, split 3 reuses what split 2 read
+    assert_eq!(Counters::get(&counters.get_async_calls), 1);
+}

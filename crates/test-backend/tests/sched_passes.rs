@@ -768,3 +768,49 @@ fn the_unexpected_reallocation_tripwire() {
         })
     ));
 }
+
+#[test]
+fn one_node_overflowing_the_input_list_doubles_it_with_a_warning() {
+    let warnings: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let w = warnings.clone();
+    ggml::log::set_log_callback(Some(Box::new(move |level, text| {
+        if level == ggml::log::LogLevel::Warn && text.contains("capacity") {
+            w.lock().unwrap().push(text.to_string());
+        }
+    })));
+    let r = Rig::new();
+    let mut ctx = Context::new();
+    let d = common::D;
+    let inp = input(&mut ctx, "inp", &[d]);
+    let wg = weight(&mut ctx, "wg", &[d, d]);
+    let wc: Vec<TensorId> = (0..30)
+        .map(|i| weight(&mut ctx, &format!("wc{i}"), &[d, d]))
+        .collect();
+    let _b = (
+        place_weights(&mut ctx, &[wg], &r.gpu_buft()),
+        place_weights(&mut ctx, &wc, &r.cpu_buft()),
+    );
+    let c: Vec<TensorId> = wc.iter().map(|&w| ctx.mul_mat(w, inp)).collect();
+    let mut x = ctx.mul_mat(wg, inp);
+    for &ci in &c[..28] {
+        x = ctx.add(x, ci);
+    }
+    // 29 inputs so far (inp, c_0..c_27): this node brings two more at once
+    let pair = ctx.add(c[28], c[29]);
+    let last = ctx.add(x, pair);
+    let mut g = Graph::new(ctx);
+    for &ci in &c {
+        g.build_forward_expand(ci);
+    }
+    g.build_forward_expand(last);
+    let mut s = r.sched(true);
+    s.alloc_graph(&mut g).unwrap();
+    let n_inputs: Vec<usize> = s.splits().iter().map(|sp| sp.inputs.len()).collect();
+    assert_eq!(n_inputs, vec![0, 31]);
+    let seen = warnings.lock().unwrap().clone();
+    ggml::log::set_log_callback(None);
+    assert_eq!(
+        seen,
+        vec!["ggml_backend_sched_split_inputs_grow: increasing split inputs capacity from 30 to 60\n".to_string()]
+    );
+}

@@ -54,6 +54,10 @@ pub enum SchedError {
     Reserve(crate::alloc::AllocError),
     #[error("failed to allocate graph")]
     AllocGraph,
+    #[error("alloc_graph called on an allocated graph without reset")]
+    AlreadyAllocated,
+    #[error("{0} buffer types given for {1} backends")]
+    BuftCount(usize, usize),
     #[error("unexpected graph reallocation (graph size = {graph_size}, nodes = {nodes}, leafs = {leafs}), debug_realloc = {debug_realloc}")]
     UnexpectedRealloc {
         graph_size: usize,
@@ -193,7 +197,9 @@ impl Sched {
             Some(b) => b,
             None => devs.iter().map(|d| d.buffer_type()).collect(),
         };
-        assert_eq!(bufts.len(), n, "one buffer type per backend");
+        if bufts.len() != n {
+            return Err(SchedError::BuftCount(bufts.len(), n));
+        }
         for (i, b) in bufts.iter().enumerate() {
             if !devs[i].supports_buft(b) {
                 return Err(SchedError::BuftNotSupported {
@@ -348,7 +354,9 @@ impl Sched {
     /// Splits the graph and gives all its tensors memory (rotating the pipeline copy).
     pub fn alloc_graph(&mut self, g: &mut Graph) -> Result<(), SchedError> {
         self.check_size(g)?;
-        assert!(!self.is_alloc, "alloc_graph called twice without reset");
+        if self.is_alloc {
+            return Err(SchedError::AlreadyAllocated);
+        }
         self.cur_copy = self.next_copy;
         self.next_copy = (self.next_copy + 1) % self.n_copies;
         self.split_graph(g)?;
