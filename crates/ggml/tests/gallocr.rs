@@ -232,3 +232,41 @@ fn tallocr_refuses_what_does_not_fit() {
         "allocating twice is an error"
     );
 }
+
+#[test]
+fn measuring_sizes_allocates_nothing_and_drops_stale_buffers() {
+    let buft = host_buft(32, usize::MAX);
+    let build = |n: i64| {
+        let mut ctx = Context::new();
+        let x = ctx.new_tensor_1d(Type::F32, n);
+        ctx.set_input(x);
+        let a = ctx.cont(x);
+        let mut g = Graph::new(ctx);
+        g.build_forward_expand(a);
+        g
+    };
+    let mut ga = Gallocr::new_n(vec![buft.clone(), buft]);
+    let g = build(64);
+    // both ids share the buffer type and each reports the shared total
+    assert_eq!(
+        ga.reserve_n_size(&g.ctx, &g.nodes, &g.leafs, None, None)
+            .unwrap(),
+        vec![512, 512]
+    );
+    assert_eq!(ga.get_buffer_size(0), 0, "nothing was allocated");
+    let mut g = build(64);
+    let (nodes, leafs) = (g.nodes.clone(), g.leafs.clone());
+    // with two buffer ids the allocator cannot re-plan by itself: the caller must reserve
+    assert!(!ga.alloc_graph_n(&mut g.ctx, &nodes, &leafs));
+    ga.reserve_n(&g.ctx, &nodes, &leafs, None, None).unwrap();
+    assert!(ga.alloc_graph_n(&mut g.ctx, &nodes, &leafs));
+    assert_eq!((ga.get_buffer_size(0), ga.get_buffer_size(1)), (512, 0));
+    // measuring a bigger graph drops the buffer that became too small
+    let big = build(128);
+    assert_eq!(
+        ga.reserve_n_size(&big.ctx, &big.nodes, &big.leafs, None, None)
+            .unwrap(),
+        vec![1024, 1024]
+    );
+    assert_eq!(ga.get_buffer_size(0), 0);
+}

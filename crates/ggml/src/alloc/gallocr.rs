@@ -337,7 +337,9 @@ impl Gallocr {
         Ok(())
     }
 
-    fn reserve_buffers(&mut self) -> Result<(), AllocError> {
+    /// Reallocates the buffers that are smaller than the plan; with `no_alloc` they are only
+    /// dropped (the next alloc_graph then asks for a reserve), as ggml's measure path does.
+    fn reserve_buffers(&mut self, no_alloc: bool) -> Result<(), AllocError> {
         for i in 0..self.bufts.len() {
             // a buffer type used several times has one buffer
             if let Some(j) = (0..i).find(|&j| self.talloc_of[j] == self.talloc_of[i]) {
@@ -359,6 +361,9 @@ impl Gallocr {
                 continue;
             }
             self.buffers[i] = None;
+            if no_alloc {
+                continue;
+            }
             let mut chunks = Vec::with_capacity(talloc.n_chunks());
             for c in 0..talloc.n_chunks() {
                 match self.bufts[i].clone().alloc_buffer(talloc.max_size(c)) {
@@ -393,11 +398,11 @@ impl Gallocr {
         leaf_ids: Option<&[usize]>,
     ) -> Result<(), AllocError> {
         self.reserve_plan(ctx, nodes, leafs, node_ids, leaf_ids)?;
-        self.reserve_buffers()
+        self.reserve_buffers(false)
     }
 
     /// The bytes each buffer id would need, without allocating (ggml_gallocr_reserve_n_size);
-    /// a buffer type already counted for an earlier id reports 0.
+    /// ids sharing a buffer type each report the shared total, as ggml does.
     pub fn reserve_n_size(
         &mut self,
         ctx: &Context,
@@ -407,14 +412,9 @@ impl Gallocr {
         leaf_ids: Option<&[usize]>,
     ) -> Result<Vec<usize>, AllocError> {
         self.reserve_plan(ctx, nodes, leafs, node_ids, leaf_ids)?;
+        self.reserve_buffers(true)?;
         Ok((0..self.bufts.len())
-            .map(|i| {
-                if (0..i).any(|j| self.talloc_of[j] == self.talloc_of[i]) {
-                    return 0;
-                }
-                let t = &self.tallocs[self.talloc_of[i]];
-                (0..t.n_chunks()).map(|c| t.max_size(c)).sum()
-            })
+            .map(|i| self.planned_size(i))
             .collect())
     }
 
