@@ -1,0 +1,231 @@
+//! Small generated models: bad input gives a LlamaError (never a panic), the load modes and
+//! tensor overrides give the same weights, and the qwen2 graph runs.
+
+mod common;
+
+use gguf::{GgufWriter, Value};
+use llama::{Batch, Context, ContextParams, LlamaError, LoadMode, Model, ModelParams};
+use std::path::{Path, PathBuf};
+
+const N_EMBD: u64 = 16;
+const N_FF: u64 = 32;
+const N_HEAD: u32 = 2;
+const N_HEAD_KV: u32 = 1;
+const HEAD: u64 = N_EMBD / N_HEAD as u64;
+
+struct Spec {
+    arch: &'static str,
+    /// tensor name -> shape override (None drops the tensor)
+    edits: Vec<(&'static str, Option<Vec<u64>>)>,
+    extra: Vec<(&'static str, Vec<u64>)>,
+}
+
+fn tensors(arch: &str, n_vocab: u64) -> Vec<(String, Vec<u64>)> {
+    let kv = HEAD * N_HEAD_KV as u64;
+    let mut t = vec![
+        ("token_embd.weight".to_string(), vec![N_EMBD, n_vocab]),
+        ("output_norm.weight".to_string(), vec![N_EMBD]),
+        ("output.weight".to_string(), vec![N_EMBD, n_vocab]),
+    ];
+    for il in 0..2 {
+        let b = |n: &str| format!("blk.{il}.{n}");
+        t.push((b("attn_norm.weight"), vec![N_EMBD]));
+        t.push((b("attn_q.weight"), vec![N_EMBD, N_EMBD]));
+        t.push((b("attn_k.weight"), vec![N_EMBD, kv]));
+        t.push((b("attn_v.weight"), vec![N_EMBD, kv]));
+        if arch == "qwen2" {
+            t.push((b("attn_q.bias"), vec![N_EMBD]));
+            t.push((b("attn_k.bias"), vec![kv]));
+            t.push((b("attn_v.bias"), vec![kv]));
+        }
+        t.push((b("attn_output.weight"), vec![N_EMBD, N_EMBD]));
+        t.push((b("ffn_norm.weight"), vec![N_EMBD]));
+        t.push((b("ffn_gate.weight"), vec![N_EMBD, N_FF]));
+        t.push((b("ffn_down.weight"), vec![N_FF, N_EMBD]));
+        t.push((b("ffn_up.weight"), vec![N_EMBD, N_FF]));
+    }
+    t
+}
+
+/// Writes a 2-layer model with the Qwen2 tokenizer and deterministic pseudo-random weights.
+fn write_model(name: &str, spec: &Spec) -> PathBuf {
+    let dir = testutil::cache_dir().join("llama-tiny");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let vocab = gguf::GgufFile::open_metadata(testutil::vocab("ggml-vocab-qwen2.gguf")).unwrap();
+    let n_vocab = vocab.get("tokenizer.ggml.tokens").unwrap().as_array().unwrap().len() as u64;
+    let mut w = GgufWriter::new();
+    let a = spec.arch;
+    w.add_kv("general.architecture", Value::Str(a.into())).unwrap();
+    w.add_kv("general.name", Value::Str(name.into())).unwrap();
+    w.add_kv(format!("{a}.context_length"), Value::U32(256)).unwrap();
+    w.add_kv(format!("{a}.embedding_length"), Value::U32(N_EMBD as u32)).unwrap();
+    w.add_kv(format!("{a}.block_count"), Value::U32(2)).unwrap();
+    w.add_kv(format!("{a}.feed_forward_length"), Value::U32(N_FF as u32)).unwrap();
+    w.add_kv(format!("{a}.attention.head_count"), Value::U32(N_HEAD)).unwrap();
+    w.add_kv(format!("{a}.attention.head_count_kv"), Value::U32(N_HEAD_KV)).unwrap();
+    w.add_kv(format!("{a}.rope.freq_base"), Value::F32(10000.0)).unwrap();
+    w.add_kv(format!("{a}.attention.layer_norm_rms_epsilon"), Value::F32(1e-6)).unwrap();
+    w.add_kv("general.file_type", Value::U32(0)).unwrap();
+    for (k, v) in &vocab.kv {
+        if k.starts_with("tokenizer.") {
+            w.add_kv(k.clone(), v.clone()).unwrap();
+        }
+    }
+    let mut list = tensors(a, n_vocab);
+    for (n, shape) in &spec.edits {
+        let i = list.iter().position(|(m, _)| m == n).unwrap();
+        match shape {
+            Some(s) => list[i].1 = s.clone(),
+            None => {
+                list.remove(i);
+            }
+        }
+    }
+    list.extend(spec.extra.iter().map(|(n, s)| (n.to_string(), s.clone())));
+    for (n, s) in &list {
+        w.add_tensor(n.clone(), ggml::Type::F32, s).unwrap();
+    }
+    let mut f = w.create(&path).unwrap();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for (n, s) in &list {
+        let count: u64 = s.iter().product();
+        let norm = n.contains("norm");
+        let bytes: Vec<u8> = (0..count)
+            .flat_map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let r = (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5;
+                (if norm { 1.0 + 0.1 * r } else { r }).to_le_bytes()
+            })
+            .collect();
+        f.write_tensor(&bytes).unwrap();
+    }
+    f.finish().unwrap();
+    path
+}
+
+fn good(arch: &'static str) -> Spec {
+    Spec { arch, edits: vec![], extra: vec![] }
+}
+
+fn load(path: &Path, params: &ModelParams) -> Result<std::sync::Arc<Model>, LlamaError> {
+    llama::backend_init();
+    common::capture(|| Model::load(path, params)).0
+}
+
+fn logits(model: &std::sync::Arc<Model>) -> Vec<f32> {
+    let p = ContextParams { n_ctx: 256, n_threads: 2, n_threads_batch: 2, ..Default::default() };
+    let (ctx, _) = common::capture(|| Context::new(model.clone(), p));
+    let mut ctx = ctx.unwrap();
+    assert_eq!(ctx.decode(&Batch::get_one(&[9707, 847, 829, 374])), 0);
+    ctx.get_logits_ith(-1).unwrap().to_vec()
+}
+
+#[test]
+fn bad_files_are_errors() {
+    let missing = load(Path::new("/nonexistent/model.gguf"), &ModelParams::default());
+    assert!(matches!(missing, Err(LlamaError::Gguf { .. })), "{missing:?}");
+
+    let dir = testutil::scratch_dir("llama-bad-files");
+    let garbage = dir.join("garbage.gguf");
+    std::fs::write(&garbage, b"GGUF\x03\x00\x00\x00 this is not a model").unwrap();
+    assert!(matches!(load(&garbage, &ModelParams::default()), Err(LlamaError::Gguf { .. })));
+
+    // a truncated model: the tensor data is cut off
+    let full = std::fs::read(write_model("good-llama.gguf", &good("llama"))).unwrap();
+    let cut = dir.join("truncated.gguf");
+    std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
+    for mode in [LoadMode::Mmap, LoadMode::None] {
+        let p = ModelParams { load_mode: mode, ..Default::default() };
+        assert!(load(&cut, &p).is_err(), "truncated file loads with {mode}");
+    }
+}
+
+#[test]
+fn bad_models_are_errors() {
+    let foo = write_model("arch-foo.gguf", &good("foo"));
+    assert!(matches!(load(&foo, &ModelParams::default()), Err(LlamaError::UnknownArch(a)) if a == "foo"));
+
+    let spec = Spec { arch: "llama", edits: vec![("blk.1.ffn_up.weight", None)], extra: vec![] };
+    let m = write_model("missing-tensor.gguf", &spec);
+    assert!(matches!(load(&m, &ModelParams::default()), Err(LlamaError::MissingTensor(n)) if n == "blk.1.ffn_up.weight"));
+
+    let spec = Spec { arch: "llama", edits: vec![("blk.0.ffn_up.weight", Some(vec![N_EMBD, N_FF + 32]))], extra: vec![] };
+    let m = write_model("wrong-shape.gguf", &spec);
+    let e = load(&m, &ModelParams::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "tensor 'blk.0.ffn_up.weight' has wrong shape; expected    16,    32, got    16,    64,     1,     1"
+    );
+
+    let spec = Spec { arch: "llama", edits: vec![], extra: vec![("blk.0.unknown.weight", vec![4])] };
+    let m = write_model("extra-tensor.gguf", &spec);
+    assert!(matches!(load(&m, &ModelParams::default()), Err(LlamaError::TensorCount { .. })));
+
+    // qwen2 requires its Q/K/V biases
+    let spec = Spec { arch: "qwen2", edits: vec![("blk.0.attn_k.bias", None)], extra: vec![] };
+    let m = write_model("qwen2-no-bias.gguf", &spec);
+    assert!(matches!(load(&m, &ModelParams::default()), Err(LlamaError::MissingTensor(_))));
+}
+
+#[test]
+fn load_modes_give_the_same_model() {
+    let path = write_model("modes-llama.gguf", &good("llama"));
+    let base = load(&path, &ModelParams::default()).unwrap();
+    assert_eq!(base.buffer_sizes()[0].0, "CPU_Mapped");
+    let want = logits(&base);
+    assert!(want.iter().all(|v| v.is_finite()));
+    for mode in [LoadMode::None, LoadMode::Mlock, LoadMode::MmapMlock, LoadMode::Dio] {
+        let m = load(&path, &ModelParams { load_mode: mode, ..Default::default() }).unwrap();
+        let name = if mode.uses_mmap() { "CPU_Mapped" } else { "CPU" };
+        assert_eq!(m.buffer_sizes()[0].0, name, "{mode}");
+        assert_eq!(logits(&m), want, "{mode}");
+    }
+}
+
+#[test]
+fn tensor_overrides_and_layer_counts() {
+    let path = write_model("ot-llama.gguf", &good("llama"));
+    let p = ModelParams { tensor_buft_overrides: vec![("ffn_.*".into(), "CPU".into())], ..Default::default() };
+    let m = load(&path, &p).unwrap();
+    let names: Vec<String> = m.buffer_sizes().into_iter().map(|b| b.0).collect();
+    assert_eq!(names, vec!["CPU_Mapped".to_string()]);
+
+    let p = ModelParams { tensor_buft_overrides: vec![("ffn_.*".into(), "NOPE".into())], ..Default::default() };
+    assert!(matches!(load(&path, &p), Err(LlamaError::UnknownBufferType(_))));
+    let p = ModelParams { tensor_buft_overrides: vec![("(".into(), "CPU".into())], ..Default::default() };
+    assert!(matches!(load(&path, &p), Err(LlamaError::BadOverride { .. })));
+
+    // more GPU layers than exist: with only the CPU every layer stays there
+    let (m, log) = common::capture(|| Model::load(&path, &ModelParams { n_gpu_layers: 999, ..Default::default() }));
+    let m = m.unwrap();
+    assert_eq!(m.dev_layer(0).unwrap().name(), "CPU");
+    let lines = common::text(&log, true);
+    assert!(lines.contains(&"load_tensors: layer   2 assigned to device CPU, is_swa = 0".to_string()));
+}
+
+#[test]
+fn context_errors() {
+    let path = write_model("ctx-llama.gguf", &good("llama"));
+    let m = load(&path, &ModelParams::default()).unwrap();
+    let p = ContextParams { n_ctx: u32::MAX / 2, ..Default::default() };
+    let r = common::capture(|| Context::new(m.clone(), p)).0;
+    assert!(matches!(r, Err(LlamaError::Alloc { .. })), "n_ctx too large for memory: {r:?}");
+    let p = ContextParams { type_v: ggml::Type::Q8_0, flash_attn_type: llama::FlashAttnType::Disabled, ..Default::default() };
+    assert!(common::capture(|| Context::new(m.clone(), p)).0.is_err());
+    let p = ContextParams { n_batch: 0, n_ubatch: 0, ..Default::default() };
+    assert!(common::capture(|| Context::new(m.clone(), p)).0.is_err());
+}
+
+#[test]
+fn qwen2_runs_and_differs_from_llama() {
+    let q = load(&write_model("qwen2.gguf", &good("qwen2")), &ModelParams::default()).unwrap();
+    assert_eq!(q.arch_name(), "qwen2");
+    assert_eq!(q.hparams().rope_type as i32, 2);
+    let lq = logits(&q);
+    assert!(lq.iter().all(|v| v.is_finite()));
+    let l = load(&write_model("good-llama.gguf", &good("llama")), &ModelParams::default()).unwrap();
+    assert_ne!(lq, logits(&l));
+}
