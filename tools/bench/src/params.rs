@@ -901,7 +901,9 @@ mod tests {
         s.split_whitespace().map(String::from).collect()
     }
 
-    fn env_none() -> (Box<dyn Fn(&str) -> bool>, Vec<String>) {
+    type IsDevice = Box<dyn Fn(&str) -> bool>;
+
+    fn env_none() -> (IsDevice, Vec<String>) {
         (
             Box::new(|n: &str| n == "GPU0"),
             vec!["CPU".to_string(), "GPU0".to_string()],

@@ -204,8 +204,7 @@ impl TestRecord {
     /// `%.2f` values up to the last non-zero one, joined by `/`.
     fn tensor_split_str(&self) -> String {
         let max_nonzero = (0..MAX_DEVICES.min(self.tensor_split.len()))
-            .filter(|&i| self.tensor_split[i] > 0.0)
-            .next_back()
+            .rfind(|&i| self.tensor_split[i] > 0.0)
             .unwrap_or(0);
         (0..=max_nonzero)
             .map(|i| format!("{:.2}", self.tensor_split.get(i).copied().unwrap_or(0.0)))

@@ -1,8 +1,8 @@
 //! The scheduler eval callback (`common_debug_cb_eval`): asks for every node, prints each one
 //! when its data is ready and records it for `--graph`.
 
-use crate::graph::{GraphRecord, Node, Src};
-use crate::printer::{header_line, is_printable, values_block};
+use llama_eval_callback::graph::{GraphRecord, Node, Src};
+use llama_eval_callback::printer::{header_line, is_printable, values_block};
 use std::sync::{Arc, Mutex};
 
 /// What the callback is to do besides printing.

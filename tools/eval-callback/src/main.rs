@@ -185,7 +185,7 @@ fn real_main() -> i32 {
     log_inf!("\n");
 
     let vocab = model.vocab();
-    let tokens = vocab.tokenize(&params.prompt, vocab.add_bos(), true);
+    let tokens = vocab.tokenize(params.prompt.as_bytes(), vocab.add_bos(), true);
     log_inf!("number of input tokens = {}\n", tokens.len());
     for t in &tokens {
         log_inf!("  {}\n", t);

@@ -98,7 +98,7 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
     };
     let heads = args.heads.unwrap_or(base.heads);
     // Keep the preset's KV heads when they still divide the heads, else plain multi-head.
-    let heads_kv = args.heads_kv.unwrap_or(if heads % base.heads_kv == 0 {
+    let heads_kv = args.heads_kv.unwrap_or(if heads.is_multiple_of(base.heads_kv) {
         base.heads_kv
     } else {
         heads
@@ -132,13 +132,13 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
             "--vocab-size must be at least 259 (256 byte tokens and 3 control tokens)".into(),
         );
     }
-    if s.embd % s.heads != 0 {
+    if !s.embd.is_multiple_of(s.heads) {
         return Err(format!(
             "--embd {} is not a multiple of --heads {}",
             s.embd, s.heads
         ));
     }
-    if s.heads % s.heads_kv != 0 {
+    if !s.heads.is_multiple_of(s.heads_kv) {
         return Err(format!(
             "--heads {} is not a multiple of --heads-kv {}",
             s.heads, s.heads_kv

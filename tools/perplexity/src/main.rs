@@ -33,26 +33,36 @@ fn parse_env() -> ParseEnv {
     }
 }
 
-/// llama-perplexity's own defaults, set before parsing in llama.cpp (`n_ctx = 512`,
-/// `escape = false`): applied here where the command line and environment left them unset.
+/// Whether the command line names one of these flags (long flags may use `_`).
+fn given(argv: &[String], names: &[&str]) -> bool {
+    argv.iter()
+        .skip(1)
+        .any(|a| names.contains(&a.replace('_', "-").as_str()))
+}
+
+/// llama-perplexity sets `n_ctx = 512` before parsing, in llama.cpp; applied here when neither
+/// the command line nor the environment set it.
 fn apply_tool_defaults(argv: &[String], p: &mut Params) {
-    let given = |names: &[&str]| {
-        argv.iter()
-            .skip(1)
-            .any(|a| names.contains(&a.replace('_', "-").as_str()))
-    };
-    if !given(&["-c", "--ctx-size"]) && std::env::var_os("LLAMA_ARG_CTX_SIZE").is_none() {
+    if !given(argv, &["-c", "--ctx-size"]) && std::env::var_os("LLAMA_ARG_CTX_SIZE").is_none() {
         p.n_ctx = 512;
     }
-    if !given(&["-e", "--escape"]) && !p.prompt_file.is_empty() {
-        // the parser unescaped the file's text; perplexity scores it verbatim
-        if let Ok(bytes) = std::fs::read(&p.prompt_file) {
-            let mut text = String::from_utf8_lossy(&bytes).into_owned();
-            if text.ends_with('\n') {
-                text.pop();
+}
+
+/// The text to score, as bytes: the file itself (one trailing newline dropped for `-f`), since
+/// llama-perplexity turns escape processing off by default and tokenizes the bytes as they are;
+/// the parser's text when `--escape` asks for processing or the prompt came from `-p`.
+fn prompt_bytes(argv: &[String], p: &Params) -> Vec<u8> {
+    if p.prompt_file.is_empty() || given(argv, &["-e", "--escape"]) {
+        return p.prompt.clone().into_bytes();
+    }
+    match std::fs::read(&p.prompt_file) {
+        Ok(mut b) => {
+            if !given(argv, &["-bf", "--binary-file"]) && b.last() == Some(&b'\n') {
+                b.pop();
             }
-            p.prompt = text;
+            b
         }
+        Err(_) => p.prompt.clone().into_bytes(),
     }
 }
 
@@ -137,23 +147,29 @@ fn real_main() -> i32 {
         logits_file: (!params.logits_file.is_empty()).then(|| PathBuf::from(&params.logits_file)),
     };
     let n_batch = params.n_batch.max(1) as usize;
+    let prompt = prompt_bytes(&argv, &params);
     if params.hellaswag {
-        tasks::hellaswag(&mut ctx, &params.prompt, params.hellaswag_tasks, n_batch);
+        tasks::hellaswag(
+            &mut ctx,
+            &String::from_utf8_lossy(&prompt),
+            params.hellaswag_tasks,
+            n_batch,
+        );
     } else if params.winogrande {
-        tasks::winogrande(&mut ctx, &params.prompt, params.winogrande_tasks, n_batch);
+        tasks::winogrande(
+            &mut ctx,
+            &String::from_utf8_lossy(&prompt),
+            params.winogrande_tasks,
+            n_batch,
+        );
     } else if params.multiple_choice {
-        // the task file is binary: read it as bytes rather than through the text prompt
-        let bytes = if params.prompt_file.is_empty() {
-            params.prompt.clone().into_bytes()
-        } else {
-            std::fs::read(&params.prompt_file).unwrap_or_default()
-        };
-        tasks::multiple_choice(&mut ctx, &bytes, params.multiple_choice_tasks, n_batch);
+        // the task file is binary: scored from its bytes, not the parser's text
+        tasks::multiple_choice(&mut ctx, &prompt, params.multiple_choice_tasks, n_batch);
     } else if params.kl_divergence {
         kl_divergence(&mut ctx, &opts);
     } else {
         // failures were reported; llama.cpp still exits with 0 after them
-        let _ = perplexity(&mut ctx, &params.prompt, &opts);
+        let _ = perplexity(&mut ctx, &prompt, &opts);
     }
 
     log_out!("\n");

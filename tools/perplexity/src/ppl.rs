@@ -69,7 +69,7 @@ pub fn print_eta(func: &str, t_total: f32, passes: f32) {
 }
 
 /// The model's tokens of the whole text (common_tokenize with add_special = true).
-fn tokenize(ctx: &Context, text: &str) -> Vec<i32> {
+fn tokenize(ctx: &Context, text: &[u8]) -> Vec<i32> {
     ctx.model().vocab().tokenize(text, true, false)
 }
 
@@ -79,7 +79,7 @@ fn rows(logits: &[f32], first_row: usize, n_rows: usize, n_vocab: usize) -> Opti
 }
 
 /// Runs the selected perplexity and returns the final estimate; errors were printed.
-pub fn perplexity(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64> {
+pub fn perplexity(ctx: &mut Context, prompt: &[u8], o: &PplOptions) -> Option<f64> {
     if o.ppl_stride > 0 {
         return perplexity_v2(ctx, prompt, o);
     }
@@ -305,7 +305,7 @@ pub fn perplexity(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64
 }
 
 /// `--ppl-stride S`: windows of n_ctx tokens every S tokens, scoring the last S of each.
-fn perplexity_v2(ctx: &mut Context, prompt: &str, o: &PplOptions) -> Option<f64> {
+fn perplexity_v2(ctx: &mut Context, prompt: &[u8], o: &PplOptions) -> Option<f64> {
     let model = ctx.model().clone();
     let vocab = model.vocab();
     log_inf!("perplexity_v2: tokenizing the input ..\n");

@@ -263,7 +263,7 @@ pub fn hellaswag(ctx: &mut Context, prompt: &str, n_tasks: usize, n_batch: usize
         let seqs = (0..4)
             .map(|j| {
                 vocab.tokenize(
-                    &format!("{} {}", ctx_line, lines[idx * 6 + 2 + j]),
+                    format!("{} {}", ctx_line, lines[idx * 6 + 2 + j]).as_bytes(),
                     true,
                     false,
                 )
@@ -427,20 +427,28 @@ pub fn winogrande(ctx: &mut Context, prompt: &str, n_tasks: usize, n_batch: usiz
     let mut bases = Vec::with_capacity(data.len());
     for d in &data {
         let s0 = vocab.tokenize(
-            &format!("{}{}{}", d.first, d.choices[0], d.second),
+            format!("{}{}{}", d.first, d.choices[0], d.second).as_bytes(),
             true,
             false,
         );
         let s1 = vocab.tokenize(
-            &format!("{}{}{}", d.first, d.choices[1], d.second),
+            format!("{}{}{}", d.first, d.choices[1], d.second).as_bytes(),
             true,
             false,
         );
         let n_base1 = vocab
-            .tokenize(&format!("{}{}", d.first, d.choices[0]), true, false)
+            .tokenize(
+                format!("{}{}", d.first, d.choices[0]).as_bytes(),
+                true,
+                false,
+            )
             .len();
         let n_base2 = vocab
-            .tokenize(&format!("{}{}", d.first, d.choices[1]), true, false)
+            .tokenize(
+                format!("{}{}", d.first, d.choices[1]).as_bytes(),
+                true,
+                false,
+            )
             .len();
         tasks.push(Task::new(vec![s0, s1]));
         bases.push((n_base1, n_base2));
@@ -685,7 +693,7 @@ pub fn multiple_choice(ctx: &mut Context, prompt_bytes: &[u8], n_tasks: usize, n
         tasks.push(Task::new(
             answers
                 .iter()
-                .map(|a| vocab.tokenize(&format!("{q} {a}"), true, false))
+                .map(|a| vocab.tokenize(format!("{q} {a}").as_bytes(), true, false))
                 .collect(),
         ));
     }
