@@ -5,7 +5,7 @@
 //! `cargo bench -p ggml-cpu --bench matmul` (env: BENCH_THREADS, default all cores;
 //! BENCH_SIZE, default 4096; BENCH_TYPES, e.g. "q4_0,q8_0").
 
-use ggml::backend::{tensor_set_f32, Device, Status};
+use ggml::backend::{tensor_set_f32, Status};
 use ggml::tensor::TensorData;
 use ggml::{Context, Graph, Type};
 use std::time::Instant;
@@ -24,7 +24,20 @@ fn llama_cpp_reference(ty: Type) -> Option<(f64, f64)> {
     Some((tg * size / 1e9, pp * 2.0 * 1.1e9 / 1e9))
 }
 
-fn run(ty: Type, k: i64, m: i64, n: i64, threads: usize, iters: usize) -> (f64, usize) {
+/// CPU seconds this process has used (user + system, from /proc/self/stat at 100 ticks per
+/// second): on a shared machine wall time also counts other processes' turns.
+fn cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<f64> = after
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // fields after the command: state is skipped by the parse; utime, stime are 14, 15 overall
+    f.get(10).copied().unwrap_or(0.0) / 100.0 + f.get(11).copied().unwrap_or(0.0) / 100.0
+}
+
+fn run(ty: Type, k: i64, m: i64, n: i64, threads: usize, iters: usize) -> (f64, f64, usize) {
     let mut ctx = Context::new();
     let w = ctx.new_tensor_2d(ty, k, m);
     let x = ctx.new_tensor_2d(Type::F32, k, n);
@@ -60,11 +73,53 @@ fn run(ty: Type, k: i64, m: i64, n: i64, threads: usize, iters: usize) -> (f64, 
     let mut backend = ggml_cpu::CpuBackend::new(dev);
     backend.set_threads(threads);
     assert_eq!(backend.compute(&g.ctx, &g.nodes), Status::Success);
+    let (t0, c0) = (Instant::now(), cpu_secs());
+    for _ in 0..iters {
+        backend.compute(&g.ctx, &g.nodes);
+    }
+    let wall = t0.elapsed().as_secs_f64() / iters as f64;
+    let cpu = (cpu_secs() - c0) / iters as f64;
+    (wall, cpu, g.ctx[w].nbytes())
+}
+
+/// FLASH_ATTN_EXT at generation shape: one query per head, f16 K and V.
+fn attention(threads: usize, n_kv: i64) -> f64 {
+    let (d, h, hkv) = (128i64, 32i64, 8i64);
+    let mut ctx = Context::new();
+    let q = ctx.new_tensor_3d(Type::F32, d, 1, h);
+    let k = ctx.new_tensor_3d(Type::F16, d, n_kv, hkv);
+    let v = ctx.new_tensor_3d(Type::F16, d, n_kv, hkv);
+    let m = ctx.new_tensor_2d(Type::F16, n_kv, 1);
+    let out = ctx.flash_attn_ext(q, k, v, Some(m), 0.088, 0.0, 0.0);
+    let mut g = Graph::new(ctx);
+    g.build_forward_expand(out);
+    let dev = ggml_cpu::device();
+    let ts = [q, k, v, m, out];
+    let sizes: Vec<usize> = ts
+        .iter()
+        .map(|&t| g.ctx[t].nbytes().div_ceil(64) * 64)
+        .collect();
+    let buf = dev
+        .buffer_type()
+        .alloc_buffer(sizes.iter().sum())
+        .expect("alloc");
+    let mut off = 0;
+    for (&t, &s) in ts.iter().zip(&sizes) {
+        g.ctx[t].data = Some(TensorData {
+            buffer: buf.clone(),
+            addr: buf.base() + off,
+        });
+        off += s;
+    }
+    let mut backend = ggml_cpu::CpuBackend::new(dev);
+    backend.set_threads(threads);
+    assert_eq!(backend.compute(&g.ctx, &g.nodes), Status::Success);
+    let iters = 10;
     let t0 = Instant::now();
     for _ in 0..iters {
         backend.compute(&g.ctx, &g.nodes);
     }
-    (t0.elapsed().as_secs_f64() / iters as f64, g.ctx[w].nbytes())
+    t0.elapsed().as_secs_f64() / iters as f64
 }
 
 fn main() {
@@ -88,14 +143,15 @@ fn main() {
         ],
     };
     println!("MUL_MAT {size} x {size} weight, {threads} threads");
+    println!("(rates from wall time; cpu ms far below ms x threads means the machine is busy)");
     println!(
-        "{:<6} {:>6} {:>10} {:>10} {:>10} {:>24}",
-        "type", "n", "ms", "GFLOP/s", "GB/s", "llama.cpp (whole model)"
+        "{:<6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>24}",
+        "type", "n", "ms", "cpu ms", "GFLOP/s", "GB/s", "llama.cpp (whole model)"
     );
     for ty in types {
         for n in [1i64, 512] {
-            let iters = if n == 1 { 20 } else { 2 };
-            let (secs, wbytes) = run(ty, size, size, n, threads, iters);
+            let iters = if n == 1 { 50 } else { 3 };
+            let (secs, cpu, wbytes) = run(ty, size, size, n, threads, iters);
             let gflops = 2.0 * (size * size * n) as f64 / secs / 1e9;
             let gbs = wbytes as f64 / secs / 1e9;
             let reference = match (llama_cpp_reference(ty), n) {
@@ -104,14 +160,23 @@ fn main() {
                 (None, _) => "-".to_string(),
             };
             println!(
-                "{:<6} {:>6} {:>10.3} {:>10.1} {:>10.2} {:>24}",
+                "{:<6} {:>6} {:>10.3} {:>10.3} {:>10.1} {:>10.2} {:>24}",
                 ty.name(),
                 n,
                 secs * 1e3,
+                cpu * 1e3,
                 gflops,
                 gbs,
                 reference
             );
         }
     }
+    let n_kv = 4096;
+    let secs = attention(threads, n_kv);
+    let kv_bytes = 2.0 * (128 * n_kv * 8 * 2) as f64;
+    println!(
+        "FLASH_ATTN_EXT d=128 h=32 h_kv=8 n_kv={n_kv} f16 K/V, 1 query: {:.3} ms, {:.2} GB/s of K/V",
+        secs * 1e3,
+        kv_bytes / secs / 1e9
+    );
 }

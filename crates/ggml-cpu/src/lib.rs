@@ -8,6 +8,7 @@ mod fp;
 mod ops;
 mod pool;
 mod quant;
+mod simd;
 mod support;
 mod tref;
 

@@ -105,26 +105,6 @@ impl TRef {
         )
     }
 
-    /// A contiguous f32 row.
-    ///
-    /// # Safety
-    /// ty must be F32 with nb[0] == 4 and the row must exist.
-    #[inline(always)]
-    pub unsafe fn row_f32<'a>(&self, i1: usize, i2: usize, i3: usize) -> &'a [f32] {
-        debug_assert!(self.ty == Type::F32 && self.nb[0] == 4);
-        std::slice::from_raw_parts(self.row_ptr(i1, i2, i3) as *const f32, self.ne[0])
-    }
-
-    /// A contiguous, writable f32 row.
-    ///
-    /// # Safety
-    /// As `row_f32`; additionally no other thread may access this row at the same time.
-    #[inline(always)]
-    pub unsafe fn row_f32_mut<'a>(&self, i1: usize, i2: usize, i3: usize) -> &'a mut [f32] {
-        debug_assert!(self.ty == Type::F32 && self.nb[0] == 4);
-        std::slice::from_raw_parts_mut(self.row_ptr(i1, i2, i3) as *mut f32, self.ne[0])
-    }
-
     /// Reads element (i0..) as f32 from any non-quantized type.
     ///
     /// # Safety

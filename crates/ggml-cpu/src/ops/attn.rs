@@ -3,9 +3,9 @@
 //! product wants, and an f16 accumulator when V is f16 (as ggml, rounding at every step).
 
 use super::{alibi_slope, Node, Params};
-use crate::fp;
 use crate::quant::mm_traits;
 use crate::tref::{load_scalar, split, TRef};
+use crate::{fp, simd};
 use ggml::{Context, Tensor, Type};
 
 pub(crate) fn soft_max(p: &mut Params, n: &Node, scale: f32, max_bias: f32) {
@@ -67,13 +67,6 @@ fn q_bytes(ctx: &Context, t: &Tensor) -> usize {
 
 pub(crate) fn work_size(ctx: &Context, t: &Tensor, nth: usize) -> usize {
     q_bytes(ctx, t) * nth
-}
-
-/// y = y * s in f16 (ggml_vec_scale_f16).
-fn scale_f16(y: &mut [u16], s: f32) {
-    for v in y.iter_mut() {
-        *v = fp::f32_to_f16(fp::f16_to_f32(*v) * s);
-    }
 }
 
 pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32, softcap: f32) {
@@ -146,7 +139,7 @@ pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32
                     m_max = s;
                     ms = (m_old - m_max).exp();
                     if v_f16 {
-                        scale_f16(acc16, ms);
+                        simd::scale_f16(acc16, ms);
                     } else {
                         for x in acc32.iter_mut() {
                             *x *= ms;
@@ -156,11 +149,8 @@ pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32
                     vs = (s - m_max).exp();
                 }
                 if v_f16 {
-                    let vp = v.row_ptr(ic, iv2, iv3) as *const u16;
-                    for (i, a) in acc16.iter_mut().enumerate() {
-                        let vx = fp::f16_to_f32(vp.add(i).read_unaligned());
-                        *a = fp::f32_to_f16(fp::f16_to_f32(*a) + vx * vs);
-                    }
+                    let vx = std::slice::from_raw_parts(v.row_ptr(ic, iv2, iv3) as *const u16, dv);
+                    simd::mad_f16(acc16, vx, vs);
                 } else {
                     v.load_row(ic, iv2, iv3, v32);
                     for (a, &x) in acc32.iter_mut().zip(v32.iter()) {

@@ -87,10 +87,8 @@ impl<'a> Node<'a> {
     pub fn new(ctx: &'a Context, id: TensorId) -> Node<'a> {
         let t = &ctx[id];
         let mut src = [None; 5];
-        for i in 0..5 {
-            if let Some(s) = t.src[i] {
-                src[i] = Some(TRef::new(&ctx[s]));
-            }
+        for (slot, s) in src.iter_mut().zip(t.src.iter()) {
+            *slot = s.map(|s| TRef::new(&ctx[s]));
         }
         Node {
             t,

@@ -10,7 +10,9 @@ use std::sync::OnceLock;
 
 const GELU_COEF_A: f32 = 0.044715;
 const GELU_QUICK_COEF: f32 = -1.702;
+#[allow(clippy::excessive_precision)]
 const SQRT_2_OVER_PI: f32 = 0.797_884_560_802_865_4;
+#[allow(clippy::excessive_precision)]
 const SQRT_2_INV: f32 = 0.707_106_781_186_547_5;
 
 /// Applies `f` to every element, rows split across threads.
