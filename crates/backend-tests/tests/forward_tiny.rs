@@ -13,8 +13,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// name -> the last sum printed for a tensor of that name.
-fn reference_sums() -> HashMap<String, f64> {
-    let path = testutil::shared_dir().join("reference/logs/eval-callback-hi.log");
+fn reference_sums(log: &str) -> HashMap<String, f64> {
+    let path = testutil::shared_dir().join("reference/logs").join(log);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut out = HashMap::new();
     let mut current: Option<String> = None;
@@ -56,6 +56,15 @@ impl Model {
 
 #[test]
 fn reference_model_forward_pass_matches_llama_cpp_sums() {
+    forward("eval-callback-hi.log", true);
+}
+
+#[test]
+fn reference_model_forward_pass_without_flash_attention() {
+    forward("eval-callback-hi-fa-off.log", false);
+}
+
+fn forward(log: &str, flash_attn: bool) {
     let Some(path) = testutil::reference_model_or_skip() else {
         return;
     };
@@ -87,7 +96,11 @@ fn reference_model_forward_pass_matches_llama_cpp_sums() {
     let tokens = g.ctx.new_tensor_1d(Type::I32, 1);
     let pos = g.ctx.new_tensor_1d(Type::I32, 1);
     let kv_idx = g.ctx.new_tensor_1d(Type::I64, 1);
-    let mask = g.ctx.new_tensor_2d(Type::F16, n_ctx, 1);
+    let mask = g
+        .ctx
+        .new_tensor_2d(if flash_attn { Type::F16 } else { Type::F32 }, n_ctx, 1);
+    // the transposed V cache (without flash attention) takes one row index per value
+    let v_idx = g.ctx.new_tensor_1d(Type::I64, head_dim * n_head_kv);
     let tok_embd = m.weight(&mut g.ctx, "token_embd.weight");
     let mut inp = g.ctx.get_rows(tok_embd, tokens);
     g.ctx.set_name(inp, "embd");
@@ -124,13 +137,20 @@ fn reference_model_forward_pass_matches_llama_cpp_sums() {
         let k2 = c.reshape_2d(k, head_dim * n_head_kv, 1);
         let v2 = c.reshape_2d(v, head_dim * n_head_kv, 1);
         let set_k = c.set_rows(cache_k, k2, kv_idx);
-        let set_v = c.set_rows(cache_v, v2, kv_idx);
+        let set_v = if flash_attn {
+            c.set_rows(cache_v, v2, kv_idx)
+        } else {
+            let vt = c.reshape_2d(v2, 1, head_dim * n_head_kv);
+            let cv = c.reshape_2d(cache_v, 1, head_dim * n_head_kv * n_ctx);
+            c.set_rows(cv, vt, v_idx)
+        };
         named.extend([cur, q, k, v]);
         // the cache writes come before the attention that reads the cache
         g.build_forward_expand(set_k);
         g.build_forward_expand(set_v);
         let c = &mut g.ctx;
         let row = c[cache_k].nb[1];
+        let scale = 1.0 / (head_dim as f32).sqrt();
         let kview = c.view_3d(
             cache_k,
             head_dim,
@@ -140,27 +160,43 @@ fn reference_model_forward_pass_matches_llama_cpp_sums() {
             row,
             0,
         );
-        let vview = c.view_3d(
-            cache_v,
-            head_dim,
-            n_head_kv,
-            n_ctx,
-            2 * head_dim as usize,
-            row,
-            0,
-        );
         let kp = c.permute(kview, 0, 2, 1, 3);
-        let vp = c.permute(vview, 0, 2, 1, 3);
         let qp = c.permute(q, 0, 2, 1, 3);
-        let attn = c.flash_attn_ext(
-            qp,
-            kp,
-            vp,
-            Some(mask),
-            1.0 / (head_dim as f32).sqrt(),
-            0.0,
-            0.0,
-        );
+        let attn = if flash_attn {
+            let vview = c.view_3d(
+                cache_v,
+                head_dim,
+                n_head_kv,
+                n_ctx,
+                2 * head_dim as usize,
+                row,
+                0,
+            );
+            let vp = c.permute(vview, 0, 2, 1, 3);
+            c.flash_attn_ext(qp, kp, vp, Some(mask), scale, 0.0, 0.0)
+        } else {
+            // V transposed: element (d, h, j) at row (h * head_dim + d) * n_ctx + j
+            let el = 2usize;
+            let vview = c.view_3d(
+                cache_v,
+                n_ctx,
+                n_head_kv,
+                head_dim,
+                el * (n_ctx * head_dim) as usize,
+                el * n_ctx as usize,
+                0,
+            );
+            let vp = c.permute(vview, 0, 2, 1, 3);
+            let kq = c.mul_mat(kp, qp);
+            c.set_name(kq, &format!("kq-{il}"));
+            let sm = c.soft_max_ext(kq, Some(mask), scale, 0.0);
+            c.set_name(sm, &format!("kq_soft_max-{il}"));
+            let kqv = c.mul_mat(vp, sm);
+            c.set_name(kqv, &format!("kqv-{il}"));
+            named.extend([kq, sm, kqv]);
+            c.permute(kqv, 0, 2, 1, 3)
+        };
+        let attn = if flash_attn { attn } else { c.cont(attn) };
         let kqv = c.reshape_2d(attn, n_embd, 1);
         c.set_name(kqv, &format!("kqv_out-{il}"));
         let attn_out = c.mul_mat(wo, kqv);
@@ -201,10 +237,18 @@ fn reference_model_forward_pass_matches_llama_cpp_sums() {
     set_tensor(&g.ctx[tokens], &6023i32.to_le_bytes(), 0);
     set_tensor(&g.ctx[pos], &0i32.to_le_bytes(), 0);
     set_tensor(&g.ctx[kv_idx], &0i64.to_le_bytes(), 0);
-    let mut mask_bytes = vec![0u8; 2 * n_ctx as usize];
-    for j in 1..n_ctx as usize {
-        mask_bytes[2 * j..2 * j + 2].copy_from_slice(&0xFC00u16.to_le_bytes()); // -inf
-    }
+    let mask_bytes: Vec<u8> = (0..n_ctx as usize)
+        .flat_map(|j| match (flash_attn, j) {
+            (true, 0) => 0u16.to_le_bytes().to_vec(),
+            (true, _) => 0xFC00u16.to_le_bytes().to_vec(), // f16 -inf
+            (false, 0) => 0f32.to_le_bytes().to_vec(),
+            (false, _) => f32::NEG_INFINITY.to_le_bytes().to_vec(),
+        })
+        .collect();
+    let v_rows: Vec<u8> = (0..head_dim * n_head_kv)
+        .flat_map(|i| (i * n_ctx).to_le_bytes())
+        .collect();
+    set_tensor(&g.ctx[v_idx], &v_rows, 0);
     set_tensor(&g.ctx[mask], &mask_bytes, 0);
     for &cache in &caches {
         ggml::backend::memset_tensor(&g.ctx[cache], 0, 0, g.ctx[cache].nbytes());
@@ -221,7 +265,7 @@ fn reference_model_forward_pass_matches_llama_cpp_sums() {
     );
     assert_eq!(st, Status::Success);
 
-    let want = reference_sums();
+    let want = reference_sums(log);
     let mut checked = 0;
     let mut worst = (0.0f64, String::new());
     for &t in &named {
