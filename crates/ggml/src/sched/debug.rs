@@ -25,35 +25,47 @@ impl Sched {
     /// The text GGML_SCHED_DEBUG prints after a split (level 1: split headers; level 2: nodes
     /// too), for the graph last split.
     pub fn assignments_text(&self, g: &Graph) -> String {
-        let mut out = String::new();
+        self.assignment_pieces(g).concat()
+    }
+
+    /// ggml_backend_sched_print_assignments: one log message per piece, as ggml makes one
+    /// GGML_LOG_DEBUG call per piece (so a prefixing log sink shows what llama.cpp's shows).
+    pub(super) fn print_assignments(&self, g: &Graph) {
+        for piece in self.assignment_pieces(g) {
+            crate::log::log(crate::log::LogLevel::Debug, &piece);
+        }
+    }
+
+    fn assignment_pieces(&self, g: &Graph) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
         let mut cur_split = 0;
         for (i, &node) in g.nodes.iter().enumerate() {
             if cur_split < self.n_splits && i == self.splits[cur_split].i_start {
                 let split = &self.splits[cur_split];
-                out += &format!(
+                out.push(format!(
                     "\n## SPLIT #{}: {} # {} inputs",
                     cur_split,
                     self.backends[split.backend_id].name(),
                     split.inputs.len()
-                );
+                ));
                 for (j, &input) in split.inputs.iter().enumerate() {
                     if j == 0 {
-                        out += ": ";
+                        out.push(": ".into());
                     }
-                    out += &format!(
+                    out.push(format!(
                         "[{} ({:>5.5})] ",
                         g.ctx[input].name,
                         fmt_size(g.ctx[input].nbytes())
-                    );
+                    ));
                 }
-                out += "\n";
+                out.push("\n".into());
                 cur_split += 1;
             }
             let t = &g.ctx[node];
             if t.op.is_view() || self.debug <= 1 {
                 continue;
             }
-            out += &format!(
+            out.push(format!(
                 "node #{:>3} ({:>10.10}): {:>20.20} ({:>5.5}) [{:>5.5} {:>8.8}] use={},c={}:",
                 i,
                 t.op.desc(),
@@ -63,17 +75,17 @@ impl Sched {
                 self.cause(node),
                 self.use_counts.get(node.index()).copied().unwrap_or(0),
                 u8::from(t.has_flag(flags::COMPUTE))
-            );
+            ));
             for src in t.srcs() {
-                out += &format!(
+                out.push(format!(
                     " {:>20.20} ({:>5.5}) [{:>5.5} {:>8.8}]",
                     g.ctx[src].name,
                     fmt_size(g.ctx[src].nbytes()),
                     self.backend_name_of(src),
                     self.cause(src)
-                );
+                ));
             }
-            out += "\n";
+            out.push("\n".into());
         }
         out
     }

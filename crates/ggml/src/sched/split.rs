@@ -510,7 +510,7 @@ impl Sched {
         self.cut_splits(g)?;
 
         if self.debug > 0 {
-            crate::log::log(crate::log::LogLevel::Debug, &self.assignments_text(g));
+            self.print_assignments(g);
         }
 
         std::mem::swap(&mut self.node_backend_ids, &mut self.prev_node_backend_ids);
