@@ -111,7 +111,7 @@ pub struct Sched {
     hv_backend_ids: Vec<i32>,
     /// [tensor][backend][copy] -> the tensor's copy in that backend
     hv_copies: Vec<Option<TensorId>>,
-    causes: Vec<String>,
+    causes: Vec<&'static str>,
     use_counts: Vec<u32>,
 
     node_backend_ids: Vec<usize>,
@@ -283,16 +283,16 @@ impl Sched {
         self.hv_copies[i] = Some(copy);
     }
 
-    fn set_cause(&mut self, t: TensorId, cause: &str) {
+    fn set_cause(&mut self, t: TensorId, cause: &'static str) {
         if self.causes.len() <= t.index() {
-            self.causes.resize(t.index() + 1, String::new());
+            self.causes.resize(t.index() + 1, "");
         }
-        self.causes[t.index()] = cause.to_string();
+        self.causes[t.index()] = cause;
     }
 
     /// Why the tensor got its backend ("1.dst", "2.sup", "usr", ...; empty when it has none).
     pub fn cause(&self, t: TensorId) -> &str {
-        self.causes.get(t.index()).map_or("", |s| s.as_str())
+        self.causes.get(t.index()).copied().unwrap_or("")
     }
 
     fn check_size(&self, g: &Graph) -> Result<(), SchedError> {

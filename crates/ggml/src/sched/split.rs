@@ -75,7 +75,11 @@ impl Sched {
                         }
                     }
                 }
-                self.set_cause(id, &format!("1.wgt{i}"));
+                const WGT: [&str; MAX_SRC] = [
+                    "1.wgt0", "1.wgt1", "1.wgt2", "1.wgt3", "1.wgt4", "1.wgt5", "1.wgt6", "1.wgt7",
+                    "1.wgt8", "1.wgt9",
+                ];
+                self.set_cause(id, WGT[i]);
                 return Ok(src_backend);
             }
         }
