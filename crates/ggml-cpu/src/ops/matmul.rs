@@ -3,7 +3,7 @@
 //! chunks of weight rows x activation columns that threads take from a shared counter, each
 //! chunk walked in 16 x 16 tiles so a weight row stays in cache across several columns.
 
-use super::{Node, Params};
+use super::{gemm, Node, Params};
 use crate::quant::{mm_traits, MmTraits};
 use crate::tref::{split, TRef};
 use ggml::{Context, Tensor, Type};
@@ -100,6 +100,12 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         (ptr, i11, i12, i13)
     };
 
+    // the register tile serves float weights whose partner has the same type
+    let gemm_elem = match (a.ty, tr.vec_dot_type) {
+        (Type::F32, Type::F32) if gemm::available(gemm::Elem::F32) => Some(gemm::Elem::F32),
+        (Type::F16, Type::F16) if gemm::available(gemm::Elem::F16) => Some(gemm::Elem::F16),
+        _ => None,
+    };
     let mut tmp = [0.0f32; TILE];
     let mut ch = p.ith;
     while ch < nc0 * nc1 {
@@ -111,7 +117,39 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
             let mut iir0 = ir0s;
             while iir0 < ir0e {
                 let e0 = (iir0 + TILE).min(ir0e);
-                for ir1 in iir1..(iir1 + TILE).min(ir1e) {
+                let e1 = (iir1 + TILE).min(ir1e);
+                let mut ir1 = iir1;
+                while ir1 < e1 {
+                    // RN columns of the same matrix go through the register tile
+                    if let Some(el) = gemm_elem {
+                        if ir1 + gemm::RN <= e1 && ir1 / b.ne[1] == (ir1 + gemm::RN - 1) / b.ne[1] {
+                            let cols = [b_row(ir1), b_row(ir1 + 1), b_row(ir1 + 2)];
+                            let (i02, i03) = (cols[0].2 / r2, cols[0].3 / r3);
+                            let bp = [cols[0].0, cols[1].0, cols[2].0];
+                            let mut ir0 = iir0;
+                            let mut out = [0.0f32; gemm::RM * gemm::RN];
+                            while ir0 < e0 {
+                                let rows = (e0 - ir0).min(gemm::RM);
+                                // SAFETY: as below; a short last tile repeats its last row,
+                                // whose extra results are not stored
+                                unsafe {
+                                    let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
+                                        a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
+                                    });
+                                    gemm::tile(el, k, &ap, &bp, &mut out);
+                                    for (c, col) in cols.iter().enumerate() {
+                                        for r in 0..rows {
+                                            (d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)
+                                                .write_unaligned(out[r * gemm::RN + c]);
+                                        }
+                                    }
+                                }
+                                ir0 += rows;
+                            }
+                            ir1 += gemm::RN;
+                            continue;
+                        }
+                    }
                     let (bp, i11, i12, i13) = b_row(ir1);
                     let (i02, i03) = (i12 / r2, i13 / r3);
                     // SAFETY: rows of a and b exist (shapes checked by the constructor and the
@@ -128,6 +166,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                 .write_unaligned(tmp[ir0 - iir0]);
                         }
                     }
+                    ir1 += 1;
                 }
                 iir0 += TILE;
             }

@@ -4,6 +4,7 @@
 mod attn;
 mod binary;
 mod copy;
+mod gemm;
 mod layout;
 mod matmul;
 mod norm;
