@@ -5,7 +5,7 @@
 //! (shared/reference/logs/eval-callback-hi.log), as llama.cpp's graph names them.
 
 use backend_tests::alloc::alloc_ctx;
-use ggml::backend::{set_tensor, tensor_to_f32, Device, GraphView, Status};
+use ggml::backend::{set_tensor, tensor_to_f32, GraphView, Status};
 use ggml::op::rope_mode;
 use ggml::tensor::TensorData;
 use ggml::{Context, Graph, RopeParams, TensorId, Type};
@@ -83,7 +83,7 @@ fn forward(log: &str, flash_attn: bool) {
 
     let (n_embd, n_head, n_head_kv, head_dim, n_layer, n_ctx) =
         (256i64, 8i64, 2i64, 32i64, 4, 256i64);
-    let eps = 9.999_999_747_378_752e-6f32;
+    let eps = 1e-5f32; // llama.attention.layer_norm_rms_epsilon
     let rope = RopeParams {
         n_dims: 32,
         mode: rope_mode::NORMAL,
