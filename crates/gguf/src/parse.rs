@@ -343,7 +343,7 @@ pub(crate) fn parse(buf: &[u8], file_size: u64) -> PResult<Parsed> {
             )
         })?;
         let block = ty.block_size() as u64;
-        if ne[0] % block != 0 {
+        if !ne[0].is_multiple_of(block) {
             let kind = ErrorKind::NotBlockMultiple {
                 name: name.clone(),
                 ty: ty.name(),
@@ -409,7 +409,7 @@ fn check_tensor_layout(
     let field = |i: usize| format!("tensor {i} '{}' offset", tensors[i].name);
 
     for (i, t) in tensors.iter().enumerate() {
-        if t.offset % alignment != 0 {
+        if !t.offset.is_multiple_of(alignment) {
             let kind = ErrorKind::MisalignedTensor {
                 name: t.name.clone(),
                 tensor_offset: t.offset,

@@ -38,7 +38,7 @@ impl TensorInfo {
         let mut ne = [1u64; 4];
         ne[..shape.len()].copy_from_slice(shape);
         let block = ty.block_size() as u64;
-        if ne[0] % block != 0 {
+        if !ne[0].is_multiple_of(block) {
             return bad(format!(
                 "type {} has {} elements per row, not a multiple of block size ({block})",
                 ty.name(),

@@ -153,7 +153,7 @@ impl GgufWriter {
         if self.names.contains(&info.name) {
             return unwritable(format!("duplicate tensor name '{}'", info.name));
         }
-        if info.offset % self.alignment != 0 || info.offset < self.data_end {
+        if !info.offset.is_multiple_of(self.alignment) || info.offset < self.data_end {
             return unwritable(format!(
                 "tensor '{}': offset {} is not aligned to {} or lies before the end of the previous tensor ({})",
                 info.name, info.offset, self.alignment, self.data_end

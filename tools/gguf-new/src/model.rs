@@ -98,11 +98,13 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
     };
     let heads = args.heads.unwrap_or(base.heads);
     // Keep the preset's KV heads when they still divide the heads, else plain multi-head.
-    let heads_kv = args.heads_kv.unwrap_or(if heads.is_multiple_of(base.heads_kv) {
-        base.heads_kv
-    } else {
-        heads
-    });
+    let heads_kv = args
+        .heads_kv
+        .unwrap_or(if heads.is_multiple_of(base.heads_kv) {
+            base.heads_kv
+        } else {
+            heads
+        });
     let s = Shape {
         arch: args.arch.unwrap_or(base.arch),
         layers: args.layers.unwrap_or(base.layers),

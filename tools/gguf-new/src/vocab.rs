@@ -78,10 +78,8 @@ pub fn byte_tokens() -> Vec<(u8, char)> {
         .filter(|&b| printable(b))
         .map(|b| (b, char::from(b)))
         .collect();
-    let mut n = 0u32;
-    for b in (0..=255u8).filter(|&b| !printable(b)) {
-        out.push((b, char::from_u32(256 + n).expect("valid code point")));
-        n += 1;
+    for (n, b) in (0..=255u8).filter(|&b| !printable(b)).enumerate() {
+        out.push((b, char::from_u32(256 + n as u32).expect("valid code point")));
     }
     out
 }
