@@ -34,3 +34,41 @@ pub fn alloc_tensors(ctx: &mut Context, ids: &[TensorId], buft: &BufferTypeRef, 
     }
     Ok(buffer)
 }
+
+/// Memory that does not exist: a no_alloc model's weights and cache get addresses in it so
+/// that graph planning treats them as allocated, as llama.cpp's dummy buffers do. Reads give
+/// zeros and writes are dropped; nothing ever dereferences the addresses.
+struct Placeholder {
+    base: usize,
+    size: usize,
+}
+
+impl ggml::backend::BufferImpl for Placeholder {
+    fn base(&self) -> usize {
+        self.base
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn set(&self, _addr: usize, _data: &[u8]) {}
+    fn get(&self, _addr: usize, out: &mut [u8]) {
+        out.fill(0);
+    }
+    fn memset(&self, _addr: usize, _value: u8, _size: usize) {}
+}
+
+/// Points `ids` into a placeholder buffer of `buft` (no memory is allocated).
+pub fn place_tensors(ctx: &mut Context, ids: &[TensorId], buft: &BufferTypeRef) -> usize {
+    let size = tensors_size(ctx, ids, buft);
+    // a non-null, aligned, never dereferenced base
+    let base = buft.alignment().max(4096);
+    let buffer = Arc::new(Buffer::new(buft.clone(), Box::new(Placeholder { base, size })));
+    let align = buft.alignment();
+    let mut offset = 0usize;
+    for &t in ids {
+        let n = buft.alloc_size(&ctx[t]);
+        ctx[t].data = Some(TensorData { buffer: buffer.clone(), addr: base + offset });
+        offset += pad(n, align);
+    }
+    size
+}

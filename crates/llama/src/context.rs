@@ -47,6 +47,8 @@ pub struct Context {
     pub(crate) prev: Option<BuiltGraph>,
     pub(crate) perf: Perf,
     pub(crate) n_nodes_splits: (usize, usize),
+    /// compute buffer bytes of each backend after the reservation
+    pub(crate) compute_sizes: Vec<usize>,
 }
 
 impl std::fmt::Debug for Context {
@@ -277,6 +279,7 @@ impl Context {
             output_ids: Vec::new(),
             prev: None,
             n_nodes_splits: (0, 0),
+            compute_sizes: Vec::new(),
         };
         ctx.sched_reserve(max_nodes)?;
         if let Some(cb) = params.cb_eval.take() {
@@ -400,7 +403,7 @@ impl Context {
             row(&name, &|r| r.context += size);
         }
         for (i, buft) in self.backend_bufts.iter().enumerate() {
-            let size = self.sched.get_buffer_size(i);
+            let size = self.compute_sizes.get(i).copied().unwrap_or(0);
             if size > 0 {
                 row(buft.name(), &|r| r.compute += size);
             }

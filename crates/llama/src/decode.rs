@@ -25,6 +25,10 @@ impl Context {
             ggml::log_error!("decode: n_tokens == 0\n");
             return -1;
         }
+        if self.model.no_alloc() {
+            ggml::log_error!("decode: the model was loaded without tensor data (no_alloc)\n");
+            return -2;
+        }
         let output_all = self.cparams.embeddings;
         let kv = &self.kv;
         let full = match batch::validate(batch, self.model.hparams.n_vocab, self.cparams.n_seq_max, output_all, |s| {

@@ -19,6 +19,8 @@ pub struct KvCache {
     /// (K, V) tensor of each layer
     pub(crate) layers: Vec<(TensorId, TensorId)>,
     pub(crate) buffers: Vec<Arc<Buffer>>,
+    /// (buffer type name, bytes), also when nothing was allocated
+    sizes: Vec<(String, usize)>,
     pub(crate) type_k: Type,
     pub(crate) type_v: Type,
     /// V stored transposed (one row per channel), used without flash attention
@@ -65,7 +67,13 @@ impl KvCache {
             }
         }
         let mut buffers = Vec::new();
+        let mut sizes = Vec::new();
         for (buft, ids) in &by_buft {
+            if model.no_alloc {
+                sizes.push((buft.name().to_string(), crate::buffers::place_tensors(&mut ctx, ids, buft)));
+                ggml::log_info!("llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n", buft.name(), 0.0);
+                continue;
+            }
             let buf = crate::buffers::alloc_tensors(&mut ctx, ids, buft, "kv cache").inspect_err(|_| {
                 ggml::log_error!("llama_kv_cache: failed to allocate buffer for kv cache\n");
             })?;
@@ -73,6 +81,7 @@ impl KvCache {
             buf.clear(0);
             buf.set_usage(BufferUsage::Any);
             ggml::log_info!("llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n", buf.name(), buf.size() as f64 / MIB);
+            sizes.push((buf.name().to_string(), buf.size()));
             buffers.push(buf);
         }
         let size_k: usize = layers.iter().map(|&(k, _)| ctx[k].nbytes()).sum();
@@ -96,6 +105,7 @@ impl KvCache {
             ctx,
             layers,
             buffers,
+            sizes,
             type_k,
             type_v,
             v_trans,
@@ -108,12 +118,9 @@ impl KvCache {
     pub fn size(&self) -> usize {
         self.cells.size()
     }
-    pub fn total_bytes(&self) -> usize {
-        self.buffers.iter().map(|b| b.size()).sum()
-    }
     /// (buffer type name, bytes) of each KV buffer.
     pub fn buffer_sizes(&self) -> Vec<(String, usize)> {
-        self.buffers.iter().map(|b| (b.name().to_string(), b.size())).collect()
+        self.sizes.clone()
     }
     pub fn n_seq_max(&self) -> u32 {
         self.n_seq_max

@@ -200,7 +200,7 @@ pub fn allocate_and_load(model: &mut Model, ml: &ModelLoader, plan: &[PlannedTen
     for g in &groups {
         let ids: Vec<_> = g.members.iter().map(|&i| plan[i].id).collect();
         if params.no_alloc {
-            let size = crate::buffers::tensors_size(&model.ctx, &ids, &g.buft);
+            let size = crate::buffers::place_tensors(&mut model.ctx, &ids, &g.buft);
             ggml::log_info!("load_tensors: {:>12} model buffer size = {:8.2} MiB\n", g.buft.name(), 0.0);
             model.buffer_sizes.push((g.buft.name().to_string(), size));
             continue;

@@ -122,6 +122,7 @@ pub struct Model {
     pub(crate) t_start: Instant,
     pub(crate) t_load_us: u64,
     pub(crate) load_mode: LoadMode,
+    pub(crate) no_alloc: bool,
     /// keeps the memory map alive for CPU_Mapped buffers
     pub(crate) _file: Arc<gguf::GgufFile>,
 }
@@ -189,6 +190,7 @@ impl Model {
             t_start,
             t_load_us: 0,
             load_mode: mode,
+            no_alloc: params.no_alloc,
             _file: ml.gguf.clone(),
         };
         model.print_info(params.no_alloc);
@@ -253,6 +255,10 @@ impl Model {
     }
     pub fn n_gpu_layers(&self) -> i32 {
         self.n_gpu_layers
+    }
+    /// Loaded with no_alloc: shapes and sizes only, no tensor data (for fitting parameters).
+    pub fn no_alloc(&self) -> bool {
+        self.no_alloc
     }
     pub fn load_mode(&self) -> LoadMode {
         self.load_mode

@@ -24,10 +24,17 @@ impl Context {
         let p = self.graph_params(n_tokens, n_outputs, self.kv.size());
         let mut built = self.build_graph(p);
         log_input_tensors(&built);
-        let res = if split_only {
-            self.sched.reserve_size(&mut built.graph).map(|_| ())
+        // without memory (no_alloc models) the buffers are only measured
+        let res = if split_only || self.model.no_alloc() {
+            self.sched.reserve_size(&mut built.graph).map(|sizes| {
+                if !split_only {
+                    self.compute_sizes = sizes;
+                }
+            })
         } else {
-            self.sched.reserve(&mut built.graph)
+            self.sched.reserve(&mut built.graph).map(|_| {
+                self.compute_sizes = (0..self.backend_bufts.len()).map(|i| self.sched.get_buffer_size(i)).collect();
+            })
         };
         res.map_err(|e| {
             ggml::log_error!("graph_reserve: failed to allocate compute buffers\n");
@@ -107,7 +114,7 @@ impl Context {
         self.graph_reserve(n_tokens, n_seqs, n_tokens, false)?;
 
         for (i, buft) in self.backend_bufts.iter().enumerate() {
-            let size = self.sched.get_buffer_size(i);
+            let size = self.compute_sizes.get(i).copied().unwrap_or(0);
             if size > 1 {
                 ggml::log_info!("sched_reserve: {:>10} compute buffer size = {:8.2} MiB\n", buft.name(), size as f64 / MIB);
             }
