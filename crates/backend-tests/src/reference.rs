@@ -192,9 +192,10 @@ pub fn eval(ctx: &Context, sh: &mut Shadow, id: TensorId) {
         Op::Argmax => {
             let a = src(sh, 0).expect("a");
             for (r, row) in a.v.chunks(a.ne[0]).enumerate() {
+                // ties go to the last maximum, as ggml_vec_argmax_f32
                 let mut best = 0;
                 for (i, &v) in row.iter().enumerate() {
-                    if v > row[best] {
+                    if v >= row[best] {
                         best = i;
                     }
                 }

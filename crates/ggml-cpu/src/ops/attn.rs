@@ -37,12 +37,7 @@ pub(crate) fn soft_max(p: &mut Params, n: &Node, scale: f32, max_bias: f32) {
             if let Some(s) = sink {
                 max = max.max(s);
             }
-            let mut sum = 0.0f64;
-            for v in buf.iter_mut() {
-                let e = (*v - max).exp();
-                sum += e as f64;
-                *v = e;
-            }
+            let mut sum = simd::exp_sub_sum(buf, max);
             if let Some(s) = sink {
                 sum += (s - max).exp() as f64;
             }

@@ -1,14 +1,19 @@
-//! Reductions and orderings: SUM, SUM_ROWS, MEAN (row sums in f64 as ggml_vec_sum_f32),
-//! ARGMAX (first maximum), ARGSORT and TOP_K.
+//! Reductions and orderings: SUM, SUM_ROWS, MEAN (row sums in f64 as ggml_vec_sum_f32; f16
+//! and bf16 rows in f32 as ggml_vec_sum_f16_ggf), ARGMAX (ggml's tie rule), ARGSORT and TOP_K.
 
 use super::{Node, Params};
 use crate::tref::split;
 use ggml::SortOrder;
 use std::cmp::Ordering;
 
-/// Sum of a row in f64, rounded to f32 (ggml_vec_sum_f32).
-fn row_sum(x: &[f32]) -> f32 {
-    x.iter().map(|&v| v as f64).sum::<f64>() as f32
+/// Sum of a row: f32 rows in f64 rounded to f32 (ggml_vec_sum_f32), half-precision rows in
+/// f32 (ggml_vec_sum_f16_ggf / _bf16_ggf).
+fn row_sum(ty: ggml::Type, x: &[f32]) -> f32 {
+    if ty == ggml::Type::F32 {
+        x.iter().map(|&v| v as f64).sum::<f64>() as f32
+    } else {
+        x.iter().sum()
+    }
 }
 
 pub(crate) fn sum(p: &mut Params, n: &Node) {
@@ -22,7 +27,7 @@ pub(crate) fn sum(p: &mut Params, n: &Node) {
         let (i1, i2, i3) = a.unflat_row(r);
         // SAFETY: the row exists; only thread 0 writes the single result.
         unsafe { a.load_row(i1, i2, i3, buf) };
-        total += row_sum(buf) as f64;
+        total += row_sum(a.ty, buf) as f64;
     }
     // SAFETY: dst has one element.
     unsafe { d.set_f32(0, 0, 0, 0, total as f32) };
@@ -38,7 +43,7 @@ pub(crate) fn sum_rows(p: &mut Params, n: &Node, mean: bool) {
         // SAFETY: dst has a's shape with ne0 = 1; this thread owns row r.
         unsafe {
             a.load_row(i1, i2, i3, buf);
-            let mut s = row_sum(buf);
+            let mut s = row_sum(a.ty, buf);
             if mean {
                 s /= ne0 as f32;
             }
@@ -55,11 +60,12 @@ pub(crate) fn argmax(p: &mut Params, n: &Node) {
         // SAFETY: a is a matrix; dst holds one i32 per row, row r owned by this thread.
         unsafe {
             a.load_row(r, 0, 0, buf);
+            // ggml_vec_argmax_f32: the last index holding the running maximum
             let mut best = 0usize;
             let mut max = f32::NEG_INFINITY;
             for (i, &v) in buf.iter().enumerate() {
-                if v > max {
-                    max = v;
+                max = if max > v { max } else { v };
+                if max == v {
                     best = i;
                 }
             }

@@ -44,6 +44,22 @@ pub(crate) fn map(p: &mut Params, n: &Node, f: impl Fn(f32) -> f32) {
     }
 }
 
+/// Applies `f` to whole rows (loaded as f32), rows split across threads.
+fn map_rows(p: &mut Params, n: &Node, f: impl Fn(&mut [f32])) {
+    let (a, d) = (n.s(0), n.dst);
+    let (r0, r1) = split(a.nrows(), p.ith, p.nth);
+    let buf = p.scratch(a.ne[0]);
+    for r in r0..r1 {
+        let (i1, i2, i3) = a.unflat_row(r);
+        // SAFETY: dst has a's shape; this thread owns row r (read before it is written).
+        unsafe {
+            a.load_row(i1, i2, i3, buf);
+            f(buf);
+            d.store_row(i1, i2, i3, buf);
+        }
+    }
+}
+
 pub(crate) fn scale(p: &mut Params, n: &Node, s: f32, b: f32) {
     if b == 0.0 {
         map(p, n, |x| x * s)
@@ -123,7 +139,7 @@ pub(crate) fn unary(p: &mut Params, n: &Node, op: UnaryOp) {
         UnaryOp::Sigmoid => map(p, n, |x| 1.0 / (1.0 + (-x).exp())),
         UnaryOp::Gelu => map(p, n, gelu),
         UnaryOp::GeluQuick => map(p, n, gelu_quick),
-        UnaryOp::Silu => map(p, n, silu),
+        UnaryOp::Silu => map_rows(p, n, crate::simd::silu_inplace),
         UnaryOp::HardSwish => map(p, n, |x| x * (1.0f32).min((0.0f32).max((x + 3.0) / 6.0))),
         UnaryOp::HardSigmoid => map(p, n, |x| (1.0f32).min((0.0f32).max((x + 3.0) / 6.0))),
         UnaryOp::Exp => map(p, n, f32::exp),
@@ -174,8 +190,12 @@ pub(crate) fn glu(p: &mut Params, n: &Node, op: GluOp, swapped: bool) {
                 None if swapped => (&xa[nc..2 * nc], &xa[..nc]),
                 None => (&xa[..nc], &xa[nc..2 * nc]),
             };
-            for i in 0..nc {
-                out[i] = f(x[i], g[i]);
+            if op == GluOp::Swiglu {
+                crate::simd::swiglu(out, x, g);
+            } else {
+                for i in 0..nc {
+                    out[i] = f(x[i], g[i]);
+                }
             }
             d.store_row(i1, i2, i3, out);
         }
