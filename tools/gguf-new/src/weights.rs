@@ -64,16 +64,21 @@ pub const STEP: usize = CHUNK * 64;
 /// The one place that knows how values become bytes of a type; quantized types join here once
 /// ggml's quantizers exist. `src` holds whole rows.
 pub fn convert(ty: ggml::Type, src: &[f32]) -> Result<Vec<u8>, String> {
+    fn each<const N: usize>(src: &[f32], f: impl Fn(f32) -> [u8; N] + Sync) -> Vec<u8> {
+        let mut out = vec![0u8; src.len() * N];
+        out.par_chunks_mut(CHUNK * N)
+            .zip(src.par_chunks(CHUNK))
+            .for_each(|(o, s)| {
+                for (d, &x) in o.chunks_exact_mut(N).zip(s) {
+                    d.copy_from_slice(&f(x));
+                }
+            });
+        out
+    }
     match ty {
-        ggml::Type::F32 => Ok(src.iter().flat_map(|x| x.to_le_bytes()).collect()),
-        ggml::Type::F16 => Ok(src
-            .iter()
-            .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
-            .collect()),
-        ggml::Type::Bf16 => Ok(src
-            .iter()
-            .flat_map(|&x| half::bf16::from_f32(x).to_le_bytes())
-            .collect()),
+        ggml::Type::F32 => Ok(each(src, f32::to_le_bytes)),
+        ggml::Type::F16 => Ok(each(src, |x| half::f16::from_f32(x).to_le_bytes())),
+        ggml::Type::Bf16 => Ok(each(src, |x| half::bf16::from_f32(x).to_le_bytes())),
         other => Err(format!(
             "type {} is not supported yet (use f32, f16 or bf16)",
             other.name()
