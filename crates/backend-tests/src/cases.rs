@@ -506,6 +506,43 @@ fn copy_cases(out: &mut Vec<Case>) {
     ));
 }
 
+fn more_copy_cases(out: &mut Vec<Case>) {
+    for q in [Type::Q8_0, Type::Q4K] {
+        let ne0 = q.block_size() as i64 * 2;
+        out.push(Case::new(
+            "CPY",
+            q,
+            format!("CPY({q}->{q},rows 1..4 of a view)"),
+            DEFAULT,
+            move |c| {
+                let a0 = t(c, q, &[ne0, 6]);
+                let nb1 = c[a0].nb[1];
+                let a = c.view_2d(a0, ne0, 3, nb1, nb1);
+                let b = t(c, q, &[ne0, 3]);
+                Built::new(c.cpy(a, b))
+            },
+        ));
+        out.push(Case::new(
+            "GET_ROWS",
+            q,
+            format!("GET_ROWS({q},indices from a strided view)"),
+            DEFAULT,
+            move |c| {
+                let a = t(c, q, &[ne0, 9]);
+                let idx0 = t(c, Type::I32, &[4, 3]);
+                let idx = c.view_1d(idx0, 3, 4 * 4);
+                Built::new(c.get_rows(a, idx)).with(
+                    idx0,
+                    Init::Index {
+                        max: 9,
+                        unique: false,
+                    },
+                )
+            },
+        ));
+    }
+}
+
 fn rows_cases(out: &mut Vec<Case>) {
     let mut srcs: Vec<Type> = FLOATS.to_vec();
     srcs.extend(QUANTS);
@@ -573,6 +610,17 @@ fn rows_cases(out: &mut Vec<Case>) {
 }
 
 fn matmul_cases(out: &mut Vec<Case>) {
+    // activations already in the weight's dot type are used in place
+    for ty in [Type::F16, Type::Bf16] {
+        for n in [1i64, 8] {
+            let desc = format!("MUL_MAT(a={ty},b={ty},m=13,n={n},k=96)");
+            out.push(Case::new("MUL_MAT", ty, desc, LOW, move |c| {
+                let a = t(c, ty, &[96, 13]);
+                let b = t(c, ty, &[96, n]);
+                Built::new(c.mul_mat(a, b))
+            }));
+        }
+    }
     let mut types: Vec<Type> = FLOATS.to_vec();
     types.extend(QUANTS);
     for ty in types {
@@ -777,6 +825,7 @@ fn attn_cases(out: &mut Vec<Case>) {
 pub fn all() -> Vec<Case> {
     let mut out = Vec::new();
     rows_cases(&mut out);
+    more_copy_cases(&mut out);
     binary_cases(&mut out);
     unary_cases(&mut out);
     reduce_cases(&mut out);
