@@ -104,13 +104,16 @@ impl CpuBackend {
                         }
                     }
                     barrier.wait(nth);
-                    if aborted.load(Ordering::Relaxed) {
+                    if aborted.load(Ordering::Relaxed) || barrier.is_poisoned() {
                         break;
                     }
                 }
             })
         };
-        self.pool.run(nth, &job);
+        if !self.pool.run(nth, &job) {
+            ggml::log_error!("{}: a compute thread panicked\n", "ggml_graph_compute");
+            return Status::Failed;
+        }
         if aborted.load(Ordering::Relaxed) {
             Status::Aborted
         } else if error.load(Ordering::Relaxed) {

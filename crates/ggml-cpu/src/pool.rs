@@ -14,6 +14,8 @@ const IDLE_SPINS: u32 = 20_000;
 pub(crate) struct SpinBarrier {
     arrived: AtomicUsize,
     generation: AtomicUsize,
+    /// Set when a thread of the job panicked: waits return at once so no thread hangs.
+    poisoned: AtomicBool,
 }
 
 impl SpinBarrier {
@@ -21,7 +23,12 @@ impl SpinBarrier {
         SpinBarrier {
             arrived: AtomicUsize::new(0),
             generation: AtomicUsize::new(0),
+            poisoned: AtomicBool::new(false),
         }
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::Acquire)
     }
 
     /// Waits until `n` threads have arrived.
@@ -38,6 +45,9 @@ impl SpinBarrier {
         }
         let mut spins = 0u32;
         while self.generation.load(Ordering::Acquire) == gen {
+            if self.is_poisoned() {
+                return;
+            }
             if spins < BARRIER_SPINS {
                 std::hint::spin_loop();
                 spins += 1;
@@ -105,12 +115,16 @@ impl Pool {
     }
 
     /// Runs `f(ith, nth, barrier)` on `nth` threads (growing the pool if needed) and returns
-    /// when all of them have finished.
-    pub fn run(&mut self, nth: usize, f: &(dyn Fn(usize, usize, &SpinBarrier) + Sync)) {
+    /// when all of them have finished. Returns false if a worker thread panicked; a panic on the
+    /// calling thread is resumed once the workers are done.
+    pub fn run(&mut self, nth: usize, f: &(dyn Fn(usize, usize, &SpinBarrier) + Sync)) -> bool {
         let nth = nth.max(1);
+        let barrier = &self.shared.barrier;
+        barrier.poisoned.store(false, Ordering::Release);
+        barrier.arrived.store(0, Ordering::Release);
         if nth == 1 {
-            f(0, 1, &self.shared.barrier);
-            return;
+            f(0, 1, barrier);
+            return true;
         }
         self.grow(nth);
         // SAFETY: erase the closure's lifetime; it is only called until `done` reaches
@@ -127,7 +141,12 @@ impl Pool {
             *job = (e, Some((JobPtr(ptr), nth)));
             self.shared.wake.notify_all();
         }
-        f(0, nth, &self.shared.barrier);
+        let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            f(0, nth, &self.shared.barrier)
+        }));
+        if mine.is_err() {
+            self.shared.barrier.poisoned.store(true, Ordering::Release);
+        }
         let mut spins = 0u32;
         while self.shared.done.load(Ordering::Acquire) < nth - 1 {
             if spins < BARRIER_SPINS {
@@ -137,8 +156,14 @@ impl Pool {
                 std::thread::yield_now();
             }
         }
-        let mut job = self.shared.job.lock().unwrap_or_else(|e| e.into_inner());
-        job.1 = None;
+        {
+            let mut job = self.shared.job.lock().unwrap_or_else(|e| e.into_inner());
+            job.1 = None;
+        }
+        if let Err(p) = mine {
+            std::panic::resume_unwind(p);
+        }
+        !self.shared.barrier.is_poisoned()
     }
 }
 
@@ -175,7 +200,12 @@ fn worker(shared: Arc<Shared>, ith: usize) {
         if ith < nth {
             // SAFETY: the job pointer stays valid until every participating worker has
             // incremented `done` (Pool::run waits for that).
-            unsafe { (*f)(ith, nth, &shared.barrier) };
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe {
+                (*f)(ith, nth, &shared.barrier)
+            }));
+            if r.is_err() {
+                shared.barrier.poisoned.store(true, Ordering::Release);
+            }
             shared.done.fetch_add(1, Ordering::AcqRel);
         }
     }
@@ -191,5 +221,52 @@ impl Drop for Pool {
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_thread_runs_and_barriers_order_the_steps() {
+        let mut pool = Pool::new(3);
+        let hits = AtomicUsize::new(0);
+        let after = AtomicUsize::new(0);
+        for _ in 0..50 {
+            hits.store(0, Ordering::SeqCst);
+            after.store(0, Ordering::SeqCst);
+            let ok = pool.run(3, &|_ith, nth, barrier| {
+                hits.fetch_add(1, Ordering::SeqCst);
+                barrier.wait(nth);
+                // every thread sees all three arrivals after the barrier
+                if hits.load(Ordering::SeqCst) == 3 {
+                    after.fetch_add(1, Ordering::SeqCst);
+                }
+                barrier.wait(nth);
+            });
+            assert!(ok);
+            assert_eq!(after.load(Ordering::SeqCst), 3);
+        }
+    }
+
+    #[test]
+    fn a_panicking_worker_fails_the_run_without_hanging() {
+        let mut pool = Pool::new(2);
+        let ok = pool.run(2, &|ith, nth, barrier| {
+            if ith == 1 {
+                panic!("kernel bug");
+            }
+            barrier.wait(nth);
+            barrier.wait(nth);
+        });
+        assert!(!ok);
+        // the pool still works afterwards
+        let count = AtomicUsize::new(0);
+        assert!(pool.run(2, &|_, nth, barrier| {
+            count.fetch_add(1, Ordering::SeqCst);
+            barrier.wait(nth);
+        }));
+        assert_eq!(count.load(Ordering::SeqCst), 2);
     }
 }
