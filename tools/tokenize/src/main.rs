@@ -8,11 +8,19 @@ use common::args::{self, Example, ParseEnv, ParseOutput};
 use llama::vocab::Vocab;
 
 fn print_usage(out: &mut dyn ParseOutput) {
-    let argv0 = std::env::args().next().unwrap_or_else(|| "llama-tokenize".into());
+    let argv0 = std::env::args()
+        .next()
+        .unwrap_or_else(|| "llama-tokenize".into());
     out.out("\nexample usage:\n");
-    out.out(&format!("\n  {argv0} -m your_model.gguf -p \"Hello world\"\n"));
-    out.out(&format!("\n  {argv0} -m your_model.gguf -f prompt.txt --ids\n"));
-    out.out(&format!("\n  cat prompt.txt | {argv0} -m your_model.gguf --stdin --show-count\n"));
+    out.out(&format!(
+        "\n  {argv0} -m your_model.gguf -p \"Hello world\"\n"
+    ));
+    out.out(&format!(
+        "\n  {argv0} -m your_model.gguf -f prompt.txt --ids\n"
+    ));
+    out.out(&format!(
+        "\n  cat prompt.txt | {argv0} -m your_model.gguf --stdin --show-count\n"
+    ));
     out.out("\n");
 }
 
@@ -52,7 +60,9 @@ fn process_escapes(input: &[u8]) -> Vec<u8> {
                 b'\'' => out.push(b'\''),
                 b'"' => out.push(b'"'),
                 b'\\' => out.push(b'\\'),
-                b'x' if i + 2 < input.len() && strtol_hex2([input[i + 1], input[i + 2]]).is_some() => {
+                b'x' if i + 2 < input.len()
+                    && strtol_hex2([input[i + 1], input[i + 2]]).is_some() =>
+                {
                     out.push(strtol_hex2([input[i + 1], input[i + 2]]).unwrap_or(0));
                     i += 2;
                 }
@@ -87,7 +97,11 @@ fn raw_prompt(parsed: &str, escape: bool) -> Vec<u8> {
             i += 1;
         }
         if let Some(raw) = raw {
-            let bytes = if escape { process_escapes(raw) } else { raw.to_vec() };
+            let bytes = if escape {
+                process_escapes(raw)
+            } else {
+                raw.to_vec()
+            };
             if String::from_utf8_lossy(&bytes) == parsed {
                 return bytes;
             }
@@ -136,7 +150,10 @@ fn main() {
         Err(e) => {
             ggml::log_error!("llama_model_load: error loading model: {}\n", e);
             ggml::log_error!("llama_model_load_from_file_impl: failed to load model\n");
-            fail(&format!("error: could not load model from file '{}'.\n", p.model));
+            fail(&format!(
+                "error: could not load model from file '{}'.\n",
+                p.model
+            ));
         }
     };
     vocab.print_info();

@@ -19,8 +19,10 @@ pub struct Bpe {
     pub pre_type: PreType,
     pub byte_encode: bool,
     pub ignore_merges: bool,
-    /// Every string that appears in a merge (left, right, or their concatenation).
-    pieces: HashMap<Box<[u8]>, u32, FxBuild>,
+    /// Pieces are token ids; strings of the merge list that are not tokens get ids from
+    /// `n_tokens` on.
+    n_tokens: u32,
+    extra: HashMap<Box<[u8]>, u32, FxBuild>,
     /// (left piece, right piece) -> (rank, merged piece)
     merges: HashMap<(u32, u32), (u32, u32), FxBuild>,
     pub n_merges: usize,
@@ -28,18 +30,30 @@ pub struct Bpe {
 
 impl Bpe {
     pub fn new(
+        tokens: &TokenMap,
+        n_tokens: usize,
         pre: PreTokenizer,
         pre_type: PreType,
         byte_encode: bool,
         ignore_merges: bool,
         merges: &[&str],
     ) -> Bpe {
-        let mut pieces: HashMap<Box<[u8]>, u32, FxBuild> = HashMap::default();
+        let n_tokens = n_tokens as u32;
+        let mut extra: HashMap<Box<[u8]>, u32, FxBuild> = HashMap::default();
         let mut intern = |s: &[u8]| -> u32 {
-            let n = pieces.len() as u32;
-            *pieces.entry(s.into()).or_insert(n)
+            if let Some(&id) = tokens.get(s) {
+                return id as u32;
+            }
+            if let Some(&id) = extra.get(s) {
+                return id;
+            }
+            let n = n_tokens + extra.len() as u32;
+            extra.insert(s.into(), n);
+            n
         };
         let mut table: HashMap<(u32, u32), (u32, u32), FxBuild> = HashMap::default();
+        table.reserve(merges.len());
+        let mut joined = Vec::new();
         for (rank, m) in merges.iter().enumerate() {
             let b = m.as_bytes();
             // llama.cpp splits at the first space after the first byte; without one, the pair
@@ -50,7 +64,7 @@ impl Bpe {
             };
             let l = intern(first);
             let r = intern(second);
-            let mut joined = Vec::with_capacity(first.len() + second.len());
+            joined.clear();
             joined.extend_from_slice(first);
             joined.extend_from_slice(second);
             let j = intern(&joined);
@@ -61,14 +75,18 @@ impl Bpe {
             pre_type,
             byte_encode,
             ignore_merges,
+            n_tokens,
             n_merges: table.len(),
-            pieces,
+            extra,
             merges: table,
         }
     }
 
-    fn piece(&self, s: &[u8]) -> u32 {
-        self.pieces.get(s).copied().unwrap_or(NO_PIECE)
+    fn piece(&self, tokens: &TokenMap, s: &[u8]) -> u32 {
+        if let Some(&id) = tokens.get(s) {
+            return id as u32;
+        }
+        self.extra.get(s).copied().unwrap_or(NO_PIECE)
     }
 
     /// Tokenize one fragment of raw text, appending to `out`.
@@ -114,7 +132,7 @@ impl Bpe {
                 n,
                 prev: idx - 1,
                 next: if off + n == word.len() { -1 } else { idx + 1 },
-                piece: self.piece(&word[off..off + n]),
+                piece: self.piece(tokens, &word[off..off + n]),
             });
             off += n;
         }
@@ -144,9 +162,10 @@ impl Bpe {
             let s = &syms[i as usize];
             if s.n > 0 {
                 let text = &word[s.start..s.start + s.n];
-                match whole(text) {
-                    Some(id) => out.push(id),
-                    None => self.byte_fallback(tokens, text, out),
+                if s.piece < self.n_tokens {
+                    out.push(s.piece as Token);
+                } else {
+                    self.byte_fallback(tokens, text, out);
                 }
             }
             i = s.next;

@@ -211,6 +211,8 @@ const EOG_NAMES: &[&str] = &[
     "[e~[",
 ];
 
+const GPT_OSS_NAMES: &[&str] = &["<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"];
+
 impl Vocab {
     /// Load the vocabulary of a GGUF file (its metadata is enough).
     pub fn from_gguf(file: &gguf::GgufFile) -> Result<Vocab, VocabError> {
@@ -254,7 +256,7 @@ impl Vocab {
             lowercase: true,
             strip_accents: true,
         };
-        let mut merges: Option<Vec<String>> = None;
+        let mut merges: Option<Vec<&str>> = None;
         let mut charsmap: Vec<u8> = Vec::new();
         let set_ids = |s: &mut SpecialTokens, bos, eos, unk, sep, pad, mask| {
             s.bos = bos;
@@ -418,8 +420,16 @@ impl Vocab {
             VocabType::Bpe => {
                 let (exprs, byte_encode) = pretype::regexes(pre_type);
                 let pt = PreTokenizer::new(&exprs)?;
-                let m: Vec<&str> = merges.iter().flatten().map(String::as_str).collect();
-                let bpe = Bpe::new(pt, pre_type, byte_encode, f.ignore_merges, &m);
+                let m: &[&str] = merges.as_deref().unwrap_or(&[]);
+                let bpe = Bpe::new(
+                    &token_to_id,
+                    tokens.len(),
+                    pt,
+                    pre_type,
+                    byte_encode,
+                    f.ignore_merges,
+                    m,
+                );
                 let nm = bpe.n_merges;
                 (Engine::Bpe(Box::new(bpe)), nm)
             }
@@ -644,7 +654,28 @@ impl Vocab {
     /// tokens in llama.cpp's hash-map order.
     fn detect_special_tokens(&mut self) {
         let keys: Vec<&[u8]> = self.tokens.iter().map(|t| t.text.as_bytes()).collect();
-        let order = hashorder::iteration_order(&keys);
+        let mut order = hashorder::iteration_order(&keys);
+        // Only tokens named in the lists below, and control tokens, take part in what
+        // follows; dropping the rest keeps llama.cpp's relative order of those that do.
+        let mut named = vec![false; self.tokens.len()];
+        let lists = [
+            EOT_NAMES.names,
+            EOM_NAMES.names,
+            FIM_PRE_NAMES.names,
+            FIM_SUF_NAMES.names,
+            FIM_MID_NAMES.names,
+            FIM_PAD_NAMES.names,
+            FIM_REP_NAMES.names,
+            FIM_SEP_NAMES.names,
+            EOG_NAMES,
+            GPT_OSS_NAMES,
+        ];
+        for name in lists.iter().flat_map(|l| l.iter()) {
+            if let Some(&id) = self.token_to_id.get(name.as_bytes()) {
+                named[id as usize] = true;
+            }
+        }
+        order.retain(|&i| named[i] || self.tokens[i].attr & attr::CONTROL != 0);
         let ids: [fn(&mut SpecialTokens) -> &mut Token; 8] = [
             |s| &mut s.eot,
             |s| &mut s.eom,
@@ -722,10 +753,7 @@ impl Vocab {
         }
         for &i in &order {
             let t = &mut self.tokens[i];
-            if matches!(
-                t.text.as_str(),
-                "<|channel|>" | "<|message|>" | "<|start|>" | "<|constrain|>"
-            ) {
+            if GPT_OSS_NAMES.contains(&t.text.as_str()) {
                 ggml::log_warn!(
                     "load: setting token '{}' ({}) attribute to USER_DEFINED ({}), old attributes: {}\n",
                     t.text,
@@ -863,7 +891,7 @@ impl Vocab {
     }
 }
 
-fn read_merges(meta: Meta, optional: bool) -> Result<Option<Vec<String>>, VocabError> {
+fn read_merges<'a>(meta: Meta<'a>, optional: bool) -> Result<Option<Vec<&'a str>>, VocabError> {
     match meta(KV_MERGES) {
         None if optional => {
             ggml::log_info!("load: Kimi-K2 tokenizer detected, skipping BPE merges\n");
@@ -875,7 +903,7 @@ fn read_merges(meta: Meta, optional: bool) -> Result<Option<Vec<String>>, VocabE
                 .as_array()
                 .and_then(|a| a.strings())
                 .ok_or_else(|| VocabError::BadType(KV_MERGES.into()))?;
-            Ok(Some(arr.into_iter().map(str::to_string).collect()))
+            Ok(Some(arr))
         }
     }
 }

@@ -149,7 +149,9 @@ impl Hasher for FxHasher {
     }
     #[inline]
     fn finish(&self) -> u64 {
-        self.hash
+        // The multiply leaves the low bits (the bucket index) depending only on low input
+        // bits; rotating brings the well-mixed high bits down.
+        self.hash.rotate_left(26)
     }
 }
 

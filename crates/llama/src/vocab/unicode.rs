@@ -278,12 +278,17 @@ pub fn byte_to_cpt(b: u8) -> u32 {
     })[b as usize]
 }
 
-/// Inverse of [`byte_to_cpt`].
+/// Inverse of [`byte_to_cpt`] (whose image lies below U+0144).
 pub fn cpt_to_byte(cp: u32) -> Option<u8> {
-    static INV: OnceLock<std::collections::HashMap<u32, u8>> = OnceLock::new();
-    INV.get_or_init(|| (0..=255u8).map(|b| (byte_to_cpt(b), b)).collect())
-        .get(&cp)
-        .copied()
+    static INV: OnceLock<[i16; 0x144]> = OnceLock::new();
+    let inv = INV.get_or_init(|| {
+        let mut t = [-1i16; 0x144];
+        for b in 0..=255u8 {
+            t[byte_to_cpt(b) as usize] = b as i16;
+        }
+        t
+    });
+    inv.get(cp as usize).and_then(|&v| u8::try_from(v).ok())
 }
 
 /// The UTF-8 text of the GPT-2 byte-encoding of one byte.
