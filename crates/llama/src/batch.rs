@@ -20,7 +20,10 @@ impl Batch {
     }
     /// llama_batch_get_one: one sequence, positions after the memory's, logits for the last token.
     pub fn get_one(tokens: &[i32]) -> Batch {
-        Batch { token: tokens.to_vec(), ..Batch::default() }
+        Batch {
+            token: tokens.to_vec(),
+            ..Batch::default()
+        }
     }
     /// common_batch_add
     pub fn add(&mut self, token: i32, pos: i32, seq_ids: &[i32], logits: bool) {
@@ -62,7 +65,6 @@ pub struct Ubatch {
     pub output: Vec<bool>,
     /// index of each token in the batch
     pub idx: Vec<usize>,
-    pub n_seqs_unq: usize,
 }
 
 impl Ubatch {
@@ -71,17 +73,6 @@ impl Ubatch {
     }
     pub fn n_outputs(&self) -> usize {
         self.output.iter().filter(|&&o| o).count()
-    }
-    /// A ubatch of `n_tokens` tokens of sequence 0 (graph reservation; the contents are unused).
-    pub fn reserve(n_tokens: usize, n_outputs: usize) -> Ubatch {
-        Ubatch {
-            token: vec![0; n_tokens],
-            pos: (0..n_tokens as i32).collect(),
-            seq_id: vec![vec![0]; n_tokens],
-            output: (0..n_tokens).map(|i| i >= n_tokens - n_outputs.min(n_tokens)).collect(),
-            idx: (0..n_tokens).collect(),
-            n_seqs_unq: 1,
-        }
     }
 }
 
@@ -97,7 +88,11 @@ pub fn validate(
     if n == 0 {
         return Err("n_tokens == 0".into());
     }
-    for (what, len) in [("pos", batch.pos.len()), ("seq_id", batch.seq_id.len()), ("logits", batch.logits.len())] {
+    for (what, len) in [
+        ("pos", batch.pos.len()),
+        ("seq_id", batch.seq_id.len()),
+        ("logits", batch.logits.len()),
+    ] {
         if len != 0 && len != n {
             return Err(format!("batch.{what} has {len} entries for {n} tokens"));
         }
@@ -107,7 +102,11 @@ pub fn validate(
             return Err(format!("invalid token[{i}] = {t}"));
         }
     }
-    let seq_id: Vec<Vec<i32>> = if batch.seq_id.is_empty() { vec![vec![0]; n] } else { batch.seq_id.clone() };
+    let seq_id: Vec<Vec<i32>> = if batch.seq_id.is_empty() {
+        vec![vec![0]; n]
+    } else {
+        batch.seq_id.clone()
+    };
     for (i, ids) in seq_id.iter().enumerate() {
         if ids.is_empty() {
             return Err(format!("token {i} has no sequence id"));
@@ -175,7 +174,13 @@ pub fn validate(
         }
     }
     let n_outputs = output.iter().filter(|&&o| o).count();
-    Ok(FullBatch { token: batch.token.clone(), pos, seq_id, output, n_outputs })
+    Ok(FullBatch {
+        token: batch.token.clone(),
+        pos,
+        seq_id,
+        output,
+        n_outputs,
+    })
 }
 
 /// split_simple: consecutive tokens, n_ubatch at a time.
@@ -185,16 +190,12 @@ pub fn split_simple(b: &FullBatch, n_ubatch: usize) -> Vec<Ubatch> {
     let mut start = 0;
     while start < n {
         let end = (start + n_ubatch.max(1)).min(n);
-        let mut seqs: Vec<i32> = b.seq_id[start..end].iter().flatten().copied().collect();
-        seqs.sort_unstable();
-        seqs.dedup();
         out.push(Ubatch {
             token: b.token[start..end].to_vec(),
             pos: b.pos[start..end].to_vec(),
             seq_id: b.seq_id[start..end].to_vec(),
             output: b.output[start..end].to_vec(),
             idx: (start..end).collect(),
-            n_seqs_unq: seqs.len(),
         });
         start = end;
     }
@@ -222,11 +223,17 @@ mod tests {
         assert!(validate(&b, 10, 1, false, |_| -1).is_err());
         let mut b = Batch::new();
         b.add(1, 3, &[0], true);
-        assert!(validate(&b, 10, 1, false, |_| 0).is_err(), "Y must be X + 1");
+        assert!(
+            validate(&b, 10, 1, false, |_| 0).is_err(),
+            "Y must be X + 1"
+        );
         let mut b = Batch::new();
         b.add(1, 0, &[0], false);
         b.add(1, 2, &[0], true);
-        assert!(validate(&b, 10, 1, false, |_| -1).is_err(), "gap in positions");
+        assert!(
+            validate(&b, 10, 1, false, |_| -1).is_err(),
+            "gap in positions"
+        );
     }
 
     #[test]

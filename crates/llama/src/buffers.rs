@@ -13,23 +13,36 @@ fn pad(x: usize, align: usize) -> usize {
 
 /// Bytes the tensors take in `buft`, each padded to its alignment.
 pub fn tensors_size(ctx: &Context, ids: &[TensorId], buft: &BufferTypeRef) -> usize {
-    ids.iter().map(|&t| pad(buft.alloc_size(&ctx[t]), buft.alignment())).sum()
+    ids.iter()
+        .map(|&t| pad(buft.alloc_size(&ctx[t]), buft.alignment()))
+        .sum()
 }
 
 /// Allocates one buffer for `ids` and points each tensor into it.
-pub fn alloc_tensors(ctx: &mut Context, ids: &[TensorId], buft: &BufferTypeRef, what: &str) -> Result<Arc<Buffer>> {
+pub fn alloc_tensors(
+    ctx: &mut Context,
+    ids: &[TensorId],
+    buft: &BufferTypeRef,
+    what: &str,
+) -> Result<Arc<Buffer>> {
     let size = tensors_size(ctx, ids, buft);
-    let buffer = buft.clone().alloc_buffer(size).map_err(|e| LlamaError::Alloc {
-        what: what.to_string(),
-        buft: buft.name().to_string(),
-        size,
-        why: e.to_string(),
-    })?;
+    let buffer = buft
+        .clone()
+        .alloc_buffer(size)
+        .map_err(|e| LlamaError::Alloc {
+            what: what.to_string(),
+            buft: buft.name().to_string(),
+            size,
+            why: e.to_string(),
+        })?;
     let align = buft.alignment();
     let mut offset = 0usize;
     for &t in ids {
         let n = buft.alloc_size(&ctx[t]);
-        ctx[t].data = Some(TensorData { buffer: buffer.clone(), addr: buffer.base() + offset });
+        ctx[t].data = Some(TensorData {
+            buffer: buffer.clone(),
+            addr: buffer.base() + offset,
+        });
         offset += pad(n, align);
     }
     Ok(buffer)
@@ -62,12 +75,18 @@ pub fn place_tensors(ctx: &mut Context, ids: &[TensorId], buft: &BufferTypeRef) 
     let size = tensors_size(ctx, ids, buft);
     // a non-null, aligned, never dereferenced base
     let base = buft.alignment().max(4096);
-    let buffer = Arc::new(Buffer::new(buft.clone(), Box::new(Placeholder { base, size })));
+    let buffer = Arc::new(Buffer::new(
+        buft.clone(),
+        Box::new(Placeholder { base, size }),
+    ));
     let align = buft.alignment();
     let mut offset = 0usize;
     for &t in ids {
         let n = buft.alloc_size(&ctx[t]);
-        ctx[t].data = Some(TensorData { buffer: buffer.clone(), addr: base + offset });
+        ctx[t].data = Some(TensorData {
+            buffer: buffer.clone(),
+            addr: base + offset,
+        });
         offset += pad(n, align);
     }
     size

@@ -34,12 +34,18 @@ pub fn g_prec(v: f64, p: usize) -> String {
         return nonfinite(v);
     }
     if v == 0.0 {
-        return if v.is_sign_negative() { "-0".into() } else { "0".into() };
+        return if v.is_sign_negative() {
+            "-0".into()
+        } else {
+            "0".into()
+        };
     }
     let p = p.max(1);
     // the exponent after rounding to p significant digits decides the style
     let e_str = format!("{:.*e}", p - 1, v);
-    let x: i32 = e_str.split_once('e').map_or(0, |(_, e)| e.parse().unwrap_or(0));
+    let x: i32 = e_str
+        .split_once('e')
+        .map_or(0, |(_, e)| e.parse().unwrap_or(0));
     if x < -4 || x >= p as i32 {
         let s = exp(v, p - 1);
         let (mant, e) = s.split_once('e').unwrap_or((&s, ""));

@@ -39,7 +39,6 @@ pub struct Context {
     pub(crate) cpu_backend: usize,
     /// n_outputs_max x n_vocab floats
     pub(crate) logits: Vec<f32>,
-    pub(crate) output_buft_name: String,
     /// rows of `logits` holding the last decode's outputs
     pub(crate) n_outputs: usize,
     /// batch index -> output row (-1: no logits requested)
@@ -60,10 +59,14 @@ impl std::fmt::Debug for Context {
 fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
     let hp = &model.hparams;
     if params.n_batch == 0 && params.n_ubatch == 0 {
-        return Err(LlamaError::BadParams("n_batch and n_ubatch cannot both be zero".into()));
+        return Err(LlamaError::BadParams(
+            "n_batch and n_ubatch cannot both be zero".into(),
+        ));
     }
     if params.n_ctx == 0 && hp.n_ctx_train == 0 {
-        return Err(LlamaError::BadParams("n_ctx and model->hparams.n_ctx_train cannot both be zero".into()));
+        return Err(LlamaError::BadParams(
+            "n_ctx and model->hparams.n_ctx_train cannot both be zero".into(),
+        ));
     }
     if params.n_seq_max == 0 || params.n_seq_max as usize > crate::kv_cells::MAX_SEQ {
         return Err(LlamaError::BadParams(format!(
@@ -71,7 +74,11 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
             crate::kv_cells::MAX_SEQ
         )));
     }
-    let mut n_ctx = if params.n_ctx == 0 { hp.n_ctx_train } else { params.n_ctx };
+    let mut n_ctx = if params.n_ctx == 0 {
+        hp.n_ctx_train
+    } else {
+        params.n_ctx
+    };
     n_ctx = n_ctx.div_ceil(256).saturating_mul(256);
     let n_ctx_seq = if params.kv_unified {
         n_ctx
@@ -82,14 +89,31 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
         }
         if n_ctx != seq * params.n_seq_max {
             n_ctx = seq * params.n_seq_max;
-            ggml::log_warn!("llama_context: n_ctx is not divisible by n_seq_max - rounding down to {}\n", n_ctx);
+            ggml::log_warn!(
+                "llama_context: n_ctx is not divisible by n_seq_max - rounding down to {}\n",
+                n_ctx
+            );
         }
         seq
     };
     let causal_attn = hp.causal_attn;
-    let n_batch = if causal_attn { n_ctx.min(params.n_batch) } else { params.n_batch };
-    let n_ubatch = n_batch.min(if params.n_ubatch == 0 { n_batch } else { params.n_ubatch });
-    let threads = |n: i32| if n <= 0 { ggml_cpu::default_n_threads() } else { n as usize };
+    let n_batch = if causal_attn {
+        n_ctx.min(params.n_batch)
+    } else {
+        params.n_batch
+    };
+    let n_ubatch = n_batch.min(if params.n_ubatch == 0 {
+        n_batch
+    } else {
+        params.n_ubatch
+    });
+    let threads = |n: i32| {
+        if n <= 0 {
+            ggml_cpu::default_n_threads()
+        } else {
+            n as usize
+        }
+    };
     let yarn_ext_factor = if params.yarn_ext_factor >= 0.0 {
         params.yarn_ext_factor
     } else if hp.rope_scaling_type_train == RopeScaling::Yarn {
@@ -103,7 +127,11 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
         n_batch,
         n_ubatch,
         n_seq_max: params.n_seq_max,
-        n_outputs_max: if params.n_outputs_max == 0 { n_batch } else { params.n_outputs_max },
+        n_outputs_max: if params.n_outputs_max == 0 {
+            n_batch
+        } else {
+            params.n_outputs_max
+        },
         n_threads: threads(params.n_threads),
         n_threads_batch: threads(params.n_threads_batch),
         flash_attn: params.flash_attn_type != FlashAttnType::Disabled,
@@ -113,13 +141,37 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
         op_offload: params.op_offload,
         embeddings: params.embeddings,
         kv_unified: params.kv_unified,
-        rope_freq_base: if params.rope_freq_base == 0.0 { hp.rope_freq_base_train } else { params.rope_freq_base },
-        rope_freq_scale: if params.rope_freq_scale == 0.0 { hp.rope_freq_scale_train } else { params.rope_freq_scale },
-        n_ctx_orig_yarn: if params.yarn_orig_ctx != 0 { params.yarn_orig_ctx } else { hp.n_ctx_orig_yarn },
+        rope_freq_base: if params.rope_freq_base == 0.0 {
+            hp.rope_freq_base_train
+        } else {
+            params.rope_freq_base
+        },
+        rope_freq_scale: if params.rope_freq_scale == 0.0 {
+            hp.rope_freq_scale_train
+        } else {
+            params.rope_freq_scale
+        },
+        n_ctx_orig_yarn: if params.yarn_orig_ctx != 0 {
+            params.yarn_orig_ctx
+        } else {
+            hp.n_ctx_orig_yarn
+        },
         yarn_ext_factor,
-        yarn_attn_factor: if params.yarn_attn_factor >= 0.0 { params.yarn_attn_factor } else { 1.0 },
-        yarn_beta_fast: if params.yarn_beta_fast >= 0.0 { params.yarn_beta_fast } else { 32.0 },
-        yarn_beta_slow: if params.yarn_beta_slow >= 0.0 { params.yarn_beta_slow } else { 1.0 },
+        yarn_attn_factor: if params.yarn_attn_factor >= 0.0 {
+            params.yarn_attn_factor
+        } else {
+            1.0
+        },
+        yarn_beta_fast: if params.yarn_beta_fast >= 0.0 {
+            params.yarn_beta_fast
+        } else {
+            32.0
+        },
+        yarn_beta_slow: if params.yarn_beta_slow >= 0.0 {
+            params.yarn_beta_slow
+        } else {
+            1.0
+        },
         no_perf: params.no_perf,
         warmup: false,
         graph_reuse_disable: params.graph_reuse_disable,
@@ -131,13 +183,17 @@ impl Context {
     pub fn new(model: Arc<Model>, mut params: ContextParams) -> Result<Context> {
         let hp = model.hparams.clone();
         if model.tok_embd.is_none() {
-            return Err(LlamaError::BadParams("the model was loaded with vocab_only".into()));
+            return Err(LlamaError::BadParams(
+                "the model was loaded with vocab_only".into(),
+            ));
         }
         if params.type_v.is_quantized() {
             match params.flash_attn_type {
                 FlashAttnType::Disabled => {
                     ggml::log_error!("llama_init_from_model: quantized V cache requires flash_attn to be enabled\n");
-                    return Err(LlamaError::BadParams("quantized V cache requires flash_attn to be enabled".into()));
+                    return Err(LlamaError::BadParams(
+                        "quantized V cache requires flash_attn to be enabled".into(),
+                    ));
                 }
                 FlashAttnType::Auto => {
                     ggml::log_info!(
@@ -148,7 +204,12 @@ impl Context {
                 FlashAttnType::Enabled => {}
             }
         }
-        KvCache::check_types(params.type_k, params.type_v, hp.n_embd_head_k, hp.n_embd_head_v)?;
+        KvCache::check_types(
+            params.type_k,
+            params.type_v,
+            hp.n_embd_head_k,
+            hp.n_embd_head_v,
+        )?;
 
         ggml::log_info!("llama_context: constructing llama_context\n");
         let mut cparams = resolve_cparams(&model, &params)?;
@@ -192,7 +253,12 @@ impl Context {
         let mut devs: Vec<DeviceRef> = model
             .devices()
             .iter()
-            .filter(|d| matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu | DeviceKind::Accel))
+            .filter(|d| {
+                matches!(
+                    d.kind(),
+                    DeviceKind::Gpu | DeviceKind::IGpu | DeviceKind::Accel
+                )
+            })
             .cloned()
             .collect();
         devs.push(cpu_dev.clone());
@@ -214,7 +280,12 @@ impl Context {
         // the output buffer, first sized for one output per sequence
         let n_vocab = hp.n_vocab as usize;
         let n_out0 = cparams.n_seq_max as usize;
-        let out_size = n_vocab * n_out0 + if cparams.embeddings { hp.n_embd as usize * n_out0 } else { 0 };
+        let out_size = n_vocab * n_out0
+            + if cparams.embeddings {
+                hp.n_embd as usize * n_out0
+            } else {
+                0
+            };
         let logits = vec![0.0f32; n_vocab * n_out0];
         let output_buft_name = cpu_dev.buffer_type().name().to_string();
         ggml::log_info!(
@@ -239,7 +310,11 @@ impl Context {
                 what: "kv cache".into(),
                 buft: cpu_dev.buffer_type().name().to_string(),
                 size: kv_bytes,
-                why: format!("n_ctx = {} needs more than the {} MiB of free memory", cparams.n_ctx, free >> 20),
+                why: format!(
+                    "n_ctx = {} needs more than the {} MiB of free memory",
+                    cparams.n_ctx,
+                    free >> 20
+                ),
             });
         }
         let kv = KvCache::new(
@@ -260,8 +335,14 @@ impl Context {
         let max_nodes = graph_max_nodes(&model, n_tokens);
         let cpu_backend = backends.len() - 1;
         ggml::log_info!("sched_reserve: reserving ...\n");
-        let sched = Sched::new(backends, Some(backend_bufts.clone()), max_nodes, false, cparams.op_offload)
-            .map_err(|e| LlamaError::Compute(e.to_string()))?;
+        let sched = Sched::new(
+            backends,
+            Some(backend_bufts.clone()),
+            max_nodes,
+            false,
+            cparams.op_offload,
+        )
+        .map_err(|e| LlamaError::Compute(e.to_string()))?;
         cparams.warmup = false;
 
         let mut ctx = Context {
@@ -274,7 +355,6 @@ impl Context {
             backend_devs: devs,
             cpu_backend,
             logits,
-            output_buft_name,
             n_outputs: 0,
             output_ids: Vec::new(),
             prev: None,
@@ -289,7 +369,12 @@ impl Context {
     }
 
     /// The graph parameters of a ubatch shape.
-    pub(crate) fn graph_params(&self, n_tokens: usize, n_outputs: usize, n_kv: usize) -> GraphParams {
+    pub(crate) fn graph_params(
+        &self,
+        n_tokens: usize,
+        n_outputs: usize,
+        n_kv: usize,
+    ) -> GraphParams {
         let hp = &self.model.hparams;
         let c = &self.cparams;
         GraphParams {
@@ -353,7 +438,13 @@ impl Context {
         self.kv.type_v
     }
     pub fn set_n_threads(&mut self, n_threads: i32, n_threads_batch: i32) {
-        let t = |n: i32| if n <= 0 { ggml_cpu::default_n_threads() } else { n as usize };
+        let t = |n: i32| {
+            if n <= 0 {
+                ggml_cpu::default_n_threads()
+            } else {
+                n as usize
+            }
+        };
         self.cparams.n_threads = t(n_threads);
         self.cparams.n_threads_batch = t(n_threads_batch);
     }

@@ -29,7 +29,9 @@ impl std::str::FromStr for FlashAttnType {
             "on" | "enabled" | "1" | "true" => Ok(FlashAttnType::Enabled),
             "off" | "disabled" | "0" | "false" => Ok(FlashAttnType::Disabled),
             "auto" | "-1" => Ok(FlashAttnType::Auto),
-            _ => Err(format!("unknown value for --flash-attn: '{s}' (expected on, off or auto)")),
+            _ => Err(format!(
+                "unknown value for --flash-attn: '{s}' (expected on, off or auto)"
+            )),
         }
     }
 }

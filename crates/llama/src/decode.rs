@@ -31,9 +31,13 @@ impl Context {
         }
         let output_all = self.cparams.embeddings;
         let kv = &self.kv;
-        let full = match batch::validate(batch, self.model.hparams.n_vocab, self.cparams.n_seq_max, output_all, |s| {
-            kv.seq_pos_max(s)
-        }) {
+        let full = match batch::validate(
+            batch,
+            self.model.hparams.n_vocab,
+            self.cparams.n_seq_max,
+            output_all,
+            |s| kv.seq_pos_max(s),
+        ) {
             Ok(b) => b,
             Err(e) => {
                 ggml::log_error!("init: {}\n", e);
@@ -54,7 +58,10 @@ impl Context {
 
         let ubatches = batch::split_simple(&full, self.cparams.n_ubatch as usize);
         let Some(slots) = self.kv.prepare(&ubatches) else {
-            ggml::log_warn!("decode: failed to find a memory slot for batch of size {}\n", n_tokens_all);
+            ggml::log_warn!(
+                "decode: failed to find a memory slot for batch of size {}\n",
+                n_tokens_all
+            );
             return 1;
         };
 
@@ -68,7 +75,11 @@ impl Context {
 
         let mut n_outputs_prev = 0usize;
         for (ub, slot) in ubatches.iter().zip(&slots) {
-            let n_outputs = if n_outputs_all == n_tokens_all { ub.n_tokens() } else { ub.n_outputs() };
+            let n_outputs = if n_outputs_all == n_tokens_all {
+                ub.n_tokens()
+            } else {
+                ub.n_outputs()
+            };
             let status = self.process_ubatch(ub, slot, n_outputs, n_outputs_prev);
             if status != Status::Success {
                 // forget what this ubatch stored, as llama.cpp does
@@ -97,16 +108,24 @@ impl Context {
         }
         self.n_outputs = n_outputs_all;
         // compute is synchronous: this is where llama.cpp's synchronize() books the time
-        self.perf.record(n_tokens_all, t_compute_start, self.cparams.no_perf);
+        self.perf
+            .record(n_tokens_all, t_compute_start, self.cparams.no_perf);
         0
     }
 
-    fn process_ubatch(&mut self, ub: &Ubatch, slot: &SlotInfo, n_outputs: usize, out_row: usize) -> Status {
+    fn process_ubatch(
+        &mut self,
+        ub: &Ubatch,
+        slot: &SlotInfo,
+        n_outputs: usize,
+        out_row: usize,
+    ) -> Status {
         self.kv.apply(slot, ub);
         // a graph with no output would be empty at the end: compute one row and ignore it
         let n_outputs_graph = n_outputs.max(1);
         let p = self.graph_params(ub.n_tokens(), n_outputs_graph, self.kv.n_kv());
-        let reuse = !self.cparams.graph_reuse_disable && self.prev.as_ref().is_some_and(|g| g.params == p);
+        let reuse =
+            !self.cparams.graph_reuse_disable && self.prev.as_ref().is_some_and(|g| g.params == p);
         if reuse {
             self.perf.n_reused += 1;
         } else {
@@ -121,12 +140,21 @@ impl Context {
         }
         let built = self.prev.take().expect("graph built or reused above");
         self.set_inputs(&built, ub, slot, n_outputs);
-        let n_threads = if ub.n_tokens() > 1 { self.cparams.n_threads_batch } else { self.cparams.n_threads };
-        self.sched.backend(self.cpu_backend).set_n_threads(n_threads);
+        let n_threads = if ub.n_tokens() > 1 {
+            self.cparams.n_threads_batch
+        } else {
+            self.cparams.n_threads
+        };
+        self.sched
+            .backend(self.cpu_backend)
+            .set_n_threads(n_threads);
         let mut built = built;
         let status = self.sched.graph_compute(&mut built.graph);
         if status != Status::Success {
-            ggml::log_error!("process_ubatch: failed to compute graph, compute status: {:?}\n", status);
+            ggml::log_error!(
+                "process_ubatch: failed to compute graph, compute status: {:?}\n",
+                status
+            );
             return status;
         }
         if n_outputs > 0 {
@@ -164,7 +192,9 @@ impl Context {
             let alibi = self.model.hparams.f_max_alibi_bias > 0.0;
             let mask = self.kv.kq_mask(ub, n_kv, g.params.causal, alibi);
             let bytes: Vec<u8> = if ctx[t].ty == Type::F16 {
-                mask.iter().flat_map(|&x| half::f16::from_f32(x).to_le_bytes()).collect()
+                mask.iter()
+                    .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+                    .collect()
             } else {
                 mask.iter().flat_map(|x| x.to_le_bytes()).collect()
             };
@@ -177,7 +207,10 @@ impl Context {
             } else if n_outputs == 0 {
                 vec![n_tokens as i32 - 1]
             } else {
-                (0..n_tokens).filter(|&i| ub.output[i]).map(|i| i as i32).collect()
+                (0..n_tokens)
+                    .filter(|&i| ub.output[i])
+                    .map(|i| i as i32)
+                    .collect()
             };
             set_tensor(&ctx[t], &i32_bytes(&ids), 0);
         }
@@ -197,11 +230,19 @@ impl Context {
             match self.output_ids.get(i as usize) {
                 Some(&r) if r >= 0 => r as usize,
                 Some(_) => {
-                    ggml::log_error!("get_logits_ith: invalid logits id {}, reason: batch.logits[{}] != true\n", i, i);
+                    ggml::log_error!(
+                        "get_logits_ith: invalid logits id {}, reason: batch.logits[{}] != true\n",
+                        i,
+                        i
+                    );
                     return None;
                 }
                 None => {
-                    ggml::log_error!("get_logits_ith: invalid logits id {}, reason: out of range [0, {})\n", i, self.output_ids.len());
+                    ggml::log_error!(
+                        "get_logits_ith: invalid logits id {}, reason: out of range [0, {})\n",
+                        i,
+                        self.output_ids.len()
+                    );
                     return None;
                 }
             }
@@ -265,7 +306,10 @@ impl Context {
     pub fn perf_print(&self) {
         let d = self.perf.data();
         let t_end_ms = self.perf.now_us() as f64 / 1e3;
-        ggml::log_info!("llama_perf_context_print:        load time = {} ms\n", cfloat(d.t_load_ms, 10, 2));
+        ggml::log_info!(
+            "llama_perf_context_print:        load time = {} ms\n",
+            cfloat(d.t_load_ms, 10, 2)
+        );
         ggml::log_info!(
             "llama_perf_context_print: prompt eval time = {} ms / {:5} tokens ({} ms per token, {} tokens per second)\n",
             cfloat(d.t_p_eval_ms, 10, 2),
@@ -285,6 +329,9 @@ impl Context {
             cfloat(t_end_ms - d.t_start_ms, 10, 2),
             d.n_p_eval + d.n_eval
         );
-        ggml::log_info!("llama_perf_context_print:    graphs reused = {:10}\n", d.n_reused);
+        ggml::log_info!(
+            "llama_perf_context_print:    graphs reused = {:10}\n",
+            d.n_reused
+        );
     }
 }

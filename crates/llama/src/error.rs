@@ -6,9 +6,15 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum LlamaError {
     #[error("failed to load model from {path}: {source}")]
-    Gguf { path: PathBuf, source: gguf::GgufError },
+    Gguf {
+        path: PathBuf,
+        source: Box<gguf::GgufError>,
+    },
     #[error("failed to read {path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("unknown model architecture: '{0}'")]
     UnknownArch(String),
     #[error("key not found in model: {0}")]
@@ -18,8 +24,14 @@ pub enum LlamaError {
     #[error("missing tensor '{0}'")]
     MissingTensor(String),
     #[error("tensor '{name}' has wrong shape; expected {expected}, got {got}")]
-    WrongShape { name: String, expected: String, got: String },
-    #[error("tensor '{name}' data is not within the file bounds, model is corrupted or incomplete")]
+    WrongShape {
+        name: String,
+        expected: String,
+        got: String,
+    },
+    #[error(
+        "tensor '{name}' data is not within the file bounds, model is corrupted or incomplete"
+    )]
     TensorOutOfBounds { name: String },
     #[error("wrong number of tensors; expected {expected}, got {got}")]
     TensorCount { expected: usize, got: usize },
@@ -32,7 +44,12 @@ pub enum LlamaError {
     #[error("invalid tensor override regex '{pattern}': {why}")]
     BadOverride { pattern: String, why: String },
     #[error("failed to allocate {what} ({size} bytes in {buft}): {why}")]
-    Alloc { what: String, buft: String, size: usize, why: String },
+    Alloc {
+        what: String,
+        buft: String,
+        size: usize,
+        why: String,
+    },
     #[error("invalid context parameters: {0}")]
     BadParams(String),
     #[error("{0}")]

@@ -82,7 +82,10 @@ impl Keys<'_> {
         self.gguf.get(&self.full(key))
     }
     fn bad(&self, key: &str, why: &str) -> LlamaError {
-        LlamaError::BadKey { key: self.full(key), why: why.into() }
+        LlamaError::BadKey {
+            key: self.full(key),
+            why: why.into(),
+        }
     }
     pub fn u32_opt(&self, key: &str) -> Result<Option<u32>> {
         match self.get(key) {
@@ -94,36 +97,55 @@ impl Keys<'_> {
         }
     }
     pub fn u32_req(&self, key: &str) -> Result<u32> {
-        self.u32_opt(key)?.ok_or_else(|| LlamaError::MissingKey(self.full(key)))
+        self.u32_opt(key)?
+            .ok_or_else(|| LlamaError::MissingKey(self.full(key)))
     }
     pub fn f32_opt(&self, key: &str) -> Result<Option<f32>> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => v.as_f32().map(Some).ok_or_else(|| self.bad(key, "expected a float")),
+            Some(v) => v
+                .as_f32()
+                .map(Some)
+                .ok_or_else(|| self.bad(key, "expected a float")),
         }
     }
     pub fn bool_opt(&self, key: &str) -> Result<Option<bool>> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => v.as_bool().map(Some).ok_or_else(|| self.bad(key, "expected a bool")),
+            Some(v) => v
+                .as_bool()
+                .map(Some)
+                .ok_or_else(|| self.bad(key, "expected a bool")),
         }
     }
     pub fn str_opt(&self, key: &str) -> Result<Option<String>> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => v.as_str().map(|s| Some(s.to_string())).ok_or_else(|| self.bad(key, "expected a string")),
+            Some(v) => v
+                .as_str()
+                .map(|s| Some(s.to_string()))
+                .ok_or_else(|| self.bad(key, "expected a string")),
         }
     }
     /// A per-layer value stored either as one number or as an array of n_layer numbers
     /// (get_key_or_arr).
     pub fn per_layer(&self, key: &str, n_layer: usize, required: bool) -> Result<Option<Vec<u32>>> {
         let Some(v) = self.get(key) else {
-            return if required { Err(LlamaError::MissingKey(self.full(key))) } else { Ok(None) };
+            return if required {
+                Err(LlamaError::MissingKey(self.full(key)))
+            } else {
+                Ok(None)
+            };
         };
         if let Some(arr) = v.as_array() {
-            let vals = arr.i32s().ok_or_else(|| self.bad(key, "expected an array of integers"))?;
+            let vals = arr
+                .i32s()
+                .ok_or_else(|| self.bad(key, "expected an array of integers"))?;
             if vals.len() != n_layer || vals.iter().any(|&x| x < 0) {
-                return Err(self.bad(key, &format!("array length {} != n_layer {}", vals.len(), n_layer)));
+                return Err(self.bad(
+                    key,
+                    &format!("array length {} != n_layer {}", vals.len(), n_layer),
+                ));
             }
             return Ok(Some(vals.into_iter().map(|x| x as u32).collect()));
         }
@@ -136,52 +158,78 @@ impl Keys<'_> {
 
 impl HParams {
     pub(crate) fn load(gguf: &GgufFile, arch: Arch) -> Result<HParams> {
-        let k = Keys { gguf, arch: arch.name() };
+        let k = Keys {
+            gguf,
+            arch: arch.name(),
+        };
         let n_ctx_train = k.u32_req("context_length")?;
         let n_embd = k.u32_req("embedding_length")?;
         let n_layer = k.u32_req("block_count")?;
         if n_layer as usize > MAX_LAYERS {
-            return Err(LlamaError::BadHparams(format!("n_layer = {n_layer} exceeds {MAX_LAYERS}")));
+            return Err(LlamaError::BadHparams(format!(
+                "n_layer = {n_layer} exceeds {MAX_LAYERS}"
+            )));
         }
         let n_expert = k.u32_opt("expert_count")?.unwrap_or(0);
         let n_expert_used = k.u32_opt("expert_used_count")?.unwrap_or(0);
         if n_expert_used > n_expert {
-            return Err(LlamaError::BadHparams(format!("n_expert_used {n_expert_used} > n_expert {n_expert}")));
+            return Err(LlamaError::BadHparams(format!(
+                "n_expert_used {n_expert_used} > n_expert {n_expert}"
+            )));
         }
         let nl = n_layer as usize;
-        let n_ff_arr = k.per_layer("feed_forward_length", nl, false)?.unwrap_or_else(|| vec![0; nl]);
-        let n_head_arr = k.per_layer("attention.head_count", nl, true)?.unwrap_or_default();
-        let n_head_kv_arr = k.per_layer("attention.head_count_kv", nl, false)?.unwrap_or_else(|| n_head_arr.clone());
+        let n_ff_arr = k
+            .per_layer("feed_forward_length", nl, false)?
+            .unwrap_or_else(|| vec![0; nl]);
+        let n_head_arr = k
+            .per_layer("attention.head_count", nl, true)?
+            .unwrap_or_default();
+        let n_head_kv_arr = k
+            .per_layer("attention.head_count_kv", nl, false)?
+            .unwrap_or_else(|| n_head_arr.clone());
         let n_head0 = n_head_arr.first().copied().unwrap_or(0);
         if n_embd == 0 || n_head0 == 0 {
-            return Err(LlamaError::BadHparams("n_embd and n_head must be positive".into()));
+            return Err(LlamaError::BadHparams(
+                "n_embd and n_head must be positive".into(),
+            ));
         }
         let default_head = n_embd / n_head0;
         let n_embd_head_k = k.u32_opt("attention.key_length")?.unwrap_or(default_head);
         let n_embd_head_v = k.u32_opt("attention.value_length")?.unwrap_or(default_head);
         let n_rot = k.u32_opt("rope.dimension_count")?.unwrap_or(default_head);
         if n_rot > n_embd_head_k {
-            return Err(LlamaError::BadHparams(format!("invalid n_rot: {n_rot}, expected <= {n_embd_head_k}")));
+            return Err(LlamaError::BadHparams(format!(
+                "invalid n_rot: {n_rot}, expected <= {n_embd_head_k}"
+            )));
         }
         let rope_freq_base_train = k.f32_opt("rope.freq_base")?.unwrap_or(10000.0);
         let rope_scaling_type_train = match k.str_opt("rope.scaling.type")? {
             None => RopeScaling::Linear,
-            Some(s) => RopeScaling::from_name(&s).ok_or_else(|| k.bad("rope.scaling.type", "unknown scaling type"))?,
+            Some(s) => RopeScaling::from_name(&s)
+                .ok_or_else(|| k.bad("rope.scaling.type", "unknown scaling type"))?,
         };
         // the scale factor is stored as its inverse (factor), or as scale_linear in old files
         let mut ropescale = k.f32_opt("rope.scaling.factor")?.unwrap_or(0.0);
         if ropescale == 0.0 {
             ropescale = k.f32_opt("rope.scale_linear")?.unwrap_or(0.0);
         }
-        let rope_freq_scale_train = if ropescale == 0.0 { 1.0 } else { 1.0 / ropescale };
-        let n_ctx_orig_yarn = k.u32_opt("rope.scaling.original_context_length")?.unwrap_or(n_ctx_train);
+        let rope_freq_scale_train = if ropescale == 0.0 {
+            1.0
+        } else {
+            1.0 / ropescale
+        };
+        let n_ctx_orig_yarn = k
+            .u32_opt("rope.scaling.original_context_length")?
+            .unwrap_or(n_ctx_train);
         let rope_finetuned = k.bool_opt("rope.scaling.finetuned")?.unwrap_or(false);
-        let rope_yarn_log_mul = k.f32_opt("rope.scaling.yarn_log_multiplier")?.unwrap_or(0.0);
+        let rope_yarn_log_mul = k
+            .f32_opt("rope.scaling.yarn_log_multiplier")?
+            .unwrap_or(0.0);
         let f_norm_rms_eps = k.f32_opt("attention.layer_norm_rms_epsilon")?;
         let f_norm_rms_eps = match arch {
-            Arch::Llama | Arch::Qwen2 => {
-                f_norm_rms_eps.ok_or_else(|| LlamaError::MissingKey(k.full("attention.layer_norm_rms_epsilon")))?
-            }
+            Arch::Llama | Arch::Qwen2 => f_norm_rms_eps.ok_or_else(|| {
+                LlamaError::MissingKey(k.full("attention.layer_norm_rms_epsilon"))
+            })?,
         };
         let n_vocab = match k.u32_opt("vocab_size")? {
             Some(n) => n,
@@ -234,12 +282,7 @@ impl HParams {
         self.n_ff_arr.get(il).copied().unwrap_or(0)
     }
     pub fn n_gqa(&self, il: usize) -> u32 {
-        let kv = self.n_head_kv(il);
-        if kv == 0 {
-            0
-        } else {
-            self.n_head(il) / kv
-        }
+        self.n_head(il).checked_div(self.n_head_kv(il)).unwrap_or(0)
     }
     pub fn n_embd_k_gqa(&self, il: usize) -> u32 {
         self.n_embd_head_k * self.n_head_kv(il)
@@ -248,10 +291,16 @@ impl HParams {
         self.n_embd_head_v * self.n_head_kv(il)
     }
     pub fn n_embd_k_gqa_max(&self) -> u32 {
-        (0..self.n_layer as usize).map(|il| self.n_embd_k_gqa(il)).max().unwrap_or(0)
+        (0..self.n_layer as usize)
+            .map(|il| self.n_embd_k_gqa(il))
+            .max()
+            .unwrap_or(0)
     }
     pub fn n_embd_v_gqa_max(&self) -> u32 {
-        (0..self.n_layer as usize).map(|il| self.n_embd_v_gqa(il)).max().unwrap_or(0)
+        (0..self.n_layer as usize)
+            .map(|il| self.n_embd_v_gqa(il))
+            .max()
+            .unwrap_or(0)
     }
     /// Per-layer values print as one number when uniform, else as a list (print_f).
     pub(crate) fn fmt_per_layer(&self, f: impl Fn(usize) -> u32) -> String {
@@ -259,7 +308,13 @@ impl HParams {
         match vals.first() {
             Some(&first) if vals.iter().all(|&v| v == first) => first.to_string(),
             None => String::new(),
-            _ => format!("[{}]", vals.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")),
+            _ => format!(
+                "[{}]",
+                vals.iter()
+                    .map(|v| v.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         }
     }
 }

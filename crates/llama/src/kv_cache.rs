@@ -27,7 +27,6 @@ pub struct KvCache {
     pub(crate) v_trans: bool,
     pub(crate) cells: KvCells,
     head: usize,
-    n_seq_max: u32,
 }
 
 /// Where the tokens of one ubatch go.
@@ -53,7 +52,11 @@ impl KvCache {
         let mut layers = Vec::new();
         let mut by_buft: Vec<(ggml::backend::BufferTypeRef, Vec<TensorId>)> = Vec::new();
         for il in 0..hp.n_layer as usize {
-            let dev = if offload { model.dev_layer(il).cloned().unwrap_or(cpu.clone()) } else { cpu.clone() };
+            let dev = if offload {
+                model.dev_layer(il).cloned().unwrap_or(cpu.clone())
+            } else {
+                cpu.clone()
+            };
             ggml::log_debug!("llama_kv_cache: layer {:3}: dev = {}\n", il, dev.name());
             let k = ctx.new_tensor_3d(type_k, hp.n_embd_k_gqa(il) as i64, kv_size as i64, 1);
             ctx.set_name(k, &format!("cache_k_l{il}"));
@@ -61,7 +64,10 @@ impl KvCache {
             ctx.set_name(v, &format!("cache_v_l{il}"));
             layers.push((k, v));
             let buft = dev.buffer_type();
-            match by_buft.iter_mut().find(|(b, _)| ggml::backend::same_buft(b, &buft)) {
+            match by_buft
+                .iter_mut()
+                .find(|(b, _)| ggml::backend::same_buft(b, &buft))
+            {
                 Some((_, ids)) => ids.extend([k, v]),
                 None => by_buft.push((buft, vec![k, v])),
             }
@@ -70,17 +76,30 @@ impl KvCache {
         let mut sizes = Vec::new();
         for (buft, ids) in &by_buft {
             if model.no_alloc {
-                sizes.push((buft.name().to_string(), crate::buffers::place_tensors(&mut ctx, ids, buft)));
-                ggml::log_info!("llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n", buft.name(), 0.0);
+                sizes.push((
+                    buft.name().to_string(),
+                    crate::buffers::place_tensors(&mut ctx, ids, buft),
+                ));
+                ggml::log_info!(
+                    "llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n",
+                    buft.name(),
+                    0.0
+                );
                 continue;
             }
-            let buf = crate::buffers::alloc_tensors(&mut ctx, ids, buft, "kv cache").inspect_err(|_| {
-                ggml::log_error!("llama_kv_cache: failed to allocate buffer for kv cache\n");
-            })?;
+            let buf = crate::buffers::alloc_tensors(&mut ctx, ids, buft, "kv cache").inspect_err(
+                |_| {
+                    ggml::log_error!("llama_kv_cache: failed to allocate buffer for kv cache\n");
+                },
+            )?;
             // empty cells are masked, but NaN garbage would still poison 0 * x in the kernels
             buf.clear(0);
             buf.set_usage(BufferUsage::Any);
-            ggml::log_info!("llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n", buf.name(), buf.size() as f64 / MIB);
+            ggml::log_info!(
+                "llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n",
+                buf.name(),
+                buf.size() as f64 / MIB
+            );
             sizes.push((buf.name().to_string(), buf.size()));
             buffers.push(buf);
         }
@@ -99,8 +118,14 @@ impl KvCache {
             size_v as f64 / MIB
         );
         // the Hadamard rotation of quantized caches is not implemented: report it off
-        ggml::log_info!("llama_kv_cache: attn_rot_k = 0, n_embd_head_k_all = {}\n", hp.n_embd_head_k);
-        ggml::log_info!("llama_kv_cache: attn_rot_v = 0, n_embd_head_k_all = {}\n", hp.n_embd_head_v);
+        ggml::log_info!(
+            "llama_kv_cache: attn_rot_k = 0, n_embd_head_k_all = {}\n",
+            hp.n_embd_head_k
+        );
+        ggml::log_info!(
+            "llama_kv_cache: attn_rot_v = 0, n_embd_head_k_all = {}\n",
+            hp.n_embd_head_v
+        );
         Ok(KvCache {
             ctx,
             layers,
@@ -111,7 +136,6 @@ impl KvCache {
             v_trans,
             cells: KvCells::new(kv_size as usize),
             head: 0,
-            n_seq_max,
         })
     }
 
@@ -121,9 +145,6 @@ impl KvCache {
     /// (buffer type name, bytes) of each KV buffer.
     pub fn buffer_sizes(&self) -> Vec<(String, usize)> {
         self.sizes.clone()
-    }
-    pub fn n_seq_max(&self) -> u32 {
-        self.n_seq_max
     }
 
     /// The number of cells a graph attends over for the current contents.
@@ -236,7 +257,11 @@ impl KvCache {
                 if causal && p0 > p1 {
                     continue;
                 }
-                *m = if alibi { -((p0 - p1).abs() as f32) } else { 0.0 };
+                *m = if alibi {
+                    -((p0 - p1).abs() as f32)
+                } else {
+                    0.0
+                };
             }
         }
         data
@@ -255,7 +280,10 @@ impl KvCache {
     }
 
     fn range(p0: i32, p1: i32) -> (i32, i32) {
-        (if p0 < 0 { 0 } else { p0 }, if p1 < 0 { i32::MAX } else { p1 })
+        (
+            if p0 < 0 { 0 } else { p0 },
+            if p1 < 0 { i32::MAX } else { p1 },
+        )
     }
 
     pub fn seq_rm(&mut self, seq: i32, p0: i32, p1: i32) -> bool {
@@ -367,13 +395,25 @@ impl KvCache {
     }
 
     pub(crate) fn check_types(type_k: Type, type_v: Type, head_k: u32, head_v: u32) -> Result<()> {
-        let allowed =
-            [Type::F32, Type::F16, Type::Bf16, Type::Q8_0, Type::Q4_0, Type::Q4_1, Type::Q5_0, Type::Q5_1, Type::Iq4Nl];
+        let allowed = [
+            Type::F32,
+            Type::F16,
+            Type::Bf16,
+            Type::Q8_0,
+            Type::Q4_0,
+            Type::Q4_1,
+            Type::Q5_0,
+            Type::Q5_1,
+            Type::Iq4Nl,
+        ];
         for (what, ty, head) in [("K", type_k, head_k), ("V", type_v, head_v)] {
             if !allowed.contains(&ty) {
-                return Err(LlamaError::BadParams(format!("unsupported {what} cache type {}", ty.name())));
+                return Err(LlamaError::BadParams(format!(
+                    "unsupported {what} cache type {}",
+                    ty.name()
+                )));
             }
-            if head as usize % ty.block_size() != 0 {
+            if !(head as usize).is_multiple_of(ty.block_size()) {
                 return Err(LlamaError::BadParams(format!(
                     "{what} cache type {} with block size {} does not divide n_embd_head_{}={}",
                     ty.name(),

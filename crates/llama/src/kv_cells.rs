@@ -23,12 +23,6 @@ impl SeqSet {
     pub fn is_empty(&self) -> bool {
         self.0.iter().all(|&w| w == 0)
     }
-    pub fn count(&self) -> u32 {
-        self.0.iter().map(|w| w.count_ones()).sum()
-    }
-    pub fn first(&self) -> Option<i32> {
-        (0..MAX_SEQ as i32).find(|&s| self.has(s))
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -42,7 +36,13 @@ pub struct KvCells {
 
 impl KvCells {
     pub fn new(n: usize) -> KvCells {
-        KvCells { pos: vec![-1; n], seq: vec![SeqSet::default(); n], shift: vec![0; n], used: 0, has_shift: false }
+        KvCells {
+            pos: vec![-1; n],
+            seq: vec![SeqSet::default(); n],
+            shift: vec![0; n],
+            used: 0,
+            has_shift: false,
+        }
     }
     pub fn size(&self) -> usize {
         self.pos.len()
@@ -129,9 +129,17 @@ impl KvCells {
         self.has_shift = true;
     }
     pub fn seq_pos_max(&self, s: i32) -> i32 {
-        (0..self.size()).filter(|&i| self.seq[i].has(s)).map(|i| self.pos[i]).max().unwrap_or(-1)
+        (0..self.size())
+            .filter(|&i| self.seq[i].has(s))
+            .map(|i| self.pos[i])
+            .max()
+            .unwrap_or(-1)
     }
     pub fn seq_pos_min(&self, s: i32) -> i32 {
-        (0..self.size()).filter(|&i| self.seq[i].has(s)).map(|i| self.pos[i]).min().unwrap_or(-1)
+        (0..self.size())
+            .filter(|&i| self.seq[i].has(s))
+            .map(|i| self.pos[i])
+            .min()
+            .unwrap_or(-1)
     }
 }

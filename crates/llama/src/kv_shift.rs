@@ -19,9 +19,24 @@ impl Context {
             let k_src = &self.kv.ctx[self.kv.layers[il].0];
             let k = g.ctx.import(k_src);
             let ty = g.ctx[k].ty;
-            let (head, n_head_kv, n_embd_gqa) = (hp.n_embd_head_k as i64, hp.n_head_kv(il) as i64, hp.n_embd_k_gqa(il) as i64);
-            let view = g.ctx.view_3d(k, head, n_head_kv, size, ty.row_size(head), ty.row_size(n_embd_gqa), 0);
-            let factors = self.model.rope_freqs(il).map(|f| g.ctx.import(&self.model.ctx[f]));
+            let (head, n_head_kv, n_embd_gqa) = (
+                hp.n_embd_head_k as i64,
+                hp.n_head_kv(il) as i64,
+                hp.n_embd_k_gqa(il) as i64,
+            );
+            let view = g.ctx.view_3d(
+                k,
+                head,
+                n_head_kv,
+                size,
+                ty.row_size(head),
+                ty.row_size(n_embd_gqa),
+                0,
+            );
+            let factors = self
+                .model
+                .rope_freqs(il)
+                .map(|f| g.ctx.import(&self.model.ctx[f]));
             rope.n_dims = hp.n_rot as i32;
             let out = if ty.is_quantized() {
                 // dequantize, rotate, quantize back
@@ -35,9 +50,18 @@ impl Context {
         }
         self.prev = None;
         self.sched.reset();
-        self.sched.alloc_graph(&mut g).map_err(|e| LlamaError::Compute(e.to_string()))?;
+        self.sched
+            .alloc_graph(&mut g)
+            .map_err(|e| LlamaError::Compute(e.to_string()))?;
         let data: Vec<u8> = (0..size as usize)
-            .flat_map(|i| (if self.kv.cells.is_empty(i) { 0 } else { self.kv.cells.shift(i) }).to_le_bytes())
+            .flat_map(|i| {
+                (if self.kv.cells.is_empty(i) {
+                    0
+                } else {
+                    self.kv.cells.shift(i)
+                })
+                .to_le_bytes()
+            })
             .collect();
         set_tensor(&g.ctx[shift], &data, 0);
         let status = self.sched.graph_compute(&mut g);

@@ -68,9 +68,16 @@ enum Reader {
 }
 
 fn open_reader(ml: &ModelLoader, mode: LoadMode) -> Result<Reader> {
-    let io = |e| LlamaError::Io { path: ml.path.clone(), source: e };
+    let io = |e| LlamaError::Io {
+        path: ml.path.clone(),
+        source: e,
+    };
     if mode == LoadMode::Dio {
-        match std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECT).open(&ml.path) {
+        match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&ml.path)
+        {
             Ok(f) => return Ok(Reader::Direct(f)),
             Err(e) => {
                 ggml::log_warn!(
@@ -128,10 +135,21 @@ impl Drop for AlignedBuf {
 
 impl Reader {
     /// Copy `size` bytes at absolute file offset `abs` into the buffer at `addr`.
-    fn copy_into(&mut self, ml: &ModelLoader, buffer: &Buffer, addr: usize, abs: u64, size: usize) -> Result<()> {
-        let io = |e| LlamaError::Io { path: ml.path.clone(), source: e };
-        let short = || {
-            LlamaError::Io { path: ml.path.clone(), source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof) }
+    fn copy_into(
+        &mut self,
+        ml: &ModelLoader,
+        buffer: &Buffer,
+        addr: usize,
+        abs: u64,
+        size: usize,
+    ) -> Result<()> {
+        let io = |e| LlamaError::Io {
+            path: ml.path.clone(),
+            source: e,
+        };
+        let short = || LlamaError::Io {
+            path: ml.path.clone(),
+            source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
         };
         let mut done = 0usize;
         match self {
@@ -148,11 +166,13 @@ impl Reader {
                 }
             }
             Reader::Direct(f) => {
-                let mut tmp = AlignedBuf::new(READ_CHUNK + 2 * DIO_ALIGN).ok_or_else(|| LlamaError::Alloc {
-                    what: "direct I/O bounce buffer".into(),
-                    buft: "host".into(),
-                    size: READ_CHUNK,
-                    why: "out of memory".into(),
+                let mut tmp = AlignedBuf::new(READ_CHUNK + 2 * DIO_ALIGN).ok_or_else(|| {
+                    LlamaError::Alloc {
+                        what: "direct I/O bounce buffer".into(),
+                        buft: "host".into(),
+                        size: READ_CHUNK,
+                        why: "out of memory".into(),
+                    }
                 })?;
                 while done < size {
                     let n = (size - done).min(READ_CHUNK);
@@ -184,13 +204,21 @@ impl Reader {
     }
 }
 
-pub fn allocate_and_load(model: &mut Model, ml: &ModelLoader, plan: &[PlannedTensor], params: &mut ModelParams) -> Result<()> {
+pub fn allocate_and_load(
+    model: &mut Model,
+    ml: &ModelLoader,
+    plan: &[PlannedTensor],
+    params: &mut ModelParams,
+) -> Result<()> {
     let mode = model.load_mode;
     let mut groups: Vec<Group> = Vec::new();
     for (i, p) in plan.iter().enumerate() {
         match groups.iter_mut().find(|g| same_buft(&g.buft, &p.buft)) {
             Some(g) => g.members.push(i),
-            None => groups.push(Group { buft: p.buft.clone(), members: vec![i] }),
+            None => groups.push(Group {
+                buft: p.buft.clone(),
+                members: vec![i],
+            }),
         }
     }
 
@@ -201,22 +229,42 @@ pub fn allocate_and_load(model: &mut Model, ml: &ModelLoader, plan: &[PlannedTen
         let ids: Vec<_> = g.members.iter().map(|&i| plan[i].id).collect();
         if params.no_alloc {
             let size = crate::buffers::place_tensors(&mut model.ctx, &ids, &g.buft);
-            ggml::log_info!("load_tensors: {:>12} model buffer size = {:8.2} MiB\n", g.buft.name(), 0.0);
+            ggml::log_info!(
+                "load_tensors: {:>12} model buffer size = {:8.2} MiB\n",
+                g.buft.name(),
+                0.0
+            );
             model.buffer_sizes.push((g.buft.name().to_string(), size));
             continue;
         }
         let dev = &plan[g.members[0]].dev;
         let mut buffer: Option<Arc<Buffer>> = None;
-        if mode.uses_mmap() && dev.caps().buffer_from_host_ptr && same_buft(&dev.buffer_type(), &g.buft) {
-            let first = g.members.iter().map(|&i| plan[i].file_offset).min().unwrap_or(0);
-            let last = g.members.iter().map(|&i| plan[i].file_offset + plan[i].size).max().unwrap_or(0);
+        if mode.uses_mmap()
+            && dev.caps().buffer_from_host_ptr
+            && same_buft(&dev.buffer_type(), &g.buft)
+        {
+            let first = g
+                .members
+                .iter()
+                .map(|&i| plan[i].file_offset)
+                .min()
+                .unwrap_or(0);
+            let last = g
+                .members
+                .iter()
+                .map(|&i| plan[i].file_offset + plan[i].size)
+                .max()
+                .unwrap_or(0);
             let data = ml.gguf.data();
             if (last as usize) <= data.len() {
                 let base = data.as_ptr() as usize + first as usize;
                 if let Some(b) = dev.buffer_from_host_ptr(base, (last - first) as usize) {
                     for &i in &g.members {
                         let addr = b.base() + (plan[i].file_offset - first) as usize;
-                        model.ctx[plan[i].id].data = Some(TensorData { buffer: b.clone(), addr });
+                        model.ctx[plan[i].id].data = Some(TensorData {
+                            buffer: b.clone(),
+                            addr,
+                        });
                         in_place[i] = true;
                     }
                     buffer = Some(b);
@@ -236,7 +284,9 @@ pub fn allocate_and_load(model: &mut Model, ml: &ModelLoader, plan: &[PlannedTen
         if mode.uses_mlock() && buffer.is_host() {
             locked.lock(buffer.base(), buffer.size());
         }
-        model.buffer_sizes.push((buffer.name().to_string(), buffer.size()));
+        model
+            .buffer_sizes
+            .push((buffer.name().to_string(), buffer.size()));
         model.buffers.push(buffer);
     }
     model.locked = locked;
@@ -263,10 +313,19 @@ pub fn allocate_and_load(model: &mut Model, ml: &ModelLoader, plan: &[PlannedTen
             }
         }
     };
-    let mut reader = if mode.uses_mmap() { None } else { Some(open_reader(ml, mode)?) };
-    let cancelled = || LlamaError::Unsupported("model loading was cancelled by the progress callback".into());
+    let mut reader = if mode.uses_mmap() {
+        None
+    } else {
+        Some(open_reader(ml, mode)?)
+    };
+    let cancelled =
+        || LlamaError::Unsupported("model loading was cancelled by the progress callback".into());
     for (i, p) in plan.iter().enumerate() {
-        let f = if size_data == 0 { 0.0 } else { size_done as f32 / size_data as f32 };
+        let f = if size_data == 0 {
+            0.0
+        } else {
+            size_done as f32 / size_data as f32
+        };
         if !progress(f, &mut params.progress_callback) {
             return Err(cancelled());
         }
@@ -278,10 +337,20 @@ pub fn allocate_and_load(model: &mut Model, ml: &ModelLoader, plan: &[PlannedTen
                 None => {
                     let bytes = ml.gguf.data();
                     let range = p.file_offset as usize..(p.file_offset + p.size) as usize;
-                    let src = bytes.get(range).ok_or_else(|| LlamaError::TensorOutOfBounds { name: t.name.clone() })?;
+                    let src = bytes
+                        .get(range)
+                        .ok_or_else(|| LlamaError::TensorOutOfBounds {
+                            name: t.name.clone(),
+                        })?;
                     d.buffer.set(d.addr, src);
                 }
-                Some(r) => r.copy_into(ml, &d.buffer, d.addr, ml.gguf.data_offset + p.file_offset, size)?,
+                Some(r) => r.copy_into(
+                    ml,
+                    &d.buffer,
+                    d.addr,
+                    ml.gguf.data_offset + p.file_offset,
+                    size,
+                )?,
             }
         }
         size_done += p.size;

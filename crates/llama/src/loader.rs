@@ -160,7 +160,7 @@ impl ModelLoader {
         };
         let gguf = opened.map_err(|e| {
             ggml::log_error!("llama_model_load: error loading model: llama_model_loader: failed to load model from {}\n", path.display());
-            LlamaError::Gguf { path: path.to_path_buf(), source: e }
+            LlamaError::Gguf { path: path.to_path_buf(), source: Box::new(e) }
         })?;
 
         let n_elements: u64 = gguf.tensors.iter().map(|t| t.n_elements()).sum();
@@ -212,16 +212,29 @@ impl ModelLoader {
         }
         counts.sort_by_key(|(ty, _)| ty.id());
         for (ty, n) in &counts {
-            ggml::log_info!("llama_model_loader: - type {:>4}: {:4} tensors\n", ty.name(), n);
+            ggml::log_info!(
+                "llama_model_loader: - type {:>4}: {:4} tensors\n",
+                ty.name(),
+                n
+            );
         }
 
-        Ok(ModelLoader { path: path.to_path_buf(), gguf: Arc::new(gguf), ftype, n_elements, n_bytes })
+        Ok(ModelLoader {
+            path: path.to_path_buf(),
+            gguf: Arc::new(gguf),
+            ftype,
+            n_elements,
+            n_bytes,
+        })
     }
 
     pub fn arch_name(&self) -> Result<String> {
         match self.gguf.get("general.architecture") {
             Some(Value::Str(s)) => Ok(s.clone()),
-            Some(_) => Err(LlamaError::BadKey { key: "general.architecture".into(), why: "expected a string".into() }),
+            Some(_) => Err(LlamaError::BadKey {
+                key: "general.architecture".into(),
+                why: "expected a string".into(),
+            }),
             None => Err(LlamaError::MissingKey("general.architecture".into())),
         }
     }
@@ -232,11 +245,22 @@ impl ModelLoader {
 
     /// llama_model_loader::print_info
     pub fn print_info(&self) {
-        ggml::log_info!("print_info: file format = {}\n", version_name(self.gguf.version));
+        ggml::log_info!(
+            "print_info: file format = {}\n",
+            version_name(self.gguf.version)
+        );
         ggml::log_info!("print_info: file type   = {}\n", ftype::name(self.ftype));
-        let bpw = if self.n_elements == 0 { 0.0 } else { self.n_bytes as f64 * 8.0 / self.n_elements as f64 };
+        let bpw = if self.n_elements == 0 {
+            0.0
+        } else {
+            self.n_bytes as f64 * 8.0 / self.n_elements as f64
+        };
         if self.n_bytes < (1 << 30) {
-            ggml::log_info!("print_info: file size   = {:.2} MiB ({:.2} BPW) \n", self.n_bytes as f64 / 1024.0 / 1024.0, bpw);
+            ggml::log_info!(
+                "print_info: file size   = {:.2} MiB ({:.2} BPW) \n",
+                self.n_bytes as f64 / 1024.0 / 1024.0,
+                bpw
+            );
         } else {
             ggml::log_info!(
                 "print_info: file size   = {:.2} GiB ({:.2} BPW) \n",
@@ -263,7 +287,14 @@ mod tests {
 
     #[test]
     fn load_mode_names_round_trip() {
-        for m in [LoadMode::Auto, LoadMode::None, LoadMode::Mmap, LoadMode::Mlock, LoadMode::MmapMlock, LoadMode::Dio] {
+        for m in [
+            LoadMode::Auto,
+            LoadMode::None,
+            LoadMode::Mmap,
+            LoadMode::Mlock,
+            LoadMode::MmapMlock,
+            LoadMode::Dio,
+        ] {
             assert_eq!(m.name().parse::<LoadMode>().unwrap(), m);
         }
         assert!("--mmap".parse::<LoadMode>().is_err());

@@ -27,7 +27,9 @@ impl std::str::FromStr for SplitMode {
             "none" => Ok(SplitMode::None),
             "layer" => Ok(SplitMode::Layer),
             "row" => Ok(SplitMode::Row),
-            _ => Err(format!("unknown split mode '{s}' (expected none, layer or row)")),
+            _ => Err(format!(
+                "unknown split mode '{s}' (expected none, layer or row)"
+            )),
         }
     }
 }
@@ -149,7 +151,11 @@ impl Model {
     /// As `load`, with a progress callback taken from the params.
     pub fn load_with(path: &Path, params: &mut ModelParams) -> Result<Arc<Model>> {
         let t_start = Instant::now();
-        let mode = if params.no_alloc || params.vocab_only { LoadMode::None } else { params.load_mode.resolve() };
+        let mode = if params.no_alloc || params.vocab_only {
+            LoadMode::None
+        } else {
+            params.load_mode.resolve()
+        };
         let ml = ModelLoader::open(path, mode)?;
         ml.print_info();
         let arch_name = ml.arch_name()?;
@@ -161,11 +167,22 @@ impl Model {
             LlamaError::UnknownArch(arch_name.clone())
         })?;
         let hparams = HParams::load(&ml.gguf, arch)?;
-        let name = ml.gguf.get("general.name").and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let name = ml
+            .gguf
+            .get("general.name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
         let n_head0 = hparams.n_head(0);
         let n_head_kv0 = hparams.n_head_kv(0);
-        let type_name =
-            crate::arch::type_name(arch, hparams.n_layer, hparams.n_embd, n_head0, n_head_kv0, hparams.n_vocab);
+        let type_name = crate::arch::type_name(
+            arch,
+            hparams.n_layer,
+            hparams.n_embd,
+            n_head0,
+            n_head_kv0,
+            hparams.n_vocab,
+        );
 
         let mut model = Model {
             arch,
@@ -205,7 +222,9 @@ impl Model {
         let hparams = model.hparams.clone();
         let mut creator = TensorCreator::new(&ml, &hparams, params)?;
         match arch {
-            Arch::Llama | Arch::Qwen2 => crate::model_tensors::create_decoder_tensors(&mut model, &mut creator)?,
+            Arch::Llama | Arch::Qwen2 => {
+                crate::model_tensors::create_decoder_tensors(&mut model, &mut creator)?
+            }
         }
         creator.finish(&mut model, params)?;
         model.t_load_us = t_start.elapsed().as_micros() as u64;
@@ -229,7 +248,12 @@ impl Model {
     }
     /// llama_model_desc: "llama ?B all F32"
     pub fn desc(&self) -> String {
-        format!("{} {} {}", self.arch.name(), self.type_name, self.ftype_name())
+        format!(
+            "{} {} {}",
+            self.arch.name(),
+            self.type_name,
+            self.ftype_name()
+        )
     }
     /// Bytes of tensor data.
     pub fn size(&self) -> u64 {
@@ -275,7 +299,10 @@ impl Model {
         self.buffer_sizes.clone()
     }
     pub fn meta_get(&self, key: &str) -> Option<String> {
-        self.meta.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
+        self.meta
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
     }
     pub fn meta(&self) -> &[(String, String)] {
         &self.meta

@@ -33,7 +33,10 @@ impl Model {
         p("f_max_alibi_bias", cfmt::exp(hp.f_max_alibi_bias as f64, 1));
         p("f_logit_scale", cfmt::exp(hp.f_logit_scale as f64, 1));
         p("f_attn_scale", cfmt::exp(hp.f_attention_scale as f64, 1));
-        p("f_attn_value_scale", format!("{:.4}", hp.f_attn_value_scale));
+        p(
+            "f_attn_value_scale",
+            format!("{:.4}", hp.f_attn_value_scale),
+        );
         p("n_ff", hp.fmt_per_layer(|il| hp.n_ff(il)));
         p("n_expert", hp.n_expert.to_string());
         p("n_expert_used", hp.n_expert_used.to_string());
@@ -42,12 +45,18 @@ impl Model {
         p("causal attn", (hp.causal_attn as i32).to_string());
         p("pooling type", hp.pooling_type.to_string());
         p("rope type", (hp.rope_type as i32).to_string());
-        p("rope scaling", hp.rope_scaling_type_train.name().to_string());
+        p(
+            "rope scaling",
+            hp.rope_scaling_type_train.name().to_string(),
+        );
         p("freq_base_train", format!("{:.1}", hp.rope_freq_base_train));
         p("freq_scale_train", cfmt::g(hp.rope_freq_scale_train as f64));
         p("n_ctx_orig_yarn", hp.n_ctx_orig_yarn.to_string());
         p("rope_yarn_log_mul", format!("{:.4}", hp.rope_yarn_log_mul));
-        p("rope_finetuned", (if hp.rope_finetuned { "yes" } else { "unknown" }).to_string());
+        p(
+            "rope_finetuned",
+            (if hp.rope_finetuned { "yes" } else { "unknown" }).to_string(),
+        );
         p("model type", self.type_name.to_string());
         let n = self.n_elements as f64;
         let params = if n >= 1e12 {

@@ -11,6 +11,7 @@ use ggml::backend::{same_buft, BufferTypeRef, DeviceKind, DeviceRef};
 use ggml::tensor::TensorData;
 use ggml::{Context, Op, RopeParams, TensorId, Type};
 use regex::Regex;
+use std::sync::Arc;
 
 /// The devices of the model: which one holds each layer, and the buffer types to try, best first.
 #[derive(Default)]
@@ -57,7 +58,10 @@ pub struct TensorCreator<'a> {
 }
 
 fn fmt_shape(ne: &[i64]) -> String {
-    ne.iter().map(|n| format!("{n:5}")).collect::<Vec<_>>().join(", ")
+    ne.iter()
+        .map(|n| format!("{n:5}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Every buffer type the registered devices offer, by name (for -ot).
@@ -79,7 +83,9 @@ fn all_bufts(devices: &[DeviceRef]) -> Vec<BufferTypeRef> {
 fn select_devices(params: &ModelParams) -> Result<Vec<DeviceRef>> {
     let all = ggml::backend::devices();
     if all.is_empty() {
-        return Err(LlamaError::NoDevice("no backend is registered (call llama::backend_init() first)".into()));
+        return Err(LlamaError::NoDevice(
+            "no backend is registered (call llama::backend_init() first)".into(),
+        ));
     }
     let Some(names) = &params.devices else {
         return Ok(all);
@@ -99,15 +105,22 @@ fn select_devices(params: &ModelParams) -> Result<Vec<DeviceRef>> {
 }
 
 impl<'a> TensorCreator<'a> {
-    pub fn new(ml: &'a ModelLoader, hp: &'a HParams, params: &ModelParams) -> Result<TensorCreator<'a>> {
+    pub fn new(
+        ml: &'a ModelLoader,
+        hp: &'a HParams,
+        params: &ModelParams,
+    ) -> Result<TensorCreator<'a>> {
         let devices = select_devices(params)?;
         let cpu = devices
             .iter()
             .find(|d| d.kind() == DeviceKind::Cpu)
             .cloned()
             .ok_or_else(|| LlamaError::NoDevice("no CPU device".into()))?;
-        let gpus: Vec<DeviceRef> =
-            devices.iter().filter(|d| matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu)).cloned().collect();
+        let gpus: Vec<DeviceRef> = devices
+            .iter()
+            .filter(|d| matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu))
+            .cloned()
+            .collect();
         for d in &gpus {
             let (free, _) = d.memory();
             ggml::log_info!(
@@ -123,7 +136,10 @@ impl<'a> TensorCreator<'a> {
         for d in devices.iter().filter(|d| d.kind() == DeviceKind::Accel) {
             cpu_list.push((d.clone(), d.buffer_type()));
         }
-        if let Some((d, b)) = gpus.iter().find_map(|d| d.host_buffer_type().map(|b| (d.clone(), b))) {
+        if let Some((d, b)) = gpus
+            .iter()
+            .find_map(|d| d.host_buffer_type().map(|b| (d.clone(), b)))
+        {
             cpu_list.push((d, b));
         }
         if params.use_extra_bufts {
@@ -144,13 +160,28 @@ impl<'a> TensorCreator<'a> {
 
         // layer placement: the last n_gpu_layers layers (the output layer counted) go to the GPUs
         let n_layer = hp.n_layer as i32;
-        let n_gpu_layers = if params.n_gpu_layers >= 0 { params.n_gpu_layers } else { n_layer + 1 };
+        let n_gpu_layers = if params.n_gpu_layers >= 0 {
+            params.n_gpu_layers
+        } else {
+            n_layer + 1
+        };
         let i_gpu_start = (n_layer + 1 - n_gpu_layers).max(0);
-        let act_gpu_layers = if gpus.is_empty() { 0 } else { n_gpu_layers.min(n_layer + 1) };
-        let mut splits: Vec<f32> = if params.tensor_split.iter().take(gpus.len()).all(|&x| x == 0.0) {
+        let act_gpu_layers = if gpus.is_empty() {
+            0
+        } else {
+            n_gpu_layers.min(n_layer + 1)
+        };
+        let mut splits: Vec<f32> = if params
+            .tensor_split
+            .iter()
+            .take(gpus.len())
+            .all(|&x| x == 0.0)
+        {
             gpus.iter().map(|d| d.memory().0 as f32).collect()
         } else {
-            (0..gpus.len()).map(|i| params.tensor_split.get(i).copied().unwrap_or(0.0)).collect()
+            (0..gpus.len())
+                .map(|i| params.tensor_split.get(i).copied().unwrap_or(0.0))
+                .collect()
         };
         let mut sum = 0.0f32;
         for s in splits.iter_mut() {
@@ -164,12 +195,20 @@ impl<'a> TensorCreator<'a> {
         }
         let layer_dev = |il: i32| -> (DeviceRef, usize) {
             if il < i_gpu_start || (il - i_gpu_start) >= act_gpu_layers {
-                ggml::log_debug!("load_tensors: layer {:3} assigned to device {}, is_swa = 0\n", il, cpu.name());
+                ggml::log_debug!(
+                    "load_tensors: layer {:3} assigned to device {}, is_swa = 0\n",
+                    il,
+                    cpu.name()
+                );
                 return (cpu.clone(), usize::MAX);
             }
             let x = (il - i_gpu_start) as f32 / act_gpu_layers as f32;
             let idx = splits.iter().position(|&s| s > x).unwrap_or(gpus.len() - 1);
-            ggml::log_debug!("load_tensors: layer {:3} assigned to device {}, is_swa = 0\n", il, gpus[idx].name());
+            ggml::log_debug!(
+                "load_tensors: layer {:3} assigned to device {}, is_swa = 0\n",
+                il,
+                gpus[idx].name()
+            );
             (gpus[idx].clone(), idx)
         };
         let mut dev_layer: Vec<DeviceRef> = (0..=n_layer).map(|il| layer_dev(il).0).collect();
@@ -179,7 +218,10 @@ impl<'a> TensorCreator<'a> {
             if n_gpu_layers > n_layer {
                 ggml::log_info!("load_tensors: offloading output layer to GPU\n");
             }
-            ggml::log_info!("load_tensors: offloading {} repeating layers to GPU\n", n_gpu);
+            ggml::log_info!(
+                "load_tensors: offloading {} repeating layers to GPU\n",
+                n_gpu
+            );
             ggml::log_info!(
                 "load_tensors: offloaded {}/{} layers to GPU\n",
                 n_gpu_layers.min(n_layer + 1),
@@ -190,8 +232,10 @@ impl<'a> TensorCreator<'a> {
         let known = all_bufts(&devices);
         let mut overrides = Vec::new();
         for (pattern, buft_name) in &params.tensor_buft_overrides {
-            let re = Regex::new(pattern)
-                .map_err(|e| LlamaError::BadOverride { pattern: pattern.clone(), why: e.to_string() })?;
+            let re = Regex::new(pattern).map_err(|e| LlamaError::BadOverride {
+                pattern: pattern.clone(),
+                why: e.to_string(),
+            })?;
             let buft = known
                 .iter()
                 .find(|b| b.name() == buft_name)
@@ -224,18 +268,36 @@ impl<'a> TensorCreator<'a> {
         let dev = match kind {
             LayerKind::Input => return (cpu, self.placement.cpu_buft_list.clone()),
             LayerKind::Output => self.placement.dev_output.clone().unwrap_or(cpu.clone()),
-            LayerKind::Repeating(il) => self.placement.dev_layer.get(il).cloned().unwrap_or(cpu.clone()),
+            LayerKind::Repeating(il) => self
+                .placement
+                .dev_layer
+                .get(il)
+                .cloned()
+                .unwrap_or(cpu.clone()),
         };
-        if dev.kind() == DeviceKind::Cpu {
-            return (dev, self.placement.cpu_buft_list.clone());
+        let gpu = self
+            .placement
+            .devices
+            .iter()
+            .filter(|d| matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu));
+        match gpu
+            .enumerate()
+            .find(|(_, d)| std::ptr::addr_eq(Arc::as_ptr(d), Arc::as_ptr(&dev)))
+        {
+            Some((i, _)) => (dev, self.placement.gpu_buft_lists[i].clone()),
+            None => (dev, self.placement.cpu_buft_list.clone()),
         }
-        let mut l = vec![(dev.clone(), dev.buffer_type())];
-        l.extend(self.placement.cpu_buft_list.iter().cloned());
-        (dev, l)
     }
 
     /// weight_buft_supported: can `dev` run the op this weight is used in, with the weight in `buft`?
-    fn weight_supported(&self, dev: &DeviceRef, buft: &BufferTypeRef, ty: Type, ne: [i64; 4], op: Op) -> bool {
+    fn weight_supported(
+        &self,
+        dev: &DeviceRef,
+        buft: &BufferTypeRef,
+        ty: Type,
+        ne: [i64; 4],
+        op: Op,
+    ) -> bool {
         if !dev.supports_buft(buft) {
             return false;
         }
@@ -244,7 +306,10 @@ impl<'a> TensorCreator<'a> {
         };
         let mut c = Context::new();
         let w = c.new_tensor(ty, &ne);
-        c[w].data = Some(TensorData { buffer: dummy.clone(), addr: dummy.base() });
+        c[w].data = Some(TensorData {
+            buffer: dummy.clone(),
+            addr: dummy.base(),
+        });
         let n = 512;
         let node = match op {
             Op::GetRows => {
@@ -267,7 +332,10 @@ impl<'a> TensorCreator<'a> {
                 let head = self.hp.n_embd_head_k as i64;
                 let a = c.new_tensor_3d(Type::F32, head, self.hp.n_head(0) as i64, n);
                 let b = c.new_tensor_1d(Type::I32, n);
-                let p = RopeParams { n_dims: self.hp.n_rot as i32, ..Default::default() };
+                let p = RopeParams {
+                    n_dims: self.hp.n_rot as i32,
+                    ..Default::default()
+                };
                 c.rope_ext(a, b, Some(w), p)
             }
             _ => return true,
@@ -276,7 +344,14 @@ impl<'a> TensorCreator<'a> {
     }
 
     /// create_tensor: None for an absent optional tensor.
-    pub fn create(&mut self, name: &str, dims: &[i64], flags: u32, kind: LayerKind, op: Op) -> Result<Option<TensorId>> {
+    pub fn create(
+        &mut self,
+        name: &str,
+        dims: &[i64],
+        flags: u32,
+        kind: LayerKind,
+        op: Op,
+    ) -> Result<Option<TensorId>> {
         ggml::log_debug!("create_tensor: loading tensor {}\n", name);
         let Some(info) = self.ml.tensor(name) else {
             if flags & NOT_REQUIRED != 0 {
@@ -289,12 +364,16 @@ impl<'a> TensorCreator<'a> {
                 return Ok(Some(self.created[i].id));
             }
         }
-        let got: [i64; 4] = [info.ne[0] as i64, info.ne[1] as i64, info.ne[2] as i64, info.ne[3] as i64];
-        let mut ok = true;
-        for i in 0..4 {
-            let want = dims.get(i).copied().unwrap_or(1);
-            ok &= got[i] == want;
-        }
+        let got: [i64; 4] = [
+            info.ne[0] as i64,
+            info.ne[1] as i64,
+            info.ne[2] as i64,
+            info.ne[3] as i64,
+        ];
+        let ok = got
+            .iter()
+            .enumerate()
+            .all(|(i, &g)| g == dims.get(i).copied().unwrap_or(1));
         if !ok {
             return Err(LlamaError::WrongShape {
                 name: name.to_string(),
@@ -303,7 +382,9 @@ impl<'a> TensorCreator<'a> {
             });
         }
         if info.size == 0 && got.iter().product::<i64>() != 0 {
-            return Err(LlamaError::TensorOutOfBounds { name: name.to_string() });
+            return Err(LlamaError::TensorOutOfBounds {
+                name: name.to_string(),
+            });
         }
 
         let (dev, list) = self.buft_list(kind);
@@ -331,9 +412,14 @@ impl<'a> TensorCreator<'a> {
         let chosen = match chosen {
             Some(c) => c,
             None => {
-                let found = list.iter().find(|(d, b)| self.weight_supported(d, b, info.ty, got, op)).cloned();
+                let found = list
+                    .iter()
+                    .find(|(d, b)| self.weight_supported(d, b, info.ty, got, op))
+                    .cloned();
                 let Some(found) = found else {
-                    return Err(LlamaError::Unsupported(format!("no suitable buffer type found for tensor {name}")));
+                    return Err(LlamaError::Unsupported(format!(
+                        "no suitable buffer type found for tensor {name}"
+                    )));
                 };
                 let preferred = &list[0].1;
                 if !same_buft(preferred, &found.1) {
@@ -347,22 +433,41 @@ impl<'a> TensorCreator<'a> {
             }
         };
 
-        let id = self.ctx.new_tensor(info.ty, &got[..(info.n_dims.max(1) as usize).min(4)]);
+        let id = self
+            .ctx
+            .new_tensor(info.ty, &got[..(info.n_dims.max(1) as usize).min(4)]);
         self.ctx.set_name(id, name);
-        self.created.push(Created { id, file_offset: info.offset, size: info.size, buft: chosen.1, dev: chosen.0 });
+        self.created.push(Created {
+            id,
+            file_offset: info.offset,
+            size: info.size,
+            buft: chosen.1,
+            dev: chosen.0,
+        });
         self.names.push(name.to_string());
         Ok(Some(id))
     }
 
-    pub fn require(&mut self, name: &str, dims: &[i64], kind: LayerKind, op: Op) -> Result<TensorId> {
-        Ok(self.create(name, dims, REQUIRED, kind, op)?.expect("required tensors are present or an error"))
+    pub fn require(
+        &mut self,
+        name: &str,
+        dims: &[i64],
+        kind: LayerKind,
+        op: Op,
+    ) -> Result<TensorId> {
+        Ok(self
+            .create(name, dims, REQUIRED, kind, op)?
+            .expect("required tensors are present or an error"))
     }
 
     /// done_getting_tensors, then the buffers and the data.
     pub fn finish(self, model: &mut Model, params: &mut ModelParams) -> Result<()> {
         let n_file = self.ml.gguf.tensors.len();
         if self.created.len() != n_file {
-            return Err(LlamaError::TensorCount { expected: n_file, got: self.created.len() });
+            return Err(LlamaError::TensorCount {
+                expected: n_file,
+                got: self.created.len(),
+            });
         }
         for (pref, used, first, ty, others) in &self.fallbacks {
             ggml::log_debug!(
@@ -374,7 +479,13 @@ impl<'a> TensorCreator<'a> {
                 used
             );
         }
-        let TensorCreator { ml, ctx, created, placement, .. } = self;
+        let TensorCreator {
+            ml,
+            ctx,
+            created,
+            placement,
+            ..
+        } = self;
         model.ctx = ctx;
         model.placement = placement;
         crate::load_data::allocate_and_load(model, ml, &created_to_plan(&created), params)
@@ -392,7 +503,13 @@ pub struct PlannedTensor {
 
 fn created_to_plan(c: &[Created]) -> Vec<PlannedTensor> {
     c.iter()
-        .map(|c| PlannedTensor { id: c.id, file_offset: c.file_offset, size: c.size, buft: c.buft.clone(), dev: c.dev.clone() })
+        .map(|c| PlannedTensor {
+            id: c.id,
+            file_offset: c.file_offset,
+            size: c.size,
+            buft: c.buft.clone(),
+            dev: c.dev.clone(),
+        })
         .collect()
 }
 
@@ -403,12 +520,24 @@ pub fn create_decoder_tensors(model: &mut Model, c: &mut TensorCreator) -> Resul
     let arch = model.arch;
     let n_embd = hp.n_embd as i64;
     let n_vocab = hp.n_vocab as i64;
-    let mm = Op::MulMat { prec: ggml::Prec::Default };
+    let mm = Op::MulMat {
+        prec: ggml::Prec::Default,
+    };
     let tok = tn::global(tn::TOKEN_EMBD, "weight");
     model.tok_embd = Some(c.require(&tok, &[n_embd, n_vocab], LayerKind::Input, Op::GetRows)?);
-    model.output_norm = Some(c.require(&tn::global(tn::OUTPUT_NORM, "weight"), &[n_embd], LayerKind::Output, Op::Mul)?);
-    model.output =
-        c.create(&tn::global(tn::OUTPUT, "weight"), &[n_embd, n_vocab], NOT_REQUIRED, LayerKind::Output, mm)?;
+    model.output_norm = Some(c.require(
+        &tn::global(tn::OUTPUT_NORM, "weight"),
+        &[n_embd],
+        LayerKind::Output,
+        Op::Mul,
+    )?);
+    model.output = c.create(
+        &tn::global(tn::OUTPUT, "weight"),
+        &[n_embd, n_vocab],
+        NOT_REQUIRED,
+        LayerKind::Output,
+        mm,
+    )?;
     if model.output.is_none() {
         // tied embeddings: the output matrix is the token embedding
         model.output = c.create(&tok, &[n_embd, n_vocab], DUPLICATED, LayerKind::Output, mm)?;
@@ -421,7 +550,12 @@ pub fn create_decoder_tensors(model: &mut Model, c: &mut TensorCreator) -> Resul
         let n_embd_v_gqa = hp.n_embd_v_gqa(il) as i64;
         let n_ff = hp.n_ff(il) as i64;
         let mut l = Layer {
-            attn_norm: Some(c.require(&tn::blk(tn::ATTN_NORM, "weight", il), &[n_embd], k, Op::Mul)?),
+            attn_norm: Some(c.require(
+                &tn::blk(tn::ATTN_NORM, "weight", il),
+                &[n_embd],
+                k,
+                Op::Mul,
+            )?),
             ..Layer::default()
         };
         // create_tensor_qkv: a fused matrix if the file has one, else three
@@ -438,31 +572,106 @@ pub fn create_decoder_tensors(model: &mut Model, c: &mut TensorCreator) -> Resul
                 arch.name()
             )));
         }
-        l.wq = Some(c.require(&tn::blk(tn::ATTN_Q, "weight", il), &[n_embd, n_embd_q], k, mm)?);
-        l.wk = Some(c.require(&tn::blk(tn::ATTN_K, "weight", il), &[n_embd, n_embd_k_gqa], k, mm)?);
-        l.wv = Some(c.require(&tn::blk(tn::ATTN_V, "weight", il), &[n_embd, n_embd_v_gqa], k, mm)?);
+        l.wq = Some(c.require(
+            &tn::blk(tn::ATTN_Q, "weight", il),
+            &[n_embd, n_embd_q],
+            k,
+            mm,
+        )?);
+        l.wk = Some(c.require(
+            &tn::blk(tn::ATTN_K, "weight", il),
+            &[n_embd, n_embd_k_gqa],
+            k,
+            mm,
+        )?);
+        l.wv = Some(c.require(
+            &tn::blk(tn::ATTN_V, "weight", il),
+            &[n_embd, n_embd_v_gqa],
+            k,
+            mm,
+        )?);
         // qwen2 always has Q/K/V biases, llama may
-        let bias_flags = if arch == Arch::Qwen2 { REQUIRED } else { NOT_REQUIRED };
-        l.bq = c.create(&tn::blk(tn::ATTN_Q, "bias", il), &[n_embd_q], bias_flags, k, Op::Add)?;
-        l.bk = c.create(&tn::blk(tn::ATTN_K, "bias", il), &[n_embd_k_gqa], bias_flags, k, Op::Add)?;
-        l.bv = c.create(&tn::blk(tn::ATTN_V, "bias", il), &[n_embd_v_gqa], bias_flags, k, Op::Add)?;
-        l.wo = Some(c.require(&tn::blk(tn::ATTN_OUT, "weight", il), &[n_embd_q, n_embd], k, mm)?);
+        let bias_flags = if arch == Arch::Qwen2 {
+            REQUIRED
+        } else {
+            NOT_REQUIRED
+        };
+        l.bq = c.create(
+            &tn::blk(tn::ATTN_Q, "bias", il),
+            &[n_embd_q],
+            bias_flags,
+            k,
+            Op::Add,
+        )?;
+        l.bk = c.create(
+            &tn::blk(tn::ATTN_K, "bias", il),
+            &[n_embd_k_gqa],
+            bias_flags,
+            k,
+            Op::Add,
+        )?;
+        l.bv = c.create(
+            &tn::blk(tn::ATTN_V, "bias", il),
+            &[n_embd_v_gqa],
+            bias_flags,
+            k,
+            Op::Add,
+        )?;
+        l.wo = Some(c.require(
+            &tn::blk(tn::ATTN_OUT, "weight", il),
+            &[n_embd_q, n_embd],
+            k,
+            mm,
+        )?);
         if arch == Arch::Llama {
-            l.bo = c.create(&tn::blk(tn::ATTN_OUT, "bias", il), &[n_embd], NOT_REQUIRED, k, Op::Add)?;
+            l.bo = c.create(
+                &tn::blk(tn::ATTN_OUT, "bias", il),
+                &[n_embd],
+                NOT_REQUIRED,
+                k,
+                Op::Add,
+            )?;
         }
-        l.ffn_norm = Some(c.require(&tn::blk(tn::FFN_NORM, "weight", il), &[n_embd], k, Op::Mul)?);
+        l.ffn_norm =
+            Some(c.require(&tn::blk(tn::FFN_NORM, "weight", il), &[n_embd], k, Op::Mul)?);
         if arch == Arch::Llama {
             let flags = NOT_REQUIRED | if il != 0 { DUPLICATED } else { 0 };
             let rope = Op::Rope(RopeParams::default());
-            l.rope_freqs = c.create(&tn::global(tn::ROPE_FREQS, "weight"), &[hp.n_rot as i64 / 2], flags, k, rope)?;
+            l.rope_freqs = c.create(
+                &tn::global(tn::ROPE_FREQS, "weight"),
+                &[hp.n_rot as i64 / 2],
+                flags,
+                k,
+                rope,
+            )?;
         }
-        l.ffn_gate = Some(c.require(&tn::blk(tn::FFN_GATE, "weight", il), &[n_embd, n_ff], k, mm)?);
-        l.ffn_down = Some(c.require(&tn::blk(tn::FFN_DOWN, "weight", il), &[n_ff, n_embd], k, mm)?);
+        l.ffn_gate =
+            Some(c.require(&tn::blk(tn::FFN_GATE, "weight", il), &[n_embd, n_ff], k, mm)?);
+        l.ffn_down =
+            Some(c.require(&tn::blk(tn::FFN_DOWN, "weight", il), &[n_ff, n_embd], k, mm)?);
         l.ffn_up = Some(c.require(&tn::blk(tn::FFN_UP, "weight", il), &[n_embd, n_ff], k, mm)?);
         if arch == Arch::Llama {
-            l.ffn_gate_b = c.create(&tn::blk(tn::FFN_GATE, "bias", il), &[n_ff], NOT_REQUIRED, k, Op::Add)?;
-            l.ffn_down_b = c.create(&tn::blk(tn::FFN_DOWN, "bias", il), &[n_embd], NOT_REQUIRED, k, Op::Add)?;
-            l.ffn_up_b = c.create(&tn::blk(tn::FFN_UP, "bias", il), &[n_ff], NOT_REQUIRED, k, Op::Add)?;
+            l.ffn_gate_b = c.create(
+                &tn::blk(tn::FFN_GATE, "bias", il),
+                &[n_ff],
+                NOT_REQUIRED,
+                k,
+                Op::Add,
+            )?;
+            l.ffn_down_b = c.create(
+                &tn::blk(tn::FFN_DOWN, "bias", il),
+                &[n_embd],
+                NOT_REQUIRED,
+                k,
+                Op::Add,
+            )?;
+            l.ffn_up_b = c.create(
+                &tn::blk(tn::FFN_UP, "bias", il),
+                &[n_ff],
+                NOT_REQUIRED,
+                k,
+                Op::Add,
+            )?;
         }
         model.layers.push(l);
     }
@@ -471,8 +680,18 @@ pub fn create_decoder_tensors(model: &mut Model, c: &mut TensorCreator) -> Resul
         for il in 0..hp.n_layer as usize {
             let k = LayerKind::Repeating(il);
             for suffix in ["scale", "input_scale"] {
-                for base in [tn::ATTN_Q, tn::ATTN_K, tn::ATTN_V, tn::ATTN_OUT, tn::FFN_GATE, tn::FFN_DOWN, tn::FFN_UP] {
-                    if c.create(&tn::blk(base, suffix, il), &[1], NOT_REQUIRED, k, Op::Mul)?.is_some() {
+                for base in [
+                    tn::ATTN_Q,
+                    tn::ATTN_K,
+                    tn::ATTN_V,
+                    tn::ATTN_OUT,
+                    tn::FFN_GATE,
+                    tn::FFN_DOWN,
+                    tn::FFN_UP,
+                ] {
+                    if c.create(&tn::blk(base, suffix, il), &[1], NOT_REQUIRED, k, Op::Mul)?
+                        .is_some()
+                    {
                         return Err(LlamaError::Unsupported(format!(
                             "tensor blk.{il}.{base}.{suffix}: scaled weights are not supported"
                         )));

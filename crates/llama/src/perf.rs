@@ -94,7 +94,11 @@ pub fn cfloat(v: f64, width: usize, prec: usize) -> String {
     let s = if v.is_nan() {
         "-nan".to_string()
     } else if v.is_infinite() {
-        if v > 0.0 { "inf".to_string() } else { "-inf".to_string() }
+        if v > 0.0 {
+            "inf".to_string()
+        } else {
+            "-inf".to_string()
+        }
     } else {
         format!("{:.*}", prec, v)
     };

@@ -12,7 +12,13 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 impl Context {
     /// graph_reserve: build the graph of a worst-case ubatch and size (or only split) it.
-    fn graph_reserve(&mut self, n_tokens: usize, n_seqs: usize, n_outputs: usize, split_only: bool) -> Result<BuiltGraph> {
+    fn graph_reserve(
+        &mut self,
+        n_tokens: usize,
+        n_seqs: usize,
+        n_outputs: usize,
+        split_only: bool,
+    ) -> Result<BuiltGraph> {
         ggml::log_debug!(
             "graph_reserve: reserving a graph for ubatch with n_tokens = {:4}, n_seqs = {:2}, n_outputs = {:4}\n",
             n_tokens,
@@ -33,12 +39,19 @@ impl Context {
             })
         } else {
             self.sched.reserve(&mut built.graph).map(|_| {
-                self.compute_sizes = (0..self.backend_bufts.len()).map(|i| self.sched.get_buffer_size(i)).collect();
+                self.compute_sizes = (0..self.backend_bufts.len())
+                    .map(|i| self.sched.get_buffer_size(i))
+                    .collect();
             })
         };
         res.map_err(|e| {
             ggml::log_error!("graph_reserve: failed to allocate compute buffers\n");
-            LlamaError::Alloc { what: "compute buffers".into(), buft: "compute".into(), size: 0, why: e.to_string() }
+            LlamaError::Alloc {
+                what: "compute buffers".into(),
+                buft: "compute".into(),
+                size: 0,
+                why: e.to_string(),
+            }
         })?;
         Ok(built)
     }
@@ -62,16 +75,25 @@ impl Context {
             let g = self.graph_reserve(1, n_seqs, n_outputs, true)?;
             // flash attention stays on only where each layer's fused node runs on the layer's device
             let mut mismatch = false;
-            let fa_nodes = g.graph.nodes.iter().filter(|&&n| matches!(g.graph.ctx[n].op, Op::FlashAttnExt { .. }));
+            let fa_nodes = g
+                .graph
+                .nodes
+                .iter()
+                .filter(|&&n| matches!(g.graph.ctx[n].op, Op::FlashAttnExt { .. }));
             for (il, &n) in fa_nodes.enumerate() {
-                let dev_fa = self.sched.get_tensor_backend(n).map(|b| self.backend_devs[b].clone());
+                let dev_fa = self
+                    .sched
+                    .get_tensor_backend(n)
+                    .map(|b| self.backend_devs[b].clone());
                 let dev_kv = if self.cparams.offload_kqv {
                     self.model.dev_layer(il).cloned()
                 } else {
                     self.backend_devs.last().cloned()
                 };
                 let same = match (&dev_fa, &dev_kv) {
-                    (Some(a), Some(b)) => std::ptr::addr_eq(std::sync::Arc::as_ptr(a), std::sync::Arc::as_ptr(b)),
+                    (Some(a), Some(b)) => {
+                        std::ptr::addr_eq(std::sync::Arc::as_ptr(a), std::sync::Arc::as_ptr(b))
+                    }
                     _ => false,
                 };
                 if !same {
@@ -87,7 +109,9 @@ impl Context {
             }
             if mismatch {
                 self.cparams.flash_attn = false;
-                ggml::log_warn!("resolve_fused_ops: Flash Attention not supported, set to disabled\n");
+                ggml::log_warn!(
+                    "resolve_fused_ops: Flash Attention not supported, set to disabled\n"
+                );
             } else {
                 self.cparams.flash_attn = true;
                 ggml::log_info!("resolve_fused_ops: Flash Attention enabled\n");
@@ -99,7 +123,10 @@ impl Context {
         ggml::log_info!("resolve_fused_ops: resolving fused DeepSeek V4 HC support:\n");
         for stage in ["pre", "comb", "post"] {
             self.graph_reserve(1, n_seqs, n_outputs, true)?;
-            ggml::log_info!("resolve_fused_ops: fused DeepSeek V4 HC {} enabled\n", stage);
+            ggml::log_info!(
+                "resolve_fused_ops: fused DeepSeek V4 HC {} enabled\n",
+                stage
+            );
         }
 
         let pp = self.graph_reserve(n_tokens, n_seqs, n_tokens, false).inspect_err(|_| {
@@ -116,10 +143,20 @@ impl Context {
         for (i, buft) in self.backend_bufts.iter().enumerate() {
             let size = self.compute_sizes.get(i).copied().unwrap_or(0);
             if size > 1 {
-                ggml::log_info!("sched_reserve: {:>10} compute buffer size = {:8.2} MiB\n", buft.name(), size as f64 / MIB);
+                ggml::log_info!(
+                    "sched_reserve: {:>10} compute buffer size = {:8.2} MiB\n",
+                    buft.name(),
+                    size as f64 / MIB
+                );
             }
         }
-        let fmt = |a: usize, b: usize| if a == b { a.to_string() } else { format!("{a} / {b}") };
+        let fmt = |a: usize, b: usize| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a} / {b}")
+            }
+        };
         let tag = if n_nodes_pp == n_nodes_tg && n_splits_pp == n_splits_tg {
             String::new()
         } else {

@@ -102,7 +102,12 @@ fn run(fa: FlashAttnType) -> Vec<Node> {
         });
         true
     });
-    let params = ContextParams { n_ctx: 256, flash_attn_type: fa, cb_eval: Some(cb), ..Default::default() };
+    let params = ContextParams {
+        n_ctx: 256,
+        flash_attn_type: fa,
+        cb_eval: Some(cb),
+        ..Default::default()
+    };
     let (ctx, _) = common::capture(|| Context::new(loaded.model.clone(), params));
     let mut ctx = ctx.unwrap();
     // "hi"
@@ -114,10 +119,25 @@ fn run(fa: FlashAttnType) -> Vec<Node> {
 fn compare(ours: &[Node], want: &[Node]) {
     assert_eq!(ours.len(), want.len(), "node count");
     for (i, (a, b)) in ours.iter().zip(want).enumerate() {
-        assert_eq!((&a.name, &a.ty, &a.op, &a.ne), (&b.name, &b.ty, &b.op, &b.ne), "node {i}");
-        assert_eq!(a.srcs, b.srcs.iter().take(2).cloned().collect::<Vec<_>>(), "node {i} ({}) sources", a.name);
+        assert_eq!(
+            (&a.name, &a.ty, &a.op, &a.ne),
+            (&b.name, &b.ty, &b.op, &b.ne),
+            "node {i}"
+        );
+        assert_eq!(
+            a.srcs,
+            b.srcs.iter().take(2).cloned().collect::<Vec<_>>(),
+            "node {i} ({}) sources",
+            a.name
+        );
         let tol = 1e-3 + 1e-3 * b.sum.abs();
-        assert!((a.sum - b.sum).abs() <= tol, "node {i} ({}): sum {} vs llama.cpp's {}", a.name, a.sum, b.sum);
+        assert!(
+            (a.sum - b.sum).abs() <= tol,
+            "node {i} ({}): sum {} vs llama.cpp's {}",
+            a.name,
+            a.sum,
+            b.sum
+        );
     }
 }
 

@@ -13,12 +13,19 @@ const PROMPT: [i32; 4] = [9707, 847, 829, 374];
 fn token_bytes() -> Vec<Vec<u8>> {
     let path = testutil::reference_model();
     let f = gguf::GgufFile::open_metadata(&path).unwrap();
-    let toks = f.get("tokenizer.ggml.tokens").unwrap().as_array().unwrap().strings().unwrap();
+    let toks = f
+        .get("tokenizer.ggml.tokens")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .strings()
+        .unwrap();
     // bytes_to_unicode: printable bytes map to themselves, the others to U+0100 upwards
     let mut map = std::collections::HashMap::new();
     let mut n = 0u32;
     for b in 0..=255u32 {
-        let printable = (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
+        let printable =
+            (33..=126).contains(&b) || (161..=172).contains(&b) || (174..=255).contains(&b);
         let c = if printable {
             b
         } else {
@@ -27,7 +34,9 @@ fn token_bytes() -> Vec<Vec<u8>> {
         };
         map.insert(char::from_u32(c).unwrap(), b as u8);
     }
-    toks.iter().map(|t| t.chars().map(|c| *map.get(&c).unwrap_or(&b'?')).collect()).collect()
+    toks.iter()
+        .map(|t| t.chars().map(|c| *map.get(&c).unwrap_or(&b'?')).collect())
+        .collect()
 }
 
 fn argmax(l: &[f32]) -> i32 {
@@ -42,14 +51,25 @@ fn argmax(l: &[f32]) -> i32 {
 
 fn expected_continuation() -> String {
     let lines = common::reference_log("greedy-f32.log");
-    let l = lines.iter().find(|l| l.starts_with("Hello my name is")).unwrap();
+    let l = lines
+        .iter()
+        .find(|l| l.starts_with("Hello my name is"))
+        .unwrap();
     l["Hello my name is".len()..].to_string()
 }
 
 fn new_ctx(n_ctx: u32, n_seq_max: u32) -> Context {
     let loaded = common::model().unwrap();
-    let p = ContextParams { n_ctx, n_seq_max, n_threads: 2, n_threads_batch: 2, ..Default::default() };
-    common::capture(|| Context::new(loaded.model.clone(), p)).0.unwrap()
+    let p = ContextParams {
+        n_ctx,
+        n_seq_max,
+        n_threads: 2,
+        n_threads_batch: 2,
+        ..Default::default()
+    };
+    common::capture(|| Context::new(loaded.model.clone(), p))
+        .0
+        .unwrap()
 }
 
 #[test]
@@ -95,10 +115,17 @@ fn batched_sequences_match_one_by_one() {
     }
     assert_eq!(ctx.decode(&b), 0);
     assert_eq!(ctx.n_outputs(), 2);
-    assert!(ctx.get_logits_ith(0).is_none(), "no logits were requested for token 0");
+    assert!(
+        ctx.get_logits_ith(0).is_none(),
+        "no logits were requested for token 0"
+    );
     for i in [3, 7] {
         let got = ctx.get_logits_ith(i).unwrap();
-        let diff = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        let diff = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
         assert!(diff < 1e-3, "sequence of token {i}: max diff {diff}");
         assert_eq!(argmax(got), argmax(&want));
     }
@@ -140,7 +167,11 @@ fn invalid_batches_and_full_cache() {
     // 256 cells: a 300-token batch cannot fit
     let (rc, _) = common::capture(|| ctx.decode(&Batch::get_one(&[11; 300])));
     assert_eq!(rc, 1, "no KV slot");
-    assert_eq!(ctx.memory_seq_pos_max(0), -1, "a failed batch leaves the cache as it was");
+    assert_eq!(
+        ctx.memory_seq_pos_max(0),
+        -1,
+        "a failed batch leaves the cache as it was"
+    );
 }
 
 #[test]
@@ -164,6 +195,10 @@ fn shifted_sequence_continues_like_a_fresh_one() {
     assert_eq!(ctx.decode(&Batch::get_one(&[next])), 0);
     assert_eq!(ctx.memory_seq_pos_max(0), 14);
     let got = ctx.get_logits_ith(-1).unwrap();
-    let diff = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+    let diff = got
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
     assert!(diff < 2e-2, "max diff {diff}");
 }

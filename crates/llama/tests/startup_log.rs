@@ -9,8 +9,19 @@ use llama::{Context, ContextParams, FlashAttnType};
 /// dropping the tokenizer's (vocab owner) lines and timings.
 fn core_lines(lines: &[String]) -> Vec<String> {
     const VOCAB_KEYS: [&str; 13] = [
-        "vocab type", "n_vocab", "n_merges", "BOS token", "EOS token", "EOT token", "PAD token", "LF token",
-        "EOG token", "max token length", "UNK token", "SEP token", "MASK token",
+        "vocab type",
+        "n_vocab",
+        "n_merges",
+        "BOS token",
+        "EOS token",
+        "EOT token",
+        "PAD token",
+        "LF token",
+        "EOG token",
+        "max token length",
+        "UNK token",
+        "SEP token",
+        "MASK token",
     ];
     let prefixes = [
         "llama_model_loader:",
@@ -25,7 +36,11 @@ fn core_lines(lines: &[String]) -> Vec<String> {
     lines
         .iter()
         .filter(|l| prefixes.iter().any(|p| l.starts_with(p)))
-        .filter(|l| !VOCAB_KEYS.iter().any(|k| l.starts_with(&format!("print_info: {k}"))))
+        .filter(|l| {
+            !VOCAB_KEYS
+                .iter()
+                .any(|k| l.starts_with(&format!("print_info: {k}")))
+        })
         .filter(|l| !l.contains("reserve took"))
         .cloned()
         .collect()
@@ -35,8 +50,14 @@ fn core_lines(lines: &[String]) -> Vec<String> {
 fn reference(name: &str) -> Vec<String> {
     let lines = common::reference_log(name);
     // the fit pass loads the model a first time without allocation: skip to the real load
-    let start = lines.iter().rposition(|l| l.starts_with("llama_model_loader: loaded meta data")).unwrap();
-    let end = lines.iter().position(|l| l.contains("system_info:")).unwrap();
+    let start = lines
+        .iter()
+        .rposition(|l| l.starts_with("llama_model_loader: loaded meta data"))
+        .unwrap();
+    let end = lines
+        .iter()
+        .position(|l| l.contains("system_info:"))
+        .unwrap();
     core_lines(&lines[start..end])
 }
 
@@ -51,22 +72,39 @@ fn assert_lines(ours: &[String], want: &[String]) {
     for (i, (a, b)) in ours.iter().zip(want).enumerate() {
         assert_eq!(a, b, "line {i} differs");
     }
-    assert_eq!(ours.len(), want.len(), "ours:\n{}\nwant:\n{}", ours.join("\n"), want.join("\n"));
+    assert_eq!(
+        ours.len(),
+        want.len(),
+        "ours:\n{}\nwant:\n{}",
+        ours.join("\n"),
+        want.join("\n")
+    );
 }
 
 #[test]
 fn model_load_log_matches_llama_cpp() {
-    let Some(loaded) = common::model() else { return };
+    let Some(loaded) = common::model() else {
+        return;
+    };
     let want = reference("completion-lv4.log");
-    let ctx_start = want.iter().position(|l| l.starts_with("llama_context:")).unwrap();
+    let ctx_start = want
+        .iter()
+        .position(|l| l.starts_with("llama_context:"))
+        .unwrap();
     // the reference ran in the models' folder
     let path = testutil::reference_model();
     let dir = format!("{}/", path.parent().unwrap().display());
-    let ours: Vec<String> = core_lines(&common::text(&loaded.log, false)).iter().map(|l| l.replace(&dir, "")).collect();
+    let ours: Vec<String> = core_lines(&common::text(&loaded.log, false))
+        .iter()
+        .map(|l| l.replace(&dir, ""))
+        .collect();
     assert_lines(&ours, &want[..ctx_start]);
     assert_eq!(loaded.model.desc(), "llama ?B all F32");
     assert_eq!(loaded.model.n_params(), 80_611_584);
-    assert_eq!(loaded.model.buffer_sizes(), vec![("CPU_Mapped".to_string(), 322_446_336)]);
+    assert_eq!(
+        loaded.model.buffer_sizes(),
+        vec![("CPU_Mapped".to_string(), 322_446_336)]
+    );
 }
 
 fn check_context(log: &str, params: ContextParams) {
@@ -74,29 +112,61 @@ fn check_context(log: &str, params: ContextParams) {
         return;
     }
     let want = reference(log);
-    let ctx_start = want.iter().position(|l| l.starts_with("llama_context:")).unwrap();
+    let ctx_start = want
+        .iter()
+        .position(|l| l.starts_with("llama_context:"))
+        .unwrap();
     assert_lines(&context_log(params), &want[ctx_start..]);
 }
 
 #[test]
 fn context_log_default_flash_attn_auto() {
-    check_context("completion-lv4.log", ContextParams { n_ctx: 4096, ..Default::default() });
+    check_context(
+        "completion-lv4.log",
+        ContextParams {
+            n_ctx: 4096,
+            ..Default::default()
+        },
+    );
 }
 
 #[test]
 fn context_log_flash_attn_off() {
-    let p = ContextParams { n_ctx: 4096, flash_attn_type: FlashAttnType::Disabled, ..Default::default() };
+    let p = ContextParams {
+        n_ctx: 4096,
+        flash_attn_type: FlashAttnType::Disabled,
+        ..Default::default()
+    };
     check_context("completion-fa-off.log", p);
 }
 
 #[test]
 fn context_log_ubatch_128_and_32() {
-    check_context("completion-ub128.log", ContextParams { n_ctx: 4096, n_ubatch: 128, ..Default::default() });
-    check_context("completion-ub32.log", ContextParams { n_ctx: 4096, n_ubatch: 32, ..Default::default() });
+    check_context(
+        "completion-ub128.log",
+        ContextParams {
+            n_ctx: 4096,
+            n_ubatch: 128,
+            ..Default::default()
+        },
+    );
+    check_context(
+        "completion-ub32.log",
+        ContextParams {
+            n_ctx: 4096,
+            n_ubatch: 32,
+            ..Default::default()
+        },
+    );
 }
 
 #[test]
 fn context_log_kv_q8_0() {
-    let p = ContextParams { n_ctx: 4096, type_k: ggml::Type::Q8_0, type_v: ggml::Type::Q8_0, ..Default::default() };
+    let p = ContextParams {
+        n_ctx: 4096,
+        type_k: ggml::Type::Q8_0,
+        type_v: ggml::Type::Q8_0,
+        ..Default::default()
+    };
     check_context("completion-kv-q8_0.log", p);
 }

@@ -53,19 +53,38 @@ fn write_model(name: &str, spec: &Spec) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     let vocab = gguf::GgufFile::open_metadata(testutil::vocab("ggml-vocab-qwen2.gguf")).unwrap();
-    let n_vocab = vocab.get("tokenizer.ggml.tokens").unwrap().as_array().unwrap().len() as u64;
+    let n_vocab = vocab
+        .get("tokenizer.ggml.tokens")
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .len() as u64;
     let mut w = GgufWriter::new();
     let a = spec.arch;
-    w.add_kv("general.architecture", Value::Str(a.into())).unwrap();
+    w.add_kv("general.architecture", Value::Str(a.into()))
+        .unwrap();
     w.add_kv("general.name", Value::Str(name.into())).unwrap();
-    w.add_kv(format!("{a}.context_length"), Value::U32(256)).unwrap();
-    w.add_kv(format!("{a}.embedding_length"), Value::U32(N_EMBD as u32)).unwrap();
+    w.add_kv(format!("{a}.context_length"), Value::U32(256))
+        .unwrap();
+    w.add_kv(format!("{a}.embedding_length"), Value::U32(N_EMBD as u32))
+        .unwrap();
     w.add_kv(format!("{a}.block_count"), Value::U32(2)).unwrap();
-    w.add_kv(format!("{a}.feed_forward_length"), Value::U32(N_FF as u32)).unwrap();
-    w.add_kv(format!("{a}.attention.head_count"), Value::U32(N_HEAD)).unwrap();
-    w.add_kv(format!("{a}.attention.head_count_kv"), Value::U32(N_HEAD_KV)).unwrap();
-    w.add_kv(format!("{a}.rope.freq_base"), Value::F32(10000.0)).unwrap();
-    w.add_kv(format!("{a}.attention.layer_norm_rms_epsilon"), Value::F32(1e-6)).unwrap();
+    w.add_kv(format!("{a}.feed_forward_length"), Value::U32(N_FF as u32))
+        .unwrap();
+    w.add_kv(format!("{a}.attention.head_count"), Value::U32(N_HEAD))
+        .unwrap();
+    w.add_kv(
+        format!("{a}.attention.head_count_kv"),
+        Value::U32(N_HEAD_KV),
+    )
+    .unwrap();
+    w.add_kv(format!("{a}.rope.freq_base"), Value::F32(10000.0))
+        .unwrap();
+    w.add_kv(
+        format!("{a}.attention.layer_norm_rms_epsilon"),
+        Value::F32(1e-6),
+    )
+    .unwrap();
     w.add_kv("general.file_type", Value::U32(0)).unwrap();
     for (k, v) in &vocab.kv {
         if k.starts_with("tokenizer.") {
@@ -107,7 +126,11 @@ fn write_model(name: &str, spec: &Spec) -> PathBuf {
 }
 
 fn good(arch: &'static str) -> Spec {
-    Spec { arch, edits: vec![], extra: vec![] }
+    Spec {
+        arch,
+        edits: vec![],
+        extra: vec![],
+    }
 }
 
 fn load(path: &Path, params: &ModelParams) -> Result<std::sync::Arc<Model>, LlamaError> {
@@ -116,7 +139,12 @@ fn load(path: &Path, params: &ModelParams) -> Result<std::sync::Arc<Model>, Llam
 }
 
 fn logits(model: &std::sync::Arc<Model>) -> Vec<f32> {
-    let p = ContextParams { n_ctx: 256, n_threads: 2, n_threads_batch: 2, ..Default::default() };
+    let p = ContextParams {
+        n_ctx: 256,
+        n_threads: 2,
+        n_threads_batch: 2,
+        ..Default::default()
+    };
     let (ctx, _) = common::capture(|| Context::new(model.clone(), p));
     let mut ctx = ctx.unwrap();
     assert_eq!(ctx.decode(&Batch::get_one(&[9707, 847, 829, 374])), 0);
@@ -125,20 +153,32 @@ fn logits(model: &std::sync::Arc<Model>) -> Vec<f32> {
 
 #[test]
 fn bad_files_are_errors() {
-    let missing = load(Path::new("/nonexistent/model.gguf"), &ModelParams::default());
-    assert!(matches!(missing, Err(LlamaError::Gguf { .. })), "{missing:?}");
+    let missing = load(
+        Path::new("/nonexistent/model.gguf"),
+        &ModelParams::default(),
+    );
+    assert!(
+        matches!(missing, Err(LlamaError::Gguf { .. })),
+        "{missing:?}"
+    );
 
     let dir = testutil::scratch_dir("llama-bad-files");
     let garbage = dir.join("garbage.gguf");
     std::fs::write(&garbage, b"GGUF\x03\x00\x00\x00 this is not a model").unwrap();
-    assert!(matches!(load(&garbage, &ModelParams::default()), Err(LlamaError::Gguf { .. })));
+    assert!(matches!(
+        load(&garbage, &ModelParams::default()),
+        Err(LlamaError::Gguf { .. })
+    ));
 
     // a truncated model: the tensor data is cut off
     let full = std::fs::read(write_model("good-llama.gguf", &good("llama"))).unwrap();
     let cut = dir.join("truncated.gguf");
     std::fs::write(&cut, &full[..full.len() / 2]).unwrap();
     for mode in [LoadMode::Mmap, LoadMode::None] {
-        let p = ModelParams { load_mode: mode, ..Default::default() };
+        let p = ModelParams {
+            load_mode: mode,
+            ..Default::default()
+        };
         assert!(load(&cut, &p).is_err(), "truncated file loads with {mode}");
     }
 }
@@ -146,13 +186,25 @@ fn bad_files_are_errors() {
 #[test]
 fn bad_models_are_errors() {
     let foo = write_model("arch-foo.gguf", &good("foo"));
-    assert!(matches!(load(&foo, &ModelParams::default()), Err(LlamaError::UnknownArch(a)) if a == "foo"));
+    assert!(
+        matches!(load(&foo, &ModelParams::default()), Err(LlamaError::UnknownArch(a)) if a == "foo")
+    );
 
-    let spec = Spec { arch: "llama", edits: vec![("blk.1.ffn_up.weight", None)], extra: vec![] };
+    let spec = Spec {
+        arch: "llama",
+        edits: vec![("blk.1.ffn_up.weight", None)],
+        extra: vec![],
+    };
     let m = write_model("missing-tensor.gguf", &spec);
-    assert!(matches!(load(&m, &ModelParams::default()), Err(LlamaError::MissingTensor(n)) if n == "blk.1.ffn_up.weight"));
+    assert!(
+        matches!(load(&m, &ModelParams::default()), Err(LlamaError::MissingTensor(n)) if n == "blk.1.ffn_up.weight")
+    );
 
-    let spec = Spec { arch: "llama", edits: vec![("blk.0.ffn_up.weight", Some(vec![N_EMBD, N_FF + 32]))], extra: vec![] };
+    let spec = Spec {
+        arch: "llama",
+        edits: vec![("blk.0.ffn_up.weight", Some(vec![N_EMBD, N_FF + 32]))],
+        extra: vec![],
+    };
     let m = write_model("wrong-shape.gguf", &spec);
     let e = load(&m, &ModelParams::default()).unwrap_err();
     assert_eq!(
@@ -160,14 +212,28 @@ fn bad_models_are_errors() {
         "tensor 'blk.0.ffn_up.weight' has wrong shape; expected    16,    32, got    16,    64,     1,     1"
     );
 
-    let spec = Spec { arch: "llama", edits: vec![], extra: vec![("blk.0.unknown.weight", vec![4])] };
+    let spec = Spec {
+        arch: "llama",
+        edits: vec![],
+        extra: vec![("blk.0.unknown.weight", vec![4])],
+    };
     let m = write_model("extra-tensor.gguf", &spec);
-    assert!(matches!(load(&m, &ModelParams::default()), Err(LlamaError::TensorCount { .. })));
+    assert!(matches!(
+        load(&m, &ModelParams::default()),
+        Err(LlamaError::TensorCount { .. })
+    ));
 
     // qwen2 requires its Q/K/V biases
-    let spec = Spec { arch: "qwen2", edits: vec![("blk.0.attn_k.bias", None)], extra: vec![] };
+    let spec = Spec {
+        arch: "qwen2",
+        edits: vec![("blk.0.attn_k.bias", None)],
+        extra: vec![],
+    };
     let m = write_model("qwen2-no-bias.gguf", &spec);
-    assert!(matches!(load(&m, &ModelParams::default()), Err(LlamaError::MissingTensor(_))));
+    assert!(matches!(
+        load(&m, &ModelParams::default()),
+        Err(LlamaError::MissingTensor(_))
+    ));
 }
 
 #[test]
@@ -177,9 +243,25 @@ fn load_modes_give_the_same_model() {
     assert_eq!(base.buffer_sizes()[0].0, "CPU_Mapped");
     let want = logits(&base);
     assert!(want.iter().all(|v| v.is_finite()));
-    for mode in [LoadMode::None, LoadMode::Mlock, LoadMode::MmapMlock, LoadMode::Dio] {
-        let m = load(&path, &ModelParams { load_mode: mode, ..Default::default() }).unwrap();
-        let name = if mode.uses_mmap() { "CPU_Mapped" } else { "CPU" };
+    for mode in [
+        LoadMode::None,
+        LoadMode::Mlock,
+        LoadMode::MmapMlock,
+        LoadMode::Dio,
+    ] {
+        let m = load(
+            &path,
+            &ModelParams {
+                load_mode: mode,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let name = if mode.uses_mmap() {
+            "CPU_Mapped"
+        } else {
+            "CPU"
+        };
         assert_eq!(m.buffer_sizes()[0].0, name, "{mode}");
         assert_eq!(logits(&m), want, "{mode}");
     }
@@ -188,44 +270,91 @@ fn load_modes_give_the_same_model() {
 #[test]
 fn tensor_overrides_and_layer_counts() {
     let path = write_model("ot-llama.gguf", &good("llama"));
-    let p = ModelParams { tensor_buft_overrides: vec![("ffn_.*".into(), "CPU".into())], ..Default::default() };
+    let p = ModelParams {
+        tensor_buft_overrides: vec![("ffn_.*".into(), "CPU".into())],
+        ..Default::default()
+    };
     let m = load(&path, &p).unwrap();
     let names: Vec<String> = m.buffer_sizes().into_iter().map(|b| b.0).collect();
     assert_eq!(names, vec!["CPU_Mapped".to_string()]);
 
-    let p = ModelParams { tensor_buft_overrides: vec![("ffn_.*".into(), "NOPE".into())], ..Default::default() };
-    assert!(matches!(load(&path, &p), Err(LlamaError::UnknownBufferType(_))));
-    let p = ModelParams { tensor_buft_overrides: vec![("(".into(), "CPU".into())], ..Default::default() };
-    assert!(matches!(load(&path, &p), Err(LlamaError::BadOverride { .. })));
+    let p = ModelParams {
+        tensor_buft_overrides: vec![("ffn_.*".into(), "NOPE".into())],
+        ..Default::default()
+    };
+    assert!(matches!(
+        load(&path, &p),
+        Err(LlamaError::UnknownBufferType(_))
+    ));
+    let p = ModelParams {
+        tensor_buft_overrides: vec![("(".into(), "CPU".into())],
+        ..Default::default()
+    };
+    assert!(matches!(
+        load(&path, &p),
+        Err(LlamaError::BadOverride { .. })
+    ));
 
     // more GPU layers than exist: with only the CPU every layer stays there
-    let (m, log) = common::capture(|| Model::load(&path, &ModelParams { n_gpu_layers: 999, ..Default::default() }));
+    let (m, log) = common::capture(|| {
+        Model::load(
+            &path,
+            &ModelParams {
+                n_gpu_layers: 999,
+                ..Default::default()
+            },
+        )
+    });
     let m = m.unwrap();
     assert_eq!(m.dev_layer(0).unwrap().name(), "CPU");
     let lines = common::text(&log, true);
-    assert!(lines.contains(&"load_tensors: layer   2 assigned to device CPU, is_swa = 0".to_string()));
+    assert!(
+        lines.contains(&"load_tensors: layer   2 assigned to device CPU, is_swa = 0".to_string())
+    );
 }
 
 #[test]
 fn context_errors() {
     let path = write_model("ctx-llama.gguf", &good("llama"));
     let m = load(&path, &ModelParams::default()).unwrap();
-    let p = ContextParams { n_ctx: u32::MAX / 2, ..Default::default() };
+    let p = ContextParams {
+        n_ctx: u32::MAX / 2,
+        ..Default::default()
+    };
     let r = common::capture(|| Context::new(m.clone(), p)).0;
-    assert!(matches!(r, Err(LlamaError::Alloc { .. })), "n_ctx too large for memory: {r:?}");
-    let p = ContextParams { type_v: ggml::Type::Q8_0, flash_attn_type: llama::FlashAttnType::Disabled, ..Default::default() };
+    assert!(
+        matches!(r, Err(LlamaError::Alloc { .. })),
+        "n_ctx too large for memory: {r:?}"
+    );
+    let p = ContextParams {
+        type_v: ggml::Type::Q8_0,
+        flash_attn_type: llama::FlashAttnType::Disabled,
+        ..Default::default()
+    };
     assert!(common::capture(|| Context::new(m.clone(), p)).0.is_err());
-    let p = ContextParams { n_batch: 0, n_ubatch: 0, ..Default::default() };
+    let p = ContextParams {
+        n_batch: 0,
+        n_ubatch: 0,
+        ..Default::default()
+    };
     assert!(common::capture(|| Context::new(m.clone(), p)).0.is_err());
 }
 
 #[test]
 fn qwen2_runs_and_differs_from_llama() {
-    let q = load(&write_model("qwen2.gguf", &good("qwen2")), &ModelParams::default()).unwrap();
+    let q = load(
+        &write_model("qwen2.gguf", &good("qwen2")),
+        &ModelParams::default(),
+    )
+    .unwrap();
     assert_eq!(q.arch_name(), "qwen2");
     assert_eq!(q.hparams().rope_type as i32, 2);
     let lq = logits(&q);
     assert!(lq.iter().all(|v| v.is_finite()));
-    let l = load(&write_model("good-llama.gguf", &good("llama")), &ModelParams::default()).unwrap();
+    let l = load(
+        &write_model("good-llama.gguf", &good("llama")),
+        &ModelParams::default(),
+    )
+    .unwrap();
     assert_ne!(lq, logits(&l));
 }

@@ -6,8 +6,19 @@ mod common;
 use llama::{Context, ContextParams, Model, ModelParams};
 
 const VOCAB_KEYS: [&str; 13] = [
-    "vocab type", "n_vocab", "n_merges", "BOS token", "EOS token", "EOT token", "PAD token", "LF token", "EOG token",
-    "max token length", "UNK token", "SEP token", "MASK token",
+    "vocab type",
+    "n_vocab",
+    "n_merges",
+    "BOS token",
+    "EOS token",
+    "EOT token",
+    "PAD token",
+    "LF token",
+    "EOG token",
+    "max token length",
+    "UNK token",
+    "SEP token",
+    "MASK token",
 ];
 
 fn core_lines(lines: &[String]) -> Vec<String> {
@@ -29,7 +40,11 @@ fn core_lines(lines: &[String]) -> Vec<String> {
     lines
         .iter()
         .filter(|l| prefixes.iter().any(|p| l.starts_with(p)))
-        .filter(|l| !VOCAB_KEYS.iter().any(|k| l.starts_with(&format!("print_info: {k}"))))
+        .filter(|l| {
+            !VOCAB_KEYS
+                .iter()
+                .any(|k| l.starts_with(&format!("print_info: {k}")))
+        })
         .filter(|l| !l.contains("reserve took"))
         .cloned()
         .collect()
@@ -45,26 +60,56 @@ fn reference_blocks() -> Vec<Vec<String>> {
         .map(|(i, _)| i)
         .collect();
     assert_eq!(starts.len(), 2);
-    let end = lines.iter().position(|l| l.contains("system_info:")).unwrap();
-    let fit_end = lines.iter().position(|l| l.starts_with("common_memory_breakdown_print")).unwrap();
-    vec![core_lines(&lines[starts[0]..fit_end]), core_lines(&lines[starts[1]..end])]
+    let end = lines
+        .iter()
+        .position(|l| l.contains("system_info:"))
+        .unwrap();
+    let fit_end = lines
+        .iter()
+        .position(|l| l.starts_with("common_memory_breakdown_print"))
+        .unwrap();
+    vec![
+        core_lines(&lines[starts[0]..fit_end]),
+        core_lines(&lines[starts[1]..end]),
+    ]
 }
 
 fn run(no_alloc: bool) -> Vec<String> {
     let path = testutil::reference_model();
     llama::backend_init();
     let (out, log) = common::capture(|| {
-        let m = Model::load(&path, &ModelParams { no_alloc, ..Default::default() }).unwrap();
-        let ctx = Context::new(m, ContextParams { n_ctx: 4096, ..Default::default() }).unwrap();
+        let m = Model::load(
+            &path,
+            &ModelParams {
+                no_alloc,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let ctx = Context::new(
+            m,
+            ContextParams {
+                n_ctx: 4096,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         ctx.memory_breakdown()
     });
     if no_alloc {
         // what the fit pass projects: 609 = 307 + 4 + 297 MiB
-        let mib = |f: fn(&llama::MemoryBreakdownRow) -> usize| out.iter().map(f).sum::<usize>() >> 20;
-        assert_eq!((mib(|r| r.model), mib(|r| r.context), mib(|r| r.compute)), (307, 4, 297));
+        let mib =
+            |f: fn(&llama::MemoryBreakdownRow) -> usize| out.iter().map(f).sum::<usize>() >> 20;
+        assert_eq!(
+            (mib(|r| r.model), mib(|r| r.context), mib(|r| r.compute)),
+            (307, 4, 297)
+        );
     }
     let dir = format!("{}/", path.parent().unwrap().display());
-    core_lines(&common::text(&log, true)).iter().map(|l| l.replace(&dir, "")).collect()
+    core_lines(&common::text(&log, true))
+        .iter()
+        .map(|l| l.replace(&dir, ""))
+        .collect()
 }
 
 fn assert_lines(ours: &[String], want: &[String]) {

@@ -14,7 +14,11 @@ pub(crate) fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
     let mut inp_l = b.build_inp_embd(tok_embd);
     let inp_pos = b.build_inp_pos();
     b.build_attn_inp_kv();
-    let kq_scale = if hp.f_attention_scale == 0.0 { 1.0 / (n_embd_head as f32).sqrt() } else { hp.f_attention_scale };
+    let kq_scale = if hp.f_attention_scale == 0.0 {
+        1.0 / (n_embd_head as f32).sqrt()
+    } else {
+        hp.f_attention_scale
+    };
     let inp_out_ids = b.build_inp_out_ids();
 
     for il in 0..n_layer {
@@ -25,8 +29,14 @@ pub(crate) fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         b.cb(cur, "attn_norm", ili);
 
         let rope_factors = b.wo(model.rope_freqs(il));
-        let [q, k, v] =
-            b.build_qkv(layer, cur, n_embd_head, hp.n_head(il) as i64, hp.n_head_kv(il) as i64, ili);
+        let [q, k, v] = b.build_qkv(
+            layer,
+            cur,
+            n_embd_head,
+            hp.n_head(il) as i64,
+            hp.n_head_kv(il) as i64,
+            ili,
+        );
         let q = b.rope(q, inp_pos, rope_factors);
         let k = b.rope(k, inp_pos, rope_factors);
         b.cb(q, "Qcur", ili);

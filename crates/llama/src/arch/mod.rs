@@ -8,10 +8,6 @@ use crate::graph::GraphBuilder;
 use crate::model::Model;
 use ggml::TensorId;
 
-
-
-
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Arch {
     Llama,
@@ -56,7 +52,6 @@ impl Arch {
             Arch::Qwen2 => RopeType::Neox,
         }
     }
-
 }
 
 /// GGUF tensor names (LLM_TENSOR_NAMES); `blk` ones take the layer index.
@@ -86,7 +81,14 @@ pub mod tn {
 }
 
 /// Model size classes (llm_type) as print_info and llama_model_desc name them.
-pub fn type_name(arch: Arch, n_layer: u32, n_embd: u32, n_head: u32, n_head_kv: u32, n_vocab: u32) -> &'static str {
+pub fn type_name(
+    arch: Arch,
+    n_layer: u32,
+    n_embd: u32,
+    n_head: u32,
+    n_head_kv: u32,
+    n_vocab: u32,
+) -> &'static str {
     match arch {
         Arch::Llama => match n_layer {
             16 | 22 => "1B",

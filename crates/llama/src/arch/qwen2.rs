@@ -24,7 +24,11 @@ pub(crate) fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         b.cb(cur, "attn_norm", ili);
 
         let mut qkv = [cur; 3];
-        let parts = [(layer.wq, layer.bq, "Qcur"), (layer.wk, layer.bk, "Kcur"), (layer.wv, layer.bv, "Vcur")];
+        let parts = [
+            (layer.wq, layer.bq, "Qcur"),
+            (layer.wk, layer.bk, "Kcur"),
+            (layer.wv, layer.bv, "Vcur"),
+        ];
         for (i, (w, bias, name)) in parts.into_iter().enumerate() {
             let w = b.wo(w).expect("projection weights are required at load");
             let mut t = b.g.ctx.mul_mat(w, cur);
@@ -34,15 +38,29 @@ pub(crate) fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
             b.cb(t, name, ili);
             qkv[i] = t;
         }
-        let q = b.g.ctx.reshape_3d(qkv[0], n_embd_head, hp.n_head(il) as i64, n_tokens);
-        let k = b.g.ctx.reshape_3d(qkv[1], n_embd_head, hp.n_head_kv(il) as i64, n_tokens);
-        let v = b.g.ctx.reshape_3d(qkv[2], n_embd_head, hp.n_head_kv(il) as i64, n_tokens);
+        let q =
+            b.g.ctx
+                .reshape_3d(qkv[0], n_embd_head, hp.n_head(il) as i64, n_tokens);
+        let k =
+            b.g.ctx
+                .reshape_3d(qkv[1], n_embd_head, hp.n_head_kv(il) as i64, n_tokens);
+        let v =
+            b.g.ctx
+                .reshape_3d(qkv[2], n_embd_head, hp.n_head_kv(il) as i64, n_tokens);
         let q = b.rope(q, inp_pos, None);
         let k = b.rope(k, inp_pos, None);
         b.cb(q, "Qcur", ili);
         b.cb(k, "Kcur", ili);
         b.cb(v, "Vcur", ili);
-        cur = b.build_attn(layer.wo, layer.bo, q, k, v, 1.0 / (n_embd_head as f32).sqrt(), il);
+        cur = b.build_attn(
+            layer.wo,
+            layer.bo,
+            q,
+            k,
+            v,
+            1.0 / (n_embd_head as f32).sqrt(),
+            il,
+        );
 
         if il == n_layer - 1 {
             cur = b.g.ctx.get_rows(cur, inp_out_ids);

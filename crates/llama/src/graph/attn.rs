@@ -9,10 +9,22 @@ impl GraphBuilder<'_> {
     pub fn build_attn_inp_kv(&mut self) {
         let n_tokens = self.p.n_tokens as i64;
         let k_idxs = self.new_input(Type::I64, &[n_tokens], "attn_inp_k_idxs");
-        let n_v = if self.kv.v_trans { n_tokens * self.model.hparams.n_embd_v_gqa_max() as i64 } else { n_tokens };
+        let n_v = if self.kv.v_trans {
+            n_tokens * self.model.hparams.n_embd_v_gqa_max() as i64
+        } else {
+            n_tokens
+        };
         let v_idxs = self.new_input(Type::I64, &[n_v], "attn_inp_v_idxs");
-        let ty = if self.p.flash_attn { Type::F16 } else { Type::F32 };
-        let mask = self.new_input(ty, &[self.p.n_kv as i64, n_tokens, 1, 1], "attn_inp_kq_mask");
+        let ty = if self.p.flash_attn {
+            Type::F16
+        } else {
+            Type::F32
+        };
+        let mask = self.new_input(
+            ty,
+            &[self.p.n_kv as i64, n_tokens, 1, 1],
+            "attn_inp_kq_mask",
+        );
         self.inputs.k_idxs = Some(k_idxs);
         self.inputs.v_idxs = Some(v_idxs);
         self.inputs.kq_mask = Some(mask);
@@ -24,15 +36,24 @@ impl GraphBuilder<'_> {
         let k = self.cache_tensor(self.kv.layers[il].0);
         let c = &self.g.ctx[k_cur];
         let (n_embd_head, n_head, n_tokens, nb2) = (c.ne[0], c.ne[1], c.ne[2], c.nb[2]);
-        let k_cur = self.g.ctx.view_2d(k_cur, n_embd_head * n_head, n_tokens, nb2, 0);
-        let idxs = self.inputs.k_idxs.expect("attention inputs are built first");
+        let k_cur = self
+            .g
+            .ctx
+            .view_2d(k_cur, n_embd_head * n_head, n_tokens, nb2, 0);
+        let idxs = self
+            .inputs
+            .k_idxs
+            .expect("attention inputs are built first");
         self.g.ctx.set_rows(k, k_cur, idxs)
     }
 
     /// cpy_v: store the new values, row-wise, or one element per row in the transposed layout.
     fn cpy_v(&mut self, v_cur: TensorId, il: usize) -> TensorId {
         let v = self.cache_tensor(self.kv.layers[il].1);
-        let idxs = self.inputs.v_idxs.expect("attention inputs are built first");
+        let idxs = self
+            .inputs
+            .v_idxs
+            .expect("attention inputs are built first");
         let c = &self.g.ctx[v_cur];
         let (n_embd_head, n_head, n_tokens, nb2) = (c.ne[0], c.ne[1], c.ne[2], c.nb[2]);
         let n_embd_gqa = n_embd_head * n_head;
@@ -56,7 +77,11 @@ impl GraphBuilder<'_> {
 
     fn get_k(&mut self, il: usize) -> TensorId {
         let hp = &self.model.hparams;
-        let (head, n_head_kv, n_embd_gqa) = (hp.n_embd_head_k as i64, hp.n_head_kv(il) as i64, hp.n_embd_k_gqa(il) as i64);
+        let (head, n_head_kv, n_embd_gqa) = (
+            hp.n_embd_head_k as i64,
+            hp.n_head_kv(il) as i64,
+            hp.n_embd_k_gqa(il) as i64,
+        );
         let k = self.cache_tensor(self.kv.layers[il].0);
         let ty = self.g.ctx[k].ty;
         let size = self.kv.size() as i64;
@@ -73,7 +98,11 @@ impl GraphBuilder<'_> {
 
     fn get_v(&mut self, il: usize) -> TensorId {
         let hp = &self.model.hparams;
-        let (head, n_head_kv, n_embd_gqa) = (hp.n_embd_head_v as i64, hp.n_head_kv(il) as i64, hp.n_embd_v_gqa(il) as i64);
+        let (head, n_head_kv, n_embd_gqa) = (
+            hp.n_embd_head_v as i64,
+            hp.n_head_kv(il) as i64,
+            hp.n_embd_v_gqa(il) as i64,
+        );
         let v = self.cache_tensor(self.kv.layers[il].1);
         let ty = self.g.ctx[v].ty;
         let size = self.kv.size() as i64;
@@ -99,14 +128,28 @@ impl GraphBuilder<'_> {
     }
 
     /// build_attn_mha: softmax(K^T Q * scale + mask) V, fused or step by step.
-    fn build_attn_mha(&mut self, q: TensorId, k: TensorId, v: TensorId, kq_scale: f32, il: i32) -> TensorId {
+    fn build_attn_mha(
+        &mut self,
+        q: TensorId,
+        k: TensorId,
+        v: TensorId,
+        kq_scale: f32,
+        il: i32,
+    ) -> TensorId {
         let hp = &self.model.hparams;
         let max_bias = hp.f_max_alibi_bias;
         let v_trans = self.g.ctx[v].nb[1] > self.g.ctx[v].nb[2];
         let n_stream = self.g.ctx[k].ne[3];
         let ctx = &mut self.g.ctx;
         let (qn, qb) = (ctx[q].ne, ctx[q].nb);
-        let q = ctx.view_4d(q, [qn[0], qn[1], qn[2] / n_stream, n_stream], qb[1], qb[2], qb[3] / n_stream as usize, 0);
+        let q = ctx.view_4d(
+            q,
+            [qn[0], qn[1], qn[2] / n_stream, n_stream],
+            qb[1],
+            qb[2],
+            qb[3] / n_stream as usize,
+            0,
+        );
         let q = ctx.permute(q, 0, 2, 1, 3);
         let mut k = ctx.permute(k, 0, 2, 1, 3);
         let mut v = ctx.permute(v, 0, 2, 1, 3);

@@ -4,21 +4,24 @@ use super::GraphBuilder;
 use crate::model::Layer;
 use ggml::TensorId;
 
+/// The normalisations the graphs use (LLM_NORM_RMS; LLM_NORM joins when an architecture needs it).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NormType {
-    Norm,
     Rms,
 }
 
 impl GraphBuilder<'_> {
     /// build_norm: normalise, then scale by the weight and add the bias, when given.
-    pub fn build_norm(&mut self, cur: TensorId, mw: Option<TensorId>, mb: Option<TensorId>, ty: NormType, il: i32) -> TensorId {
+    pub fn build_norm(
+        &mut self,
+        cur: TensorId,
+        mw: Option<TensorId>,
+        mb: Option<TensorId>,
+        ty: NormType,
+        il: i32,
+    ) -> TensorId {
         let hp = &self.model.hparams;
         let mut cur = match ty {
-            NormType::Norm => {
-                let eps = hp.f_norm_eps;
-                self.g.ctx.norm(cur, eps)
-            }
             NormType::Rms => {
                 let eps = hp.f_norm_rms_eps;
                 self.g.ctx.rms_norm(cur, eps)
@@ -42,11 +45,23 @@ impl GraphBuilder<'_> {
     }
 
     /// build_qkv (separate matrices): projections, optional biases, then heads.
-    pub fn build_qkv(&mut self, layer: &Layer, cur: TensorId, n_embd_head: i64, n_head: i64, n_head_kv: i64, il: i32) -> [TensorId; 3] {
+    pub fn build_qkv(
+        &mut self,
+        layer: &Layer,
+        cur: TensorId,
+        n_embd_head: i64,
+        n_head: i64,
+        n_head_kv: i64,
+        il: i32,
+    ) -> [TensorId; 3] {
         let n_tokens = self.p.n_tokens as i64;
         let clamp = self.model.hparams.f_clamp_kqv;
         let mut out = [cur; 3];
-        let parts = [(layer.wq, layer.bq, "Qcur"), (layer.wk, layer.bk, "Kcur"), (layer.wv, layer.bv, "Vcur")];
+        let parts = [
+            (layer.wq, layer.bq, "Qcur"),
+            (layer.wk, layer.bk, "Kcur"),
+            (layer.wv, layer.bv, "Vcur"),
+        ];
         for (i, (w, b, name)) in parts.into_iter().enumerate() {
             let w = self.wo(w).expect("projection weights are required at load");
             let mut t = self.g.ctx.mul_mat(w, cur);
@@ -64,7 +79,10 @@ impl GraphBuilder<'_> {
         let heads = [n_head, n_head_kv, n_head_kv];
         let names = ["Qcur", "Kcur", "Vcur"];
         for i in 0..3 {
-            out[i] = self.g.ctx.reshape_3d(out[i], n_embd_head, heads[i], n_tokens);
+            out[i] = self
+                .g
+                .ctx
+                .reshape_3d(out[i], n_embd_head, heads[i], n_tokens);
         }
         for i in 0..3 {
             self.cb(out[i], names[i], il);

@@ -40,7 +40,17 @@ pub(crate) struct GraphInputs {
 impl GraphInputs {
     /// In creation order.
     pub fn all(&self) -> Vec<TensorId> {
-        [self.tokens, self.pos, self.k_idxs, self.v_idxs, self.kq_mask, self.out_ids].into_iter().flatten().collect()
+        [
+            self.tokens,
+            self.pos,
+            self.k_idxs,
+            self.v_idxs,
+            self.kq_mask,
+            self.out_ids,
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
 }
 
@@ -153,6 +163,11 @@ impl<'a> GraphBuilder<'a> {
 
     pub fn finish(mut self, logits: TensorId) -> BuiltGraph {
         self.g.build_forward_expand(logits);
-        BuiltGraph { graph: self.g, inputs: self.inputs, logits, params: self.p }
+        BuiltGraph {
+            graph: self.g,
+            inputs: self.inputs,
+            logits,
+            params: self.p,
+        }
     }
 }

@@ -49,7 +49,10 @@ pub fn model() -> Option<&'static Loaded> {
             let path = testutil::reference_model_or_skip()?;
             llama::backend_init();
             let (model, log) = capture(|| Model::load(&path, &ModelParams::default()));
-            Some(Loaded { model: model.expect("reference model loads"), log })
+            Some(Loaded {
+                model: model.expect("reference model loads"),
+                log,
+            })
         })
         .as_ref()
 }
