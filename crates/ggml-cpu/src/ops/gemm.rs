@@ -16,6 +16,13 @@ pub(crate) enum Elem {
     F16,
 }
 
+#[cfg(target_arch = "x86_64")]
+fn has_avx512() -> bool {
+    use std::sync::OnceLock;
+    static F: OnceLock<bool> = OnceLock::new();
+    *F.get_or_init(|| is_x86_feature_detected!("avx512f"))
+}
+
 /// Whether tiles can run on this CPU for `e`.
 pub(crate) fn available(e: Elem) -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -50,9 +57,11 @@ pub(crate) unsafe fn tile(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        match e {
-            Elem::F32 => x86::tile_f32(k, a, b, out),
-            Elem::F16 => x86::tile_f16(k, a, b, out),
+        match (e, has_avx512()) {
+            (Elem::F32, true) => x86::tile_f32_avx512(k, a, b, out),
+            (Elem::F16, true) => x86::tile_f16_avx512(k, a, b, out),
+            (Elem::F32, false) => x86::tile_f32(k, a, b, out),
+            (Elem::F16, false) => x86::tile_f16(k, a, b, out),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -130,4 +139,54 @@ mod x86 {
 
     tile_impl!(tile_f32, "avx2,fma", load_f32, scalar_f32);
     tile_impl!(tile_f16, "avx2,fma,f16c", load_f16, scalar_f16);
+
+    macro_rules! tile_impl_512 {
+        ($name:ident, $feat:literal, $load:expr, $scalar:expr) => {
+            /// # Safety
+            /// The CPU supports the target features; pointers cover k elements.
+            #[target_feature(enable = $feat)]
+            pub unsafe fn $name(
+                k: usize,
+                a: &[*const u8; RM],
+                b: &[*const u8; RN],
+                out: &mut [f32; RM * RN],
+            ) {
+                let mut acc = [_mm512_setzero_ps(); RM * RN];
+                let mut i = 0;
+                while i + 16 <= k {
+                    let bv = [$load(b[0], i), $load(b[1], i), $load(b[2], i)];
+                    for r in 0..RM {
+                        let av = $load(a[r], i);
+                        for c in 0..RN {
+                            acc[r * RN + c] = _mm512_fmadd_ps(av, bv[c], acc[r * RN + c]);
+                        }
+                    }
+                    i += 16;
+                }
+                for r in 0..RM {
+                    for c in 0..RN {
+                        let mut s = _mm512_reduce_add_ps(acc[r * RN + c]);
+                        for j in i..k {
+                            s += $scalar(a[r], j) * $scalar(b[c], j);
+                        }
+                        out[r * RN + c] = s;
+                    }
+                }
+            }
+        };
+    }
+
+    #[inline(always)]
+    unsafe fn load_f32_512(p: *const u8, i: usize) -> __m512 {
+        _mm512_loadu_ps((p as *const f32).add(i))
+    }
+    #[inline(always)]
+    unsafe fn load_f16_512(p: *const u8, i: usize) -> __m512 {
+        _mm512_cvtph_ps(_mm256_loadu_si256(
+            (p as *const u16).add(i) as *const __m256i
+        ))
+    }
+
+    tile_impl_512!(tile_f32_avx512, "avx512f", load_f32_512, scalar_f32);
+    tile_impl_512!(tile_f16_avx512, "avx512f", load_f16_512, scalar_f16);
 }
