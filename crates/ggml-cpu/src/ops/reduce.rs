@@ -91,10 +91,26 @@ pub(crate) fn argsort(p: &mut Params, n: &Node, order: SortOrder) {
     sort_rows(p, n, order, usize::MAX);
 }
 
-/// Indices of the k largest values of each row (ggml leaves their order unspecified; they come
-/// out largest first here).
+/// Indices of the k largest values of each row. ggml leaves their order unspecified and, to
+/// make that plain, swaps the first two of its partially sorted list; so do we.
 pub(crate) fn top_k(p: &mut Params, n: &Node, k: usize) {
     sort_rows(p, n, SortOrder::Desc, k);
+    let d = n.dst;
+    if d.ne[0] < 2 {
+        return;
+    }
+    let (r0, r1) = split(d.nrows(), p.ith, p.nth);
+    for r in r0..r1 {
+        let (i1, i2, i3) = d.unflat_row(r);
+        // SAFETY: row r of dst has at least two i32s and belongs to this thread.
+        unsafe {
+            let a = d.ptr(0, i1, i2, i3) as *mut i32;
+            let b = d.ptr(1, i1, i2, i3) as *mut i32;
+            let (va, vb) = (a.read_unaligned(), b.read_unaligned());
+            a.write_unaligned(vb);
+            b.write_unaligned(va);
+        }
+    }
 }
 
 fn sort_rows(p: &mut Params, n: &Node, order: SortOrder, k: usize) {
