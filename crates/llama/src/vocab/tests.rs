@@ -114,6 +114,11 @@ fn detokenize_round_trips() {
             continue;
         };
         let vocab = load(&path);
+        // llama.cpp checks round trips for BPE and SPM only (test-tokenizer-1-*): WordPiece
+        // and Unigram normalise (lowercase, accents, whitespace) by design.
+        if !matches!(vocab.vocab_type(), VocabType::Bpe | VocabType::Spm) {
+            continue;
+        }
         for text in read_texts(&inp) {
             let toks = vocab.tokenize(&text, false, false);
             let back = vocab.detokenize(&toks, false, false);
