@@ -3,13 +3,20 @@
 //! chunks of weight rows x activation columns that threads take from a shared counter, each
 //! chunk walked in 16 x 16 tiles so a weight row stays in cache across several columns.
 
-use super::{gemm, Node, Params};
+use super::{gemm, qtile, Node, Params};
 use crate::quant::{mm_traits, MmTraits};
 use crate::tref::{split, TRef};
 use ggml::{Context, Tensor, Type};
 use std::sync::atomic::Ordering;
 
 const TILE: usize = 16;
+
+/// Which register tile a matmul's chunks use for groups of columns.
+#[derive(Clone, Copy)]
+enum Tile {
+    Float(gemm::Elem),
+    Quant(qtile::QElem),
+}
 
 /// Whether src 1 must be converted (its type differs from the dot type, or its rows have gaps).
 fn needs_convert(b: &TRef, vdt: Type) -> bool {
@@ -100,10 +107,17 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         (ptr, i11, i12, i13)
     };
 
-    // the register tile serves float weights whose partner has the same type
-    let gemm_elem = match (a.ty, tr.vec_dot_type) {
-        (Type::F32, Type::F32) if gemm::available(gemm::Elem::F32) => Some(gemm::Elem::F32),
-        (Type::F16, Type::F16) if gemm::available(gemm::Elem::F16) => Some(gemm::Elem::F16),
+    // register tiles serve float weights whose partner has the same type, and Q8_0 / Q4_0
+    // weights with Q8_0 activations
+    let tile_kind = match (a.ty, tr.vec_dot_type) {
+        (Type::F32, Type::F32) if gemm::available(gemm::Elem::F32) => {
+            Some(Tile::Float(gemm::Elem::F32))
+        }
+        (Type::F16, Type::F16) if gemm::available(gemm::Elem::F16) => {
+            Some(Tile::Float(gemm::Elem::F16))
+        }
+        (Type::Q8_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q8_0)),
+        (Type::Q4_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q4_0)),
         _ => None,
     };
     let mut tmp = [0.0f32; TILE];
@@ -121,7 +135,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                 let mut ir1 = iir1;
                 while ir1 < e1 {
                     // RN columns of the same matrix go through the register tile
-                    if let Some(el) = gemm_elem {
+                    if let Some(kind) = tile_kind {
                         if ir1 + gemm::RN <= e1 && ir1 / b.ne[1] == (ir1 + gemm::RN - 1) / b.ne[1] {
                             let cols = [b_row(ir1), b_row(ir1 + 1), b_row(ir1 + 2)];
                             let (i02, i03) = (cols[0].2 / r2, cols[0].3 / r3);
@@ -136,7 +150,12 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                     let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
                                         a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
                                     });
-                                    gemm::tile(el, k, &ap, &bp, &mut out);
+                                    match kind {
+                                        Tile::Float(el) => gemm::tile(el, k, &ap, &bp, &mut out),
+                                        Tile::Quant(q) => {
+                                            qtile::tile(q, k / 32, &ap, &bp, &mut out)
+                                        }
+                                    }
                                     for (c, col) in cols.iter().enumerate() {
                                         for r in 0..rows {
                                             (d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)

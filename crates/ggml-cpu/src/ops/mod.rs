@@ -8,6 +8,7 @@ mod gemm;
 mod layout;
 mod matmul;
 mod norm;
+mod qtile;
 mod reduce;
 mod rope;
 mod rows;

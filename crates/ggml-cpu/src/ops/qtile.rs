@@ -1,0 +1,224 @@
+//! Register tiles for Q8_0 and Q4_0 weights times Q8_0 activations: RM weight rows by RN
+//! columns per pass, so each weight block is loaded (and for Q4_0 unpacked) once for RN
+//! columns and each activation block once for RM rows. Every cell is accumulated exactly as
+//! the AVX2 dot kernels do (per block: f32(dx) * f32(dy) times the exact integer block sum,
+//! fused into 8 f32 lanes, summed across lanes at the end), so a tile's results equal the
+//! dot products of those kernels.
+
+use super::gemm::{RM, RN};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QElem {
+    Q8_0,
+    Q4_0,
+}
+
+#[cfg(target_arch = "x86_64")]
+fn features() -> (bool, bool) {
+    use std::sync::OnceLock;
+    static F: OnceLock<(bool, bool)> = OnceLock::new();
+    *F.get_or_init(|| {
+        let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
+        let vnni =
+            avx2 && is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vl");
+        (avx2, vnni)
+    })
+}
+
+pub(crate) fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        features().0
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// out[r * RN + c] = dot(a[r], b[c]) over `nb` blocks.
+///
+/// # Safety
+/// `available()` must hold; each a[r] points at nb blocks of `e`, each b[c] at nb Q8_0 blocks.
+pub(crate) unsafe fn tile(
+    e: QElem,
+    nb: usize,
+    a: &[*const u8; RM],
+    b: &[*const u8; RN],
+    out: &mut [f32; RM * RN],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let vnni = features().1;
+        match (e, vnni) {
+            (QElem::Q8_0, false) => x86::q8_0(nb, a, b, out),
+            (QElem::Q8_0, true) => x86::q8_0_vnni(nb, a, b, out),
+            (QElem::Q4_0, false) => x86::q4_0(nb, a, b, out),
+            (QElem::Q4_0, true) => x86::q4_0_vnni(nb, a, b, out),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (e, nb, a, b, out);
+        unreachable!("quantized tiles are x86-only");
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{RM, RN};
+    use crate::fp::f16_to_f32;
+    use std::arch::x86_64::*;
+
+    #[inline(always)]
+    unsafe fn scale(p: *const u8) -> f32 {
+        f16_to_f32((p as *const u16).read_unaligned())
+    }
+
+    #[inline(always)]
+    unsafe fn hsum(v: __m256) -> f32 {
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+        _mm_cvtss_f32(s)
+    }
+
+    #[inline(always)]
+    unsafe fn load_q8(p: *const u8) -> __m256i {
+        _mm256_loadu_si256(p as *const __m256i)
+    }
+
+    #[inline(always)]
+    unsafe fn unpack_q4(p: *const u8) -> __m256i {
+        let b = _mm_loadu_si128(p as *const __m128i);
+        let both = _mm256_set_m128i(_mm_srli_epi16(b, 4), b);
+        _mm256_sub_epi8(
+            _mm256_and_si256(both, _mm256_set1_epi8(0x0F)),
+            _mm256_set1_epi8(8),
+        )
+    }
+
+    /// |x| . sign(y, x) summed in pairs to 8 i32 (no saturation for |values| <= 127)
+    #[inline(always)]
+    unsafe fn dot_i8(ax: __m256i, x: __m256i, y: __m256i) -> __m256i {
+        _mm256_madd_epi16(
+            _mm256_maddubs_epi16(ax, _mm256_sign_epi8(y, x)),
+            _mm256_set1_epi16(1),
+        )
+    }
+
+    #[inline(always)]
+    unsafe fn dot_i8_vnni(ax: __m256i, x: __m256i, y: __m256i) -> __m256i {
+        _mm256_dpbusd_epi32(_mm256_setzero_si256(), ax, _mm256_sign_epi8(y, x))
+    }
+
+    macro_rules! qtile {
+        ($name:ident, $feat:literal, $xs:expr, $xoff:expr, $load_x:ident, $dot:ident) => {
+            /// # Safety
+            /// The CPU supports the target features; pointers cover nb blocks.
+            #[target_feature(enable = $feat)]
+            pub unsafe fn $name(
+                nb: usize,
+                a: &[*const u8; RM],
+                b: &[*const u8; RN],
+                out: &mut [f32; RM * RN],
+            ) {
+                let mut acc = [_mm256_setzero_ps(); RM * RN];
+                for ib in 0..nb {
+                    let mut qy = [_mm256_setzero_si256(); RN];
+                    let mut dy = [0.0f32; RN];
+                    for c in 0..RN {
+                        let yb = b[c].add(34 * ib);
+                        qy[c] = load_q8(yb.add(2));
+                        dy[c] = scale(yb);
+                    }
+                    for r in 0..RM {
+                        let xb = a[r].add($xs * ib);
+                        let dx = scale(xb);
+                        let qx = $load_x(xb.add($xoff));
+                        let ax = _mm256_sign_epi8(qx, qx);
+                        for c in 0..RN {
+                            let d = _mm256_set1_ps(dx * dy[c]);
+                            let s = _mm256_cvtepi32_ps($dot(ax, qx, qy[c]));
+                            acc[r * RN + c] = _mm256_fmadd_ps(d, s, acc[r * RN + c]);
+                        }
+                    }
+                }
+                for (o, v) in out.iter_mut().zip(acc.iter()) {
+                    *o = hsum(*v);
+                }
+            }
+        };
+    }
+
+    qtile!(q8_0, "avx2,fma", 34, 2, load_q8, dot_i8);
+    qtile!(
+        q8_0_vnni,
+        "avx2,fma,avx512vnni,avx512vl",
+        34,
+        2,
+        load_q8,
+        dot_i8_vnni
+    );
+    qtile!(q4_0, "avx2,fma", 18, 2, unpack_q4, dot_i8);
+    qtile!(
+        q4_0_vnni,
+        "avx2,fma,avx512vnni,avx512vl",
+        18,
+        2,
+        unpack_q4,
+        dot_i8_vnni
+    );
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+    use crate::dot::{traits_for, SimdLevel};
+    use ggml::Type;
+
+    #[test]
+    fn tiles_equal_the_avx2_dot_products() {
+        if !available() || !SimdLevel::available().contains(&SimdLevel::Avx2) {
+            return;
+        }
+        let k = 32 * 7;
+        let vals = |seed: usize| -> Vec<f32> {
+            (0..k)
+                .map(|i| (((i * 31 + seed * 17) % 97) as f32 - 48.0) / 13.0)
+                .collect()
+        };
+        for (ty, q) in [(Type::Q8_0, QElem::Q8_0), (Type::Q4_0, QElem::Q4_0)] {
+            let tr = traits_for(SimdLevel::Avx2, ty).expect("traits");
+            let rows: Vec<Vec<u8>> = (0..RM)
+                .map(|r| {
+                    let mut out = vec![0u8; ty.row_size(k as i64)];
+                    ggml::quants::quantize_row_ref(ty, &vals(r), &mut out);
+                    out
+                })
+                .collect();
+            let cols: Vec<Vec<u8>> = (0..RN)
+                .map(|c| {
+                    let mut out = vec![0u8; Type::Q8_0.row_size(k as i64)];
+                    (tr.from_float)(&vals(10 + c), &mut out);
+                    out
+                })
+                .collect();
+            let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
+            let b: [*const u8; RN] = std::array::from_fn(|c| cols[c].as_ptr());
+            let mut out = [0.0f32; RM * RN];
+            // SAFETY: available() holds and every pointer covers k / 32 blocks.
+            unsafe { tile(q, k / 32, &a, &b, &mut out) };
+            for r in 0..RM {
+                for c in 0..RN {
+                    let want = (tr.vec_dot)(k, &rows[r], &cols[c]);
+                    assert_eq!(
+                        out[r * RN + c].to_bits(),
+                        want.to_bits(),
+                        "{ty} row {r} col {c}"
+                    );
+                }
+            }
+        }
+    }
+}
