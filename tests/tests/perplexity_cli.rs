@@ -72,7 +72,8 @@ fn matches_llama_cpp_per_chunk_and_final() {
     ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
     assert!(out.status.success(), "{stderr}");
-    let got = chunk_values(&stdout);
+    // stdout also carries the end of the ETA line ("0.12 minutes")
+    let got = chunk_values(stdout.lines().find(|l| l.starts_with("[1]")).unwrap_or(""));
     assert_eq!(got.len(), 8, "stdout: {stdout}");
     for (i, (g, w)) in got.iter().zip(&want_chunks).enumerate() {
         assert!(close(*g, *w, 1e-4), "chunk {}: {g} vs llama.cpp {w}", i + 1);
@@ -213,7 +214,7 @@ fn output_type_one_and_batched_chunks() {
     );
     let rows: Vec<Vec<&str>> = stdout
         .lines()
-        .filter(|l| !l.trim().is_empty())
+        .filter(|l| !l.trim().is_empty() && !l.ends_with(" minutes"))
         .map(|l| l.split_whitespace().collect())
         .collect();
     assert_eq!(rows.len(), 2, "{stdout}");
