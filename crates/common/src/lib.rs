@@ -2,3 +2,4 @@
 
 pub mod log;
 pub mod args;
+pub mod startup;

@@ -35,7 +35,10 @@ impl Template {
     pub fn apply(&self, msgs: &[Message], add_assistant: bool) -> String {
         let mut s = String::new();
         for m in msgs {
-            s.push_str(&format!("<|im_start|>{}\n{}<|im_end|>\n", m.role, m.content));
+            s.push_str(&format!(
+                "<|im_start|>{}\n{}<|im_end|>\n",
+                m.role, m.content
+            ));
         }
         if add_assistant {
             s.push_str("<|im_start|>assistant\n");
@@ -90,6 +93,8 @@ mod tests {
             t.format_single(&past, "user", "again"),
             "\n<|im_start|>user\nagain<|im_end|>\n<|im_start|>assistant\n"
         );
-        assert!(t.example().starts_with("<|im_start|>system\nYou are a helpful assistant<|im_end|>\n"));
+        assert!(t
+            .example()
+            .starts_with("<|im_start|>system\nYou are a helpful assistant<|im_end|>\n"));
     }
 }

@@ -17,7 +17,9 @@ use llama::{Batch, Context};
 const F: &str = "llama_completion";
 
 fn print_usage(out: &mut dyn ParseOutput) {
-    let exe = std::env::args().next().unwrap_or_else(|| "llama-completion".into());
+    let exe = std::env::args()
+        .next()
+        .unwrap_or_else(|| "llama-completion".into());
     out.out(&format!(
         "\nexample usage:\n\n  text generation:     {exe} -m your_model.gguf -p \"I believe the meaning of life is\" -n 128 -no-cnv\n\n  chat (conversation): {exe} -m your_model.gguf -sys \"You are a helpful assistant\"\n\n"
     ));
@@ -108,14 +110,18 @@ fn run() -> i32 {
     llama::backend_init();
 
     log_inf!("{F}: load the model and apply lora adapter, if any\n");
-    let (model, mut ctx) = match startup::init_from_params(&mut params) {
-        Ok(mc) => mc,
+    let startup::Loaded {
+        model,
+        mut ctx,
+        vocab,
+    } = match startup::init_from_params(&mut params) {
+        Ok(l) => l,
         Err(_) => {
             log_err!("{F}: error: unable to create context\n");
             return 1;
         }
     };
-    let vocab = model.vocab();
+    let vocab: &Vocab = &vocab;
     let template = chat::Template::from_model(&model);
 
     // timings start here, after loading and warmup
@@ -124,7 +130,9 @@ fn run() -> i32 {
     let n_ctx_train = model.n_ctx_train() as i32;
     let n_ctx = ctx.n_ctx() as i32;
     if n_ctx > n_ctx_train {
-        log_wrn!("{F}: model was trained on only {n_ctx_train} context tokens ({n_ctx} specified)\n");
+        log_wrn!(
+            "{F}: model was trained on only {n_ctx_train} context tokens ({n_ctx} specified)\n"
+        );
     }
 
     let has_chat_template = template.is_some();
@@ -272,10 +280,7 @@ fn run() -> i32 {
         }
     }
 
-    let chain = match params
-        .sampling
-        .build_chain(&VocabText(vocab), n_ctx_train)
-    {
+    let chain = match params.sampling.build_chain(&VocabText(vocab), n_ctx_train) {
         Ok(c) => c,
         Err(e) => {
             log_err!("{F}: error: failed to initialize sampling subsystem: {e}\n");
@@ -306,7 +311,9 @@ fn run() -> i32 {
             log_err!("{F}: error: grp_attn_w ({ga_w}) must be a positive multiple of grp_attn_n ({ga_n})\n");
             return 1;
         }
-        log_inf!("self-extend: n_ctx_train = {n_ctx_train}, grp_attn_n = {ga_n}, grp_attn_w = {ga_w}\n");
+        log_inf!(
+            "self-extend: n_ctx_train = {n_ctx_train}, grp_attn_n = {ga_n}, grp_attn_w = {ga_w}\n"
+        );
     }
     log_inf!("\n");
 
@@ -347,13 +354,73 @@ fn run() -> i32 {
     0
 }
 
+/// Generated text goes to stdout as the bytes of each token, and a character can be split
+/// across two tokens: complete characters are written at once, an unfinished one waits for the
+/// next token, and bytes that can never form one are written as U+FFFD.
+#[derive(Default)]
+struct Utf8Out {
+    pending: Vec<u8>,
+}
+
+impl Utf8Out {
+    fn bytes(&mut self, b: &[u8]) {
+        let text = self.feed(b);
+        if !text.is_empty() {
+            log_out!("{text}");
+        }
+    }
+
+    /// The text that `b` completes.
+    fn feed(&mut self, b: &[u8]) -> String {
+        self.pending.extend_from_slice(b);
+        let mut text = String::new();
+        loop {
+            match std::str::from_utf8(&self.pending) {
+                Ok(s) => {
+                    text.push_str(s);
+                    self.pending.clear();
+                    break;
+                }
+                Err(e) => {
+                    let valid = e.valid_up_to();
+                    text.push_str(std::str::from_utf8(&self.pending[..valid]).unwrap_or_default());
+                    match e.error_len() {
+                        None => {
+                            self.pending.drain(..valid);
+                            break;
+                        }
+                        Some(n) => {
+                            text.push('\u{FFFD}');
+                            self.pending.drain(..valid + n);
+                        }
+                    }
+                }
+            }
+        }
+        text
+    }
+
+    /// Other output: whatever is pending first.
+    fn text(&mut self, s: &str) {
+        self.flush();
+        log_out!("{s}");
+    }
+
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            let s = String::from_utf8_lossy(&self.pending).into_owned();
+            self.pending.clear();
+            log_out!("{s}");
+        }
+    }
+}
+
 /// `string_from`: "[ 'piece':id, ... ]" for debug lines.
 fn string_from(vocab: &Vocab, tokens: &[i32]) -> String {
     let items: Vec<String> = tokens
         .iter()
         .map(|&t| {
-            let piece = token_to_piece(vocab, t, true)
-                .replace('\n', "\\n");
+            let piece = token_to_piece(vocab, t, true).replace('\n', "\\n");
             format!("'{piece}':{t}")
         })
         .collect();
@@ -392,6 +459,7 @@ impl Loop<'_> {
         let mut n_consumed = 0usize;
         let mut embd: Vec<i32> = Vec::new();
         let mut assistant = String::new();
+        let mut out = Utf8Out::default();
         let format_chat = self.conversation && self.params.enable_chat_template;
 
         let antiprompt_token: Vec<i32> = self
@@ -419,7 +487,9 @@ impl Loop<'_> {
                 if ga_n == 1 {
                     if n_past + embd.len() as i32 >= n_ctx {
                         if !self.params.ctx_shift {
-                            log_wrn!("\n\n{F}: context full and context shift is disabled => stopping\n");
+                            log_wrn!(
+                                "\n\n{F}: context full and context shift is disabled => stopping\n"
+                            );
                             break;
                         }
                         if self.params.n_predict == -2 {
@@ -437,7 +507,8 @@ impl Loop<'_> {
                             n_past, n_left, n_ctx, n_keep, n_discard
                         );
                         self.ctx.memory_seq_rm(0, n_keep, n_keep + n_discard);
-                        self.ctx.memory_seq_add(0, n_keep + n_discard, n_past, -n_discard);
+                        self.ctx
+                            .memory_seq_add(0, n_keep + n_discard, n_past, -n_discard);
                         n_past -= n_discard;
                         log_dbg!("after swap: n_past = {}\n", n_past);
                         self.session.disable();
@@ -448,8 +519,10 @@ impl Loop<'_> {
                         let bd = (ga_w / ga_n) * (ga_n - 1);
                         let dd = (ga_w / ga_n) - ib * bd - ga_w;
                         self.ctx.memory_seq_add(0, ga_i, n_past, ib * bd);
-                        self.ctx.memory_seq_div(0, ga_i + ib * bd, ga_i + ib * bd + ga_w, ga_n);
-                        self.ctx.memory_seq_add(0, ga_i + ib * bd + ga_w, n_past + ib * bd, dd);
+                        self.ctx
+                            .memory_seq_div(0, ga_i + ib * bd, ga_i + ib * bd + ga_w, ga_n);
+                        self.ctx
+                            .memory_seq_add(0, ga_i + ib * bd + ga_w, n_past + ib * bd, dd);
                         n_past -= bd;
                         ga_i += ga_w / ga_n;
                     }
@@ -464,7 +537,11 @@ impl Loop<'_> {
                     n_past += embd.len() as i32;
                     log_dbg!("n_past = {}\n", n_past);
                     if self.params.n_print > 0 && n_past % self.params.n_print == 0 {
-                        log_dbg!("\n\x1b[31mTokens consumed so far = {} / {} \x1b[0m\n", n_past, n_ctx);
+                        log_dbg!(
+                            "\n\x1b[31mTokens consumed so far = {} / {} \x1b[0m\n",
+                            n_past,
+                            n_ctx
+                        );
                     }
                 }
             }
@@ -473,7 +550,9 @@ impl Loop<'_> {
 
             if self.embd_inp.len() <= n_consumed && !is_interacting {
                 let Some(id) = self.smpl.sample(self.ctx) else {
-                    log_err!("{F}: error: no token was selected - check your sampling configuration\n");
+                    log_err!(
+                        "{F}: error: no token was selected - check your sampling configuration\n"
+                    );
                     return Err(1);
                 };
                 self.smpl.accept(id);
@@ -499,7 +578,7 @@ impl Loop<'_> {
 
             if input_echo && display {
                 for &id in &embd {
-                    log_out!("{}", token_to_piece(vocab, id, self.params.special));
+                    out.bytes(&vocab.token_to_piece(id, 0, self.params.special));
                 }
             }
             if input_echo && self.embd_inp.len() == n_consumed {
@@ -539,7 +618,9 @@ impl Loop<'_> {
                     }
                 }
 
-                if !self.waiting_for_first_input && self.smpl.last().is_some_and(|t| vocab.is_eog(t)) {
+                if !self.waiting_for_first_input
+                    && self.smpl.last().is_some_and(|t| vocab.is_eog(t))
+                {
                     log_dbg!("found an EOG token\n");
                     if self.params.interactive {
                         if let Some(first) = self.params.antiprompt.first() {
@@ -547,10 +628,11 @@ impl Loop<'_> {
                             is_antiprompt = true;
                         }
                         if self.params.enable_chat_template {
-                            self.chat_msgs.push(chat::Message::new("assistant", &assistant));
+                            self.chat_msgs
+                                .push(chat::Message::new("assistant", &assistant));
                         }
                         is_interacting = true;
-                        log_out!("\n");
+                        out.text("\n");
                     }
                 }
 
@@ -562,19 +644,17 @@ impl Loop<'_> {
                 if (n_past > 0 || self.waiting_for_first_input) && is_interacting {
                     log_dbg!("waiting for user input\n");
                     if self.conversation {
-                        log_out!("\n> ");
+                        out.text("\n> ");
                     }
                     if self.params.input_prefix_bos {
                         self.embd_inp.push(vocab.bos());
                     }
                     if !self.params.input_prefix.is_empty() && !self.conversation {
-                        log_out!("{}", self.params.input_prefix);
+                        out.text(&self.params.input_prefix);
                     }
-                    display = self.params.display_prompt;
                     let mut buffer = read_user_input(self.params.multiline_input);
-                    display = true;
                     if buffer.is_empty() {
-                        log_out!("EOF by user\n");
+                        out.text("EOF by user\n");
                         break;
                     }
                     if buffer.ends_with('\n') {
@@ -584,14 +664,16 @@ impl Loop<'_> {
                         log_dbg!("empty line, passing control back\n");
                     } else {
                         if !self.params.input_suffix.is_empty() && !self.conversation {
-                            log_out!("{}", self.params.input_suffix);
+                            out.text(&self.params.input_suffix);
                         }
                         let original_size = self.embd_inp.len();
                         if self.params.escape {
                             buffer = args::util::process_escapes(&buffer);
                         }
                         let user_inp = if format_chat {
-                            let formatted = self.template.format_single(&self.chat_msgs, "user", &buffer);
+                            let formatted =
+                                self.template
+                                    .format_single(&self.chat_msgs, "user", &buffer);
                             self.chat_msgs.push(chat::Message::new("user", &buffer));
                             formatted
                         } else {
@@ -632,7 +714,7 @@ impl Loop<'_> {
             }
 
             if embd.last().is_some_and(|&t| vocab.is_eog(t)) && !self.params.interactive {
-                log_out!(" [end of text]\n");
+                out.text(" [end of text]\n");
                 break;
             }
 
@@ -641,7 +723,9 @@ impl Loop<'_> {
                 is_interacting = true;
             }
         }
-        self.session.finish(self.params.prompt_cache_all && !self.params.prompt_cache_ro);
+        out.flush();
+        self.session
+            .finish(self.params.prompt_cache_all && !self.params.prompt_cache_ro);
         Ok(())
     }
 }
@@ -674,5 +758,26 @@ fn read_user_input(multiline: bool) -> String {
         if !another {
             return buffer;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Utf8Out;
+
+    #[test]
+    fn characters_split_across_tokens_are_joined() {
+        let mut o = Utf8Out::default();
+        let e = "é".as_bytes();
+        assert_eq!(o.feed(b"ab"), "ab");
+        assert_eq!(o.feed(&e[..1]), "");
+        assert_eq!(o.feed(&e[1..]), "é");
+        // a byte that can never start a character is replaced at once
+        assert_eq!(o.feed(&[b'x', 0xff, b'y']), "x\u{FFFD}y");
+        // a 4-byte character in three pieces
+        let g = "😀".as_bytes();
+        assert_eq!(o.feed(&g[..1]), "");
+        assert_eq!(o.feed(&g[1..3]), "");
+        assert_eq!(o.feed(&g[3..]), "😀");
     }
 }

@@ -37,7 +37,10 @@ impl Session {
 
     pub fn finish(&mut self, _save_all: bool) {
         if !self.path.is_empty() {
-            log_wrn!("{F}: saving session files is not supported by this build; '{}' was not written\n", self.path);
+            log_wrn!(
+                "{F}: saving session files is not supported by this build; '{}' was not written\n",
+                self.path
+            );
         }
     }
 }
