@@ -58,6 +58,14 @@ impl<'a> Cursor<'a> {
         self.file_size.saturating_sub(self.pos)
     }
 
+    /// How many of `count` items of at least `min_size` bytes to reserve room for up front: no
+    /// more than the bytes already in hand can back (a metadata-only read holds only the start
+    /// of a file whose size bounds the counts), and at most 64 Ki; the rest grows as read.
+    fn reservable(&self, count: u64, min_size: u64) -> usize {
+        let in_hand = (self.buf.len() as u64).saturating_sub(self.pos) / min_size;
+        count.min(in_hand).min(1 << 16) as usize
+    }
+
     fn take(&mut self, n: u64, field: &dyn Fn() -> String) -> PResult<&'a [u8]> {
         if n > self.remaining() {
             let kind = ErrorKind::Truncated {
@@ -165,10 +173,8 @@ impl<'a> Cursor<'a> {
             };
             return Err(invalid(at, field(), kind).into());
         }
-        // Reserve only what the bytes already in hand can back; the rest grows as it is read.
-        let in_hand =
-            (self.buf.len() as u64).saturating_sub(self.pos) / elem_type.min_encoded_size();
-        let mut values = Vec::with_capacity(len.min(in_hand) as usize);
+        let mut values = Vec::with_capacity(self.reservable(len, elem_type.min_encoded_size()));
+
         for i in 0..len {
             values.push(self.value(elem_type, depth, &|| format!("{}[{}]", field(), i))?);
         }
@@ -239,8 +245,9 @@ pub(crate) fn parse(buf: &[u8], file_size: u64) -> PResult<Parsed> {
         return Err(invalid(8, "tensor count", kind).into());
     }
 
-    let mut kv: Vec<(String, Value)> = Vec::with_capacity(n_kv as usize);
-    let mut key_index: HashMap<String, usize> = HashMap::with_capacity(n_kv as usize);
+    let cap = c.reservable(n_kv, MIN_KV_BYTES);
+    let mut kv: Vec<(String, Value)> = Vec::with_capacity(cap);
+    let mut key_index: HashMap<String, usize> = HashMap::with_capacity(cap);
     let mut alignment = DEFAULT_ALIGNMENT;
     for i in 0..n_kv as usize {
         let key_at = c.pos;
@@ -278,8 +285,9 @@ pub(crate) fn parse(buf: &[u8], file_size: u64) -> PResult<Parsed> {
         kv.push((key, value));
     }
 
-    let mut tensors: Vec<TensorInfo> = Vec::with_capacity(n_tensors as usize);
-    let mut tensor_index: HashMap<String, usize> = HashMap::with_capacity(n_tensors as usize);
+    let cap = c.reservable(n_tensors, MIN_TENSOR_INFO_BYTES);
+    let mut tensors: Vec<TensorInfo> = Vec::with_capacity(cap);
+    let mut tensor_index: HashMap<String, usize> = HashMap::with_capacity(cap);
     for i in 0..n_tensors as usize {
         let name_at = c.pos;
         let name_field = || format!("name of tensor {i}");
