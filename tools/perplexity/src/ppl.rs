@@ -132,7 +132,7 @@ pub fn perplexity(ctx: &mut Context, prompt: &[u8], o: &PplOptions) -> Option<f6
     let n_vocab = vocab.n_tokens();
     let num_batches = n_ctx.div_ceil(n_batch);
     let n_seq = (n_batch / n_ctx).max(1);
-    if !(n_batch < n_ctx || n_batch % n_ctx == 0) {
+    if !(n_batch < n_ctx || n_batch.is_multiple_of(n_ctx)) {
         log_err!(
             "perplexity: the batch size {} must be below the context size {} or a multiple of it\n",
             n_batch,

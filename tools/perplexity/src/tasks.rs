@@ -230,7 +230,7 @@ pub fn hellaswag(ctx: &mut Context, prompt: &str, n_tasks: usize, n_batch: usize
     if lines.last() == Some(&"") {
         lines.pop();
     }
-    if lines.len() % 6 != 0 {
+    if !lines.len().is_multiple_of(6) {
         log_err!(
             "{} : number of lines in prompt not a multiple of 6.\n",
             func
