@@ -6,10 +6,14 @@
 #![allow(clippy::needless_range_loop)]
 
 mod ftype;
+mod model;
 #[cfg(test)]
 mod tests;
 
 pub use ftype::Ftype;
+pub use model::{
+    model_info, model_quantize, output_kv, ModelQuantizeParams, QuantizeStats, QNT_VERSION,
+};
 
 use ggml::Type;
 use regex::Regex;
@@ -149,6 +153,9 @@ pub enum QuantError {
     NoLayer(String),
     #[error("Bad layer {0} for tensor {1}. Must be in [0, {2})")]
     BadLayer(i64, String, u32),
+    /// Reading, converting or writing the model failed.
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// `sscanf(name, "blk.%d.", &il)`: the layer number, if the name has one.
