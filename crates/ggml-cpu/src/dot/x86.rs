@@ -7,7 +7,7 @@
 
 use std::arch::x86_64::*;
 
-use super::scalar::{check, k4_scales_mins, q8k};
+use super::scalar::check;
 use ggml::quants::fp16_to_fp32 as h2f;
 use ggml::Type;
 
@@ -232,22 +232,39 @@ fn unpack_q4_0(p: *const u8) -> __m256i {
     )
 }
 
+/// fp16 -> f32 with F16C, for block scales (ggml's GGML_CPU_FP16_TO_FP32 on x86).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn h2f_f16c(p: *const u8) -> f32 {
+    // SAFETY: the caller passes a pointer to 2 readable bytes.
+    let h = unsafe { std::ptr::read_unaligned(p as *const u16) };
+    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32)))
+}
+
 macro_rules! q8_0_like {
     ($name:ident, $feat:literal, $xs:expr, $load_x:ident, $mul:ident) => {
         /// # Safety
         /// The CPU features must be available; `x`, `y` must hold `nb` blocks.
         #[target_feature(enable = $feat)]
         unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
-            let mut acc = _mm256_setzero_ps();
+            let (px, py) = (x.as_ptr(), y.as_ptr());
+            // Two accumulators hide the FMA latency; blocks are independent.
+            let mut acc = [_mm256_setzero_ps(); 2];
             for ib in 0..nb {
-                let (bx, by) = (&x[$xs * ib..$xs * (ib + 1)], &y[34 * ib..34 * (ib + 1)]);
-                let d = _mm256_set1_ps(h2f(rd16(bx, 0)) * h2f(rd16(by, 0)));
-                let qx = $load_x(bx[2..].as_ptr());
-                // SAFETY: the block has 32 quant bytes after its 2-byte scale.
-                let qy = unsafe { _mm256_loadu_si256(by[2..].as_ptr() as *const __m256i) };
-                acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps($mul(qx, qy)), acc);
+                // SAFETY: block ib lies within the nb blocks the caller checked.
+                let (bx, by) = unsafe { (px.add($xs * ib), py.add(34 * ib)) };
+                // SAFETY: both blocks start with their fp16 scale, then the quants.
+                let (d, qx, qy) = unsafe {
+                    (
+                        _mm256_set1_ps(h2f_f16c(bx) * h2f_f16c(by)),
+                        $load_x(bx.add(2)),
+                        _mm256_loadu_si256(by.add(2) as *const __m256i),
+                    )
+                };
+                let a = &mut acc[ib & 1];
+                *a = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps($mul(qx, qy)), *a);
             }
-            hsum_ps(acc)
+            hsum_ps(_mm256_add_ps(acc[0], acc[1]))
         }
     };
 }
@@ -259,18 +276,18 @@ fn load32(p: *const u8) -> __m256i {
     unsafe { _mm256_loadu_si256(p as *const __m256i) }
 }
 
-q8_0_like!(q8_0_k2, "avx2,fma", 34, load32, mul_sum_i8);
-q8_0_like!(q4_0_k2, "avx2,fma", 18, unpack_q4_0, mul_sum_i8);
+q8_0_like!(q8_0_k2, "avx2,fma,f16c", 34, load32, mul_sum_i8);
+q8_0_like!(q4_0_k2, "avx2,fma,f16c", 18, unpack_q4_0, mul_sum_i8);
 q8_0_like!(
     q8_0_k512,
-    "avx2,fma,avx512vnni,avx512vl",
+    "avx2,fma,f16c,avx512vnni,avx512vl",
     34,
     load32,
     mul_sum_i8_vnni
 );
 q8_0_like!(
     q4_0_k512,
-    "avx2,fma,avx512vnni,avx512vl",
+    "avx2,fma,f16c,avx512vnni,avx512vl",
     18,
     unpack_q4_0,
     mul_sum_i8_vnni
@@ -289,6 +306,37 @@ fn dot_u8_i8_scaled_vnni(q: __m256i, q8: __m256i, scale32: __m256i) -> __m256i {
     _mm256_mullo_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q, q8), scale32)
 }
 
+/// Reads the i16 at byte offset `o` of a Q8_K block.
+///
+/// # Safety
+/// `p + o` must have 2 readable bytes.
+#[inline]
+unsafe fn rd_i16(p: *const u8, o: usize) -> i32 {
+    // SAFETY: guaranteed by the caller.
+    unsafe { std::ptr::read_unaligned(p.add(o) as *const i16) as i32 }
+}
+
+/// Scales and mins of a Q4_K block from its 12 packed bytes (ggml's utmp unpacking).
+#[inline]
+fn k4_unpack(sc: &[u8; 12]) -> ([u8; 8], [u8; 8]) {
+    let u = |i: usize| u32::from_le_bytes([sc[4 * i], sc[4 * i + 1], sc[4 * i + 2], sc[4 * i + 3]]);
+    let (u0, u1, u2) = (u(0), u(1), u(2));
+    const M1: u32 = 0x3f3f_3f3f;
+    const M2: u32 = 0x0f0f_0f0f;
+    const M3: u32 = 0x0303_0303;
+    let s0 = u0 & M1;
+    let s1 = (u2 & M2) | (((u0 >> 6) & M3) << 4);
+    let m0 = u1 & M1;
+    let m1 = ((u2 >> 4) & M2) | (((u1 >> 6) & M3) << 4);
+    let mut scales = [0u8; 8];
+    let mut mins = [0u8; 8];
+    scales[..4].copy_from_slice(&s0.to_le_bytes());
+    scales[4..].copy_from_slice(&s1.to_le_bytes());
+    mins[..4].copy_from_slice(&m0.to_le_bytes());
+    mins[4..].copy_from_slice(&m1.to_le_bytes());
+    (scales, mins)
+}
+
 macro_rules! q4_k_kernel {
     ($name:ident, $feat:literal, $dot:ident, $bcast:ident) => {
         /// # Safety
@@ -296,28 +344,34 @@ macro_rules! q4_k_kernel {
         #[target_feature(enable = $feat)]
         unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
             let m4 = _mm256_set1_epi8(0x0F);
+            let (px, py) = (x.as_ptr(), y.as_ptr());
             let mut sumf = 0.0f32;
             for i in 0..nb {
-                let bx = &x[144 * i..144 * (i + 1)];
-                let by = q8k(y, i);
-                let (scales, mins) = k4_scales_mins(&bx[4..16]);
-                let mut summ = 0i32;
-                for j in 0..16 {
-                    summ += by.bsums[j] as i32 * mins[j / 2] as i32;
+                // SAFETY: block i of both operands is within the nb blocks the caller checked;
+                // every offset below stays inside its 144- or 292-byte block.
+                unsafe {
+                    let (bx, by) = (px.add(144 * i), py.add(292 * i));
+                    let yd = std::ptr::read_unaligned(by as *const f32);
+                    let (scales, mins) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
+                    let mut summ = 0i32;
+                    for j in 0..8 {
+                        summ +=
+                            (rd_i16(by, 260 + 4 * j) + rd_i16(by, 262 + 4 * j)) * mins[j] as i32;
+                    }
+                    let mut acc = _mm256_setzero_si256();
+                    for g in 0..4 {
+                        let q4 = load32(bx.add(16 + 32 * g));
+                        let lo = _mm256_and_si256(q4, m4);
+                        let hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
+                        let y0 = load32(by.add(4 + 64 * g));
+                        let y1 = load32(by.add(4 + 64 * g + 32));
+                        acc = _mm256_add_epi32(acc, $dot(lo, y0, $bcast(scales[2 * g] as i32)));
+                        acc = _mm256_add_epi32(acc, $dot(hi, y1, $bcast(scales[2 * g + 1] as i32)));
+                    }
+                    let d = h2f_f16c(bx) * yd;
+                    let dmin = h2f_f16c(bx.add(2)) * yd;
+                    sumf += d * hsum_epi32(acc) as f32 - dmin * summ as f32;
                 }
-                let mut acc = _mm256_setzero_si256();
-                for g in 0..4 {
-                    let q4 = load32(bx[16 + 32 * g..].as_ptr());
-                    let lo = _mm256_and_si256(q4, m4);
-                    let hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
-                    let y0 = load32(by.qs[64 * g..].as_ptr());
-                    let y1 = load32(by.qs[64 * g + 32..].as_ptr());
-                    acc = _mm256_add_epi32(acc, $dot(lo, y0, $bcast(scales[2 * g] as i32)));
-                    acc = _mm256_add_epi32(acc, $dot(hi, y1, $bcast(scales[2 * g + 1] as i32)));
-                }
-                let d = h2f(rd16(bx, 0)) * by.d;
-                let dmin = h2f(rd16(bx, 2)) * by.d;
-                sumf += d * hsum_epi32(acc) as f32 - dmin * summ as f32;
             }
             sumf
         }
@@ -349,10 +403,10 @@ fn pair32(a: i32, b: i32) -> __m256i {
     _mm256_set_m128i(_mm_set1_epi32(b), _mm_set1_epi32(a))
 }
 
-q4_k_kernel!(q4_k_k2, "avx2,fma", dot_u8_i8_scaled, bcast16);
+q4_k_kernel!(q4_k_k2, "avx2,fma,f16c", dot_u8_i8_scaled, bcast16);
 q4_k_kernel!(
     q4_k_k512,
-    "avx2,fma,avx512vnni,avx512vl",
+    "avx2,fma,f16c,avx512vnni,avx512vl",
     dot_u8_i8_scaled_vnni,
     bcast32
 );
@@ -365,51 +419,58 @@ macro_rules! q6_k_kernel {
         unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
             let m4 = _mm256_set1_epi8(0x0F);
             let m3 = _mm256_set1_epi8(0x03);
+            let (px, py) = (x.as_ptr(), y.as_ptr());
             let mut sumf = 0.0f32;
             for i in 0..nb {
-                let bx = &x[210 * i..210 * (i + 1)];
-                let by = q8k(y, i);
-                let sc = |j: usize| bx[192 + j] as i8 as i32;
-                // The quants are stored +32; subtract 32 * sum(scale * q8) at the end.
-                let mut bias = 0i32;
-                for j in 0..16 {
-                    bias += sc(j) * by.bsums[j] as i32;
-                }
-                let mut acc = _mm256_setzero_si256();
-                for g in 0..2 {
-                    let ql0 = load32(bx[64 * g..].as_ptr());
-                    let ql1 = load32(bx[64 * g + 32..].as_ptr());
-                    let qh = load32(bx[128 + 32 * g..].as_ptr());
-                    let hi = |s: i32| match s {
-                        0 => _mm256_slli_epi16(_mm256_and_si256(qh, m3), 4),
-                        2 => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2), m3), 4),
-                        4 => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 4), m3), 4),
-                        _ => _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 6), m3), 4),
-                    };
-                    let q = [
-                        _mm256_or_si256(_mm256_and_si256(ql0, m4), hi(0)),
-                        _mm256_or_si256(_mm256_and_si256(ql1, m4), hi(2)),
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hi(4)),
-                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hi(6)),
-                    ];
-                    for (k, qk) in q.iter().enumerate() {
-                        let q8 = load32(by.qs[128 * g + 32 * k..].as_ptr());
-                        let s = $pair(sc(8 * g + 2 * k), sc(8 * g + 2 * k + 1));
-                        acc = _mm256_add_epi32(acc, $dot(*qk, q8, s));
+                // SAFETY: block i of both operands is within the nb blocks the caller checked;
+                // every offset below stays inside its 210- or 292-byte block.
+                unsafe {
+                    let (bx, by) = (px.add(210 * i), py.add(292 * i));
+                    let sc = |j: usize| *bx.add(192 + j) as i8 as i32;
+                    // The quants are stored +32; subtract 32 * sum(scale * q8) at the end.
+                    let mut bias = 0i32;
+                    for j in 0..16 {
+                        bias += sc(j) * rd_i16(by, 260 + 2 * j);
                     }
+                    let mut acc = _mm256_setzero_si256();
+                    for g in 0..2 {
+                        let ql0 = load32(bx.add(64 * g));
+                        let ql1 = load32(bx.add(64 * g + 32));
+                        let qh = load32(bx.add(128 + 32 * g));
+                        let hi = |shift: i32| {
+                            let h = match shift {
+                                0 => qh,
+                                2 => _mm256_srli_epi16(qh, 2),
+                                4 => _mm256_srli_epi16(qh, 4),
+                                _ => _mm256_srli_epi16(qh, 6),
+                            };
+                            _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)
+                        };
+                        let q = [
+                            _mm256_or_si256(_mm256_and_si256(ql0, m4), hi(0)),
+                            _mm256_or_si256(_mm256_and_si256(ql1, m4), hi(2)),
+                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hi(4)),
+                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hi(6)),
+                        ];
+                        for (k, qk) in q.iter().enumerate() {
+                            let q8 = load32(by.add(4 + 128 * g + 32 * k));
+                            let s = $pair(sc(8 * g + 2 * k), sc(8 * g + 2 * k + 1));
+                            acc = _mm256_add_epi32(acc, $dot(*qk, q8, s));
+                        }
+                    }
+                    let d = h2f_f16c(bx.add(208)) * std::ptr::read_unaligned(by as *const f32);
+                    sumf += d * (hsum_epi32(acc) - 32 * bias) as f32;
                 }
-                let d = h2f(rd16(bx, 208)) * by.d;
-                sumf += d * (hsum_epi32(acc) - 32 * bias) as f32;
             }
             sumf
         }
     };
 }
 
-q6_k_kernel!(q6_k_k2, "avx2,fma", dot_u8_i8_scaled, pair16);
+q6_k_kernel!(q6_k_k2, "avx2,fma,f16c", dot_u8_i8_scaled, pair16);
 q6_k_kernel!(
     q6_k_k512,
-    "avx2,fma,avx512vnni,avx512vl",
+    "avx2,fma,f16c,avx512vnni,avx512vl",
     dot_u8_i8_scaled_vnni,
     pair32
 );
