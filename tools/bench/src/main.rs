@@ -129,7 +129,16 @@ fn real_main() -> i32 {
     }
 
     if let Some(path) = &p.plot {
-        let title = format!("llama-bench: {}", p.model.join(", "));
+        let names: Vec<String> = p
+            .model
+            .iter()
+            .map(|m| {
+                std::path::Path::new(m)
+                    .file_name()
+                    .map_or(m.clone(), |n| n.to_string_lossy().into_owned())
+            })
+            .collect();
+        let title = format!("llama-bench: {}", names.join(", "));
         if let Err(e) = plot::write_svg(path, &results, &title) {
             eprintln!("error: failed to write {}: {e}", path.display());
             return 1;

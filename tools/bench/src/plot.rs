@@ -165,6 +165,9 @@ pub fn render_svg(records: &[TestRecord], title: &str) -> String {
     if x1 <= x0 {
         (x0, x1) = (x0 - 1.0, x1 + 1.0);
     }
+    // keep the end points off the frame
+    let pad = (x1 - x0) * 0.05;
+    let (x0, x1) = (x0 - pad, x1 + pad);
     let ymax = series
         .iter()
         .flat_map(|s| s.points.iter().map(|p| p.1 + p.2))
@@ -253,10 +256,11 @@ pub fn render_svg(records: &[TestRecord], title: &str) -> String {
         for p in &se.points {
             let (xx, yy) = (px(p.0), py(p.1));
             if p.2 > 0.0 {
+                let (lo, hi) = (py(p.1 - p.2), py(p.1 + p.2));
                 s += &format!(
-                    "<line x1=\"{xx:.1}\" y1=\"{:.1}\" x2=\"{xx:.1}\" y2=\"{:.1}\" stroke=\"{c}\"/>\n",
-                    py(p.1 - p.2),
-                    py(p.1 + p.2)
+                    "<path d=\"M{xx:.1},{lo:.1} V{hi:.1} M{:.1},{lo:.1} h8 M{:.1},{hi:.1} h8\" stroke=\"{c}\" fill=\"none\"/>\n",
+                    xx - 4.0,
+                    xx - 4.0
                 );
             }
             s += &format!(
