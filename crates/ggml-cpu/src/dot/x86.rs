@@ -34,6 +34,8 @@ pub(super) fn avx2_kernel(ty: Type) -> Option<Kernel> {
         Type::Bf16 => bf16_avx2,
         Type::Q8_0 => q8_0_avx2,
         Type::Q4_0 => q4_0_avx2,
+        Type::Q4_1 => q4_1_avx2,
+        Type::Q5_0 => q5_0_avx2,
         Type::Q4K => q4_k_avx2,
         Type::Q6K => q6_k_avx2,
         _ => return None,
@@ -47,6 +49,8 @@ pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
         Type::Bf16 => bf16_avx512,
         Type::Q8_0 => q8_0_avx512,
         Type::Q4_0 => q4_0_avx512,
+        Type::Q4_1 => q4_1_avx512,
+        Type::Q5_0 => q5_0_avx512,
         Type::Q4K => q4_k_avx512,
         Type::Q6K => q6_k_avx512,
         _ => return None,
@@ -70,6 +74,10 @@ wrapper!(f16_avx2, f16_k2, 1, 2, 2);
 wrapper!(bf16_avx2, bf16_k2, 1, 2, 2);
 wrapper!(q8_0_avx2, q8_0_k2, 32, 34, 34);
 wrapper!(q4_0_avx2, q4_0_k2, 32, 18, 34);
+wrapper!(q4_1_avx2, q4_1_k2, 32, 20, 36);
+wrapper!(q5_0_avx2, q5_0_k2, 32, 22, 34);
+wrapper!(q4_1_avx512, q4_1_k512, 32, 20, 36);
+wrapper!(q5_0_avx512, q5_0_k512, 32, 22, 34);
 wrapper!(q4_k_avx2, q4_k_k2, 256, 144, 292);
 wrapper!(q6_k_avx2, q6_k_k2, 256, 210, 292);
 wrapper!(f32_avx512, f32_k512, 1, 4, 4);
@@ -276,6 +284,100 @@ fn load32(p: *const u8) -> __m256i {
     unsafe { _mm256_loadu_si256(p as *const __m256i) }
 }
 
+/// Q5_0's 32 signed values: the nibble, minus 16 where the fifth bit (qh) is clear.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn unpack_q5_0(p: *const u8) -> __m256i {
+    // SAFETY: `p` points at the block's 4 qh bytes followed by its 16 quant bytes.
+    let (qh, nibbles) = unsafe {
+        (
+            std::ptr::read_unaligned(p as *const u32),
+            unpack_nibbles(p.add(4)),
+        )
+    };
+    // Byte i of `set` is 0xFF iff bit i of qh is set.
+    let shuf = _mm256_set_epi64x(
+        0x0303_0303_0303_0303,
+        0x0202_0202_0202_0202,
+        0x0101_0101_0101_0101,
+        0,
+    );
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(qh as i32), shuf);
+    let set = _mm256_cmpeq_epi8(
+        _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe)),
+        _mm256_set1_epi64x(-1),
+    );
+    // 0xF0 | nibble is nibble - 16 as a signed byte.
+    _mm256_or_si256(
+        nibbles,
+        _mm256_andnot_si256(set, _mm256_set1_epi8(0xF0u8 as i8)),
+    )
+}
+
+/// The 32 nibbles of 16 bytes: low nibbles in lanes 0..16, high nibbles in lanes 16..32.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn unpack_nibbles(p: *const u8) -> __m256i {
+    // SAFETY: the caller passes a pointer to 16 readable bytes.
+    let b = unsafe { _mm_loadu_si128(p as *const __m128i) };
+    _mm256_and_si256(
+        _mm256_set_m128i(_mm_srli_epi16(b, 4), b),
+        _mm256_set1_epi8(0x0F),
+    )
+}
+
+/// u8 x i8 products of 32 lanes summed to 8 i32 (|u| <= 15 cannot saturate).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn mul_sum_u8_i8(x: __m256i, y: __m256i) -> __m256i {
+    _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), _mm256_set1_epi16(1))
+}
+
+#[inline]
+#[target_feature(enable = "avx2,avx512vnni,avx512vl")]
+fn mul_sum_u8_i8_vnni(x: __m256i, y: __m256i) -> __m256i {
+    _mm256_dpbusd_epi32(_mm256_setzero_si256(), x, y)
+}
+
+macro_rules! q4_1_kernel {
+    ($name:ident, $feat:literal, $mul:ident) => {
+        /// # Safety
+        /// The CPU features must be available; `x` must hold `nb` Q4_1 blocks, `y` nb Q8_1.
+        #[target_feature(enable = $feat)]
+        unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
+            let (px, py) = (x.as_ptr(), y.as_ptr());
+            let mut acc = _mm256_setzero_ps();
+            let mut summs = 0.0f32;
+            for ib in 0..nb {
+                // SAFETY: block ib of both operands is within the nb blocks the caller checked.
+                unsafe {
+                    let (bx, by) = (px.add(20 * ib), py.add(36 * ib));
+                    summs += h2f_f16c(bx.add(2)) * h2f_f16c(by.add(2));
+                    let d = _mm256_set1_ps(h2f_f16c(bx) * h2f_f16c(by));
+                    let qx = unpack_nibbles(bx.add(4));
+                    let qy = _mm256_loadu_si256(by.add(4) as *const __m256i);
+                    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps($mul(qx, qy)), acc);
+                }
+            }
+            hsum_ps(acc) + summs
+        }
+    };
+}
+
+q4_1_kernel!(q4_1_k2, "avx2,fma,f16c", mul_sum_u8_i8);
+q4_1_kernel!(
+    q4_1_k512,
+    "avx2,fma,f16c,avx512vnni,avx512vl",
+    mul_sum_u8_i8_vnni
+);
+q8_0_like!(q5_0_k2, "avx2,fma,f16c", 22, unpack_q5_0, mul_sum_i8);
+q8_0_like!(
+    q5_0_k512,
+    "avx2,fma,f16c,avx512vnni,avx512vl",
+    22,
+    unpack_q5_0,
+    mul_sum_i8_vnni
+);
 q8_0_like!(q8_0_k2, "avx2,fma,f16c", 34, load32, mul_sum_i8);
 q8_0_like!(q4_0_k2, "avx2,fma,f16c", 18, unpack_q4_0, mul_sum_i8);
 q8_0_like!(
