@@ -254,9 +254,9 @@ fn prompt_from_file_and_escapes() {
         "{}",
         text(&o.stdout)
     );
-    let o = run_ok(&["-p", "a\\tb", "-n", "0"]);
+    let o = run_ok(&["-p", "a\\tb", "-n", "1"]);
     assert!(text(&o.stdout).starts_with("a\tb"));
-    let o = run_ok(&["-p", "a\\tb", "-n", "0", "--no-escape"]);
+    let o = run_ok(&["-p", "a\\tb", "-n", "1", "--no-escape"]);
     assert!(text(&o.stdout).starts_with("a\\tb"));
 }
 
