@@ -281,3 +281,121 @@ fn errors() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("error: invalid argument: --no-such-flag"));
 }
+
+#[test]
+fn task_modes_score_every_task() {
+    let Some(m) = testutil::reference_model_or_skip() else {
+        return;
+    };
+    let m = m.to_str().unwrap().to_string();
+    let dir = testutil::scratch_dir("ppl_tasks");
+
+    let mut hs = String::new();
+    for i in 0..5 {
+        hs += &format!(
+            "Activity {i}: A man is standing in a field and\n{}\nhe throws a ball.\nhe eats a sandwich.\nthe sky turns green.\nhe starts to run.\n",
+            i % 4
+        );
+    }
+    let hs_path = dir.join("hs.txt");
+    std::fs::write(&hs_path, hs).unwrap();
+    let out = ppl(&[
+        "-m",
+        &m,
+        "-f",
+        hs_path.to_str().unwrap(),
+        "--hellaswag",
+        "--hellaswag-tasks",
+        "4",
+        "-c",
+        "256",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("hellaswag_score : loaded 5 tasks from prompt."));
+    assert!(stdout.contains("\ntask\tacc_norm\t95% confidence interval\n"));
+    let rows: Vec<&str> = stdout.lines().filter(|l| l.contains("%\t[")).collect();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    assert!(rows[3].starts_with("4\t"));
+
+    let wg: String = (0..5)
+        .map(|i| format!("{i},The trophy does not fit in the suitcase because _ is too big.,trophy,suitcase,{}\n", 1 + i % 2))
+        .collect();
+    let wg_path = dir.join("wg.csv");
+    std::fs::write(&wg_path, wg).unwrap();
+    let out = ppl(&[
+        "-m",
+        &m,
+        "-f",
+        wg_path.to_str().unwrap(),
+        "--winogrande",
+        "-c",
+        "256",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    // llama.cpp's reader drops the last line once -f has removed the final newline
+    assert!(
+        stderr.contains("winogrande_score : loaded 4 tasks from prompt."),
+        "{stderr}"
+    );
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|r| r.len() == 6)
+        .collect();
+    assert_eq!(rows.len(), 4, "{stdout}");
+    for r in &rows {
+        assert!(r[4] == "1" || r[4] == "2");
+        let s1: f64 = r[2].parse().unwrap();
+        assert!(s1 < 0.0, "a mean log-probability: {s1}");
+    }
+
+    // the binary multiple-choice format: n_task, task offsets, then per task the question,
+    // mc1 (answers and labels) and mc2
+    let s = |x: &str| -> Vec<u8> { [&(x.len() as u32).to_le_bytes()[..], x.as_bytes()].concat() };
+    let mut tasks = Vec::new();
+    for i in 0..3 {
+        let mut t = s(&format!("Question {i}: what is the capital of France?"));
+        t.extend(3u32.to_le_bytes());
+        for a in ["Paris", "London", "Berlin"] {
+            t.extend(s(a));
+        }
+        for l in [1i32, 0, 0] {
+            t.extend(l.to_le_bytes());
+        }
+        t.extend(0u32.to_le_bytes());
+        tasks.push(t);
+    }
+    let mut bin = 3u32.to_le_bytes().to_vec();
+    let mut off = 4 + 4 * 3;
+    for t in &tasks {
+        bin.extend((off as u32).to_le_bytes());
+        off += t.len();
+    }
+    for t in &tasks {
+        bin.extend(t);
+    }
+    let mc_path = dir.join("mc.bin");
+    std::fs::write(&mc_path, bin).unwrap();
+    let out = ppl(&[
+        "-m",
+        &m,
+        "-bf",
+        mc_path.to_str().unwrap(),
+        "--multiple-choice",
+        "-c",
+        "256",
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("multiple_choice_score: there are 3 tasks in prompt"),
+        "{stderr}"
+    );
+    assert!(stdout.contains("\ntask\tacc_norm\n1\t"), "{stdout}");
+    assert!(
+        stderr.contains("Random chance: 33.3333 +/- 33.3333"),
+        "{stderr}"
+    );
+}
