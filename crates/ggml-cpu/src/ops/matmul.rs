@@ -87,26 +87,6 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     let arow = a.ty.row_size(k as i64);
     let brow = tr.vec_dot_type.row_size(k as i64);
 
-    let chunk = if nr0 == 1 || nr1 == 1 { 64 } else { TILE };
-    let (mut nc0, mut nc1) = (nr0.div_ceil(chunk), nr1.div_ceil(chunk));
-    if nc0 * nc1 < p.nth * 4 {
-        // too few chunks to balance: split only the longer dimension, one part per thread
-        (nc0, nc1) = if nr0 > nr1 { (p.nth, 1) } else { (1, p.nth) };
-    }
-    let (dr0, dr1) = (nr0.div_ceil(nc0), nr1.div_ceil(nc1));
-    let wdata = p.wdata;
-    let b_row = |ir1: usize| -> (*const u8, usize, usize, usize) {
-        let i11 = ir1 % b.ne[1];
-        let i12 = (ir1 / b.ne[1]) % b.ne[2];
-        let i13 = ir1 / (b.ne[1] * b.ne[2]);
-        let ptr = match conv {
-            // SAFETY: the converted rows are laid out in flat row order.
-            Some(rs) => unsafe { wdata.add(ir1 * rs) as *const u8 },
-            None => b.row_ptr(i11, i12, i13) as *const u8,
-        };
-        (ptr, i11, i12, i13)
-    };
-
     // register tiles serve float weights whose partner has the same type, and Q8_0 / Q4_0
     // weights with Q8_0 activations
     let tile_kind = match (a.ty, tr.vec_dot_type) {
@@ -120,6 +100,36 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         (Type::Q4_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q4_0)),
         _ => None,
     };
+    let chunk = if nr0 == 1 || nr1 == 1 { 64 } else { TILE };
+    let (mut nc0, mut nc1) = (nr0.div_ceil(chunk), nr1.div_ceil(chunk));
+    if nc0 * nc1 < p.nth * 4 {
+        // too few chunks to balance: split only the longer dimension, one part per thread
+        (nc0, nc1) = if nr0 > nr1 { (p.nth, 1) } else { (1, p.nth) };
+    }
+    let (dr0, mut dr1) = (nr0.div_ceil(nc0), nr1.div_ceil(nc1));
+    // column blocks of whole register tiles: a leftover column costs a slow dot-product pass
+    let tcols = if tile_kind.is_some() {
+        6 * gemm::RN
+    } else {
+        TILE
+    };
+    if tile_kind.is_some() {
+        dr1 = dr1.div_ceil(gemm::RN) * gemm::RN;
+        nc1 = nr1.div_ceil(dr1);
+    }
+    let wdata = p.wdata;
+    let b_row = |ir1: usize| -> (*const u8, usize, usize, usize) {
+        let i11 = ir1 % b.ne[1];
+        let i12 = (ir1 / b.ne[1]) % b.ne[2];
+        let i13 = ir1 / (b.ne[1] * b.ne[2]);
+        let ptr = match conv {
+            // SAFETY: the converted rows are laid out in flat row order.
+            Some(rs) => unsafe { wdata.add(ir1 * rs) as *const u8 },
+            None => b.row_ptr(i11, i12, i13) as *const u8,
+        };
+        (ptr, i11, i12, i13)
+    };
+
     let mut tmp = [0.0f32; TILE];
     let mut ch = p.ith;
     while ch < nc0 * nc1 {
@@ -131,7 +141,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
             let mut iir0 = ir0s;
             while iir0 < ir0e {
                 let e0 = (iir0 + TILE).min(ir0e);
-                let e1 = (iir1 + TILE).min(ir1e);
+                let e1 = (iir1 + tcols).min(ir1e);
                 let mut ir1 = iir1;
                 while ir1 < e1 {
                     // RN columns of the same matrix go through the register tile
@@ -189,7 +199,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                 }
                 iir0 += TILE;
             }
-            iir1 += TILE;
+            iir1 += tcols;
         }
         ch = p.counter.fetch_add(1, Ordering::Relaxed);
     }
