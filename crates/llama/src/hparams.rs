@@ -272,6 +272,43 @@ impl HParams {
         })
     }
 
+    /// The hyperparameters of a vocab-only load of an architecture this crate has no graph for:
+    /// only the vocabulary size is known.
+    pub(crate) fn vocab_only(gguf: &GgufFile) -> HParams {
+        let n_vocab = gguf.get("tokenizer.ggml.tokens").and_then(|v| v.as_array()).map_or(0, |a| a.len() as u32);
+        HParams {
+            n_ctx_train: 0,
+            n_embd: 0,
+            n_layer: 0,
+            n_vocab,
+            n_rot: 0,
+            n_embd_head_k: 0,
+            n_embd_head_v: 0,
+            n_head_arr: Vec::new(),
+            n_head_kv_arr: Vec::new(),
+            n_ff_arr: Vec::new(),
+            n_expert: 0,
+            n_expert_used: 0,
+            f_norm_eps: 0.0,
+            f_norm_rms_eps: 0.0,
+            f_clamp_kqv: 0.0,
+            f_max_alibi_bias: 0.0,
+            f_logit_scale: 0.0,
+            f_attention_scale: 0.0,
+            f_attn_value_scale: 0.0,
+            causal_attn: true,
+            use_kq_norm: false,
+            pooling_type: -1,
+            rope_type: RopeType::None,
+            rope_scaling_type_train: RopeScaling::Linear,
+            rope_freq_base_train: 10000.0,
+            rope_freq_scale_train: 1.0,
+            n_ctx_orig_yarn: 0,
+            rope_yarn_log_mul: 0.0,
+            rope_finetuned: false,
+        }
+    }
+
     pub fn n_head(&self, il: usize) -> u32 {
         self.n_head_arr.get(il).copied().unwrap_or(0)
     }

@@ -5,6 +5,7 @@ use crate::arch::Arch;
 use crate::error::{LlamaError, Result};
 use crate::hparams::HParams;
 use crate::loader::{LoadMode, ModelLoader};
+use crate::vocab::Vocab;
 use crate::model_tensors::{Placement, TensorCreator};
 use ggml::backend::{Buffer, DeviceRef};
 use ggml::{Context, TensorId};
@@ -100,7 +101,11 @@ pub struct Layer {
 }
 
 pub struct Model {
-    pub(crate) arch: Arch,
+    /// None only for vocab-only loads of architectures without a graph here
+    pub(crate) arch: Option<Arch>,
+    pub(crate) arch_name: String,
+    pub(crate) vocab: Vocab,
+    pub(crate) vocab_only: bool,
     pub(crate) hparams: HParams,
     pub(crate) name: String,
     pub(crate) type_name: &'static str,
@@ -131,7 +136,7 @@ pub struct Model {
 
 impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Model({} {})", self.arch.name(), self.name)
+        write!(f, "Model({} {})", self.arch_name, self.name)
     }
 }
 
@@ -159,33 +164,40 @@ impl Model {
         let ml = ModelLoader::open(path, mode)?;
         ml.print_info();
         let arch_name = ml.arch_name()?;
-        let arch = Arch::from_name(&arch_name).ok_or_else(|| {
+        let arch = Arch::from_name(&arch_name);
+        if arch.is_none() && !params.vocab_only {
             ggml::log_error!(
                 "llama_model_load: error loading model: error loading model architecture: unknown model architecture: '{}'\n",
                 arch_name
             );
-            LlamaError::UnknownArch(arch_name.clone())
+            return Err(LlamaError::UnknownArch(arch_name));
+        }
+        let hparams = match arch {
+            Some(a) => HParams::load(&ml.gguf, a)?,
+            None => HParams::vocab_only(&ml.gguf),
+        };
+        let vocab = Vocab::from_gguf(&ml.gguf).map_err(|e| {
+            ggml::log_error!("llama_model_load: error loading model: error loading model vocabulary: {}\n", e);
+            LlamaError::Vocab(e.to_string())
         })?;
-        let hparams = HParams::load(&ml.gguf, arch)?;
-        let name = ml
-            .gguf
-            .get("general.name")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string();
-        let n_head0 = hparams.n_head(0);
-        let n_head_kv0 = hparams.n_head_kv(0);
-        let type_name = crate::arch::type_name(
-            arch,
-            hparams.n_layer,
-            hparams.n_embd,
-            n_head0,
-            n_head_kv0,
-            hparams.n_vocab,
-        );
+        let name = ml.gguf.get("general.name").and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let type_name = match arch {
+            Some(a) => crate::arch::type_name(
+                a,
+                hparams.n_layer,
+                hparams.n_embd,
+                hparams.n_head(0),
+                hparams.n_head_kv(0),
+                hparams.n_vocab,
+            ),
+            None => "?B",
+        };
 
         let mut model = Model {
             arch,
+            arch_name,
+            vocab,
+            vocab_only: params.vocab_only,
             hparams,
             name,
             type_name,
@@ -222,9 +234,10 @@ impl Model {
         let hparams = model.hparams.clone();
         let mut creator = TensorCreator::new(&ml, &hparams, params)?;
         match arch {
-            Arch::Llama | Arch::Qwen2 => {
+            Some(Arch::Llama | Arch::Qwen2) => {
                 crate::model_tensors::create_decoder_tensors(&mut model, &mut creator)?
             }
+            None => unreachable!("unknown architectures stop above unless vocab_only"),
         }
         creator.finish(&mut model, params)?;
         model.t_load_us = t_start.elapsed().as_micros() as u64;
@@ -234,11 +247,18 @@ impl Model {
     pub fn hparams(&self) -> &HParams {
         &self.hparams
     }
-    pub fn arch(&self) -> Arch {
+    /// The architecture (None for a vocab-only load of one this crate has no graph for).
+    pub fn arch(&self) -> Option<Arch> {
         self.arch
     }
     pub fn arch_name(&self) -> &str {
-        self.arch.name()
+        &self.arch_name
+    }
+    pub fn vocab(&self) -> &Vocab {
+        &self.vocab
+    }
+    pub fn vocab_only(&self) -> bool {
+        self.vocab_only
     }
     pub fn name(&self) -> &str {
         &self.name
@@ -250,7 +270,7 @@ impl Model {
     pub fn desc(&self) -> String {
         format!(
             "{} {} {}",
-            self.arch.name(),
+            self.arch_name,
             self.type_name,
             self.ftype_name()
         )

@@ -5,11 +5,32 @@ use crate::model::Model;
 
 impl Model {
     pub(crate) fn print_info(&self, no_alloc: bool) {
+        let p = |k: &str, v: String| ggml::log_info!("print_info: {:<22}= {}\n", k, v);
+        p("arch", self.arch_name.clone());
+        p("vocab_only", (self.vocab_only as i32).to_string());
+        p("no_alloc", (no_alloc as i32).to_string());
+        if !self.vocab_only {
+            self.print_hparams();
+        }
+        p("model type", self.type_name.to_string());
+        let n = self.n_elements as f64;
+        let params = if n >= 1e12 {
+            format!("{:.2} T", n / 1e12)
+        } else if n >= 1e9 {
+            format!("{:.2} B", n / 1e9)
+        } else if n >= 1e6 {
+            format!("{:.2} M", n / 1e6)
+        } else {
+            format!("{:.2} K", n / 1e3)
+        };
+        p("model params", params);
+        p("general.name", self.name.clone());
+        self.vocab.print_info();
+    }
+
+    fn print_hparams(&self) {
         let hp = &self.hparams;
         let p = |k: &str, v: String| ggml::log_info!("print_info: {:<22}= {}\n", k, v);
-        p("arch", self.arch.name().to_string());
-        p("vocab_only", "0".into());
-        p("no_alloc", (no_alloc as i32).to_string());
         p("n_ctx_train", hp.n_ctx_train.to_string());
         p("n_embd_inp", hp.n_embd.to_string());
         p("n_embd", hp.n_embd.to_string());
@@ -57,18 +78,5 @@ impl Model {
             "rope_finetuned",
             (if hp.rope_finetuned { "yes" } else { "unknown" }).to_string(),
         );
-        p("model type", self.type_name.to_string());
-        let n = self.n_elements as f64;
-        let params = if n >= 1e12 {
-            format!("{:.2} T", n / 1e12)
-        } else if n >= 1e9 {
-            format!("{:.2} B", n / 1e9)
-        } else if n >= 1e6 {
-            format!("{:.2} M", n / 1e6)
-        } else {
-            format!("{:.2} K", n / 1e3)
-        };
-        p("model params", params);
-        p("general.name", self.name.clone());
     }
 }

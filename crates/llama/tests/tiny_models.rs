@@ -47,12 +47,12 @@ fn tensors(arch: &str, n_vocab: u64) -> Vec<(String, Vec<u64>)> {
     t
 }
 
-/// Writes a 2-layer model with the Qwen2 tokenizer and deterministic pseudo-random weights.
+/// Writes a 2-layer model with the (32000-token) llama SPM tokenizer and deterministic pseudo-random weights.
 fn write_model(name: &str, spec: &Spec) -> PathBuf {
     let dir = testutil::cache_dir().join("llama-tiny");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
-    let vocab = gguf::GgufFile::open_metadata(testutil::vocab("ggml-vocab-qwen2.gguf")).unwrap();
+    let vocab = gguf::GgufFile::open_metadata(testutil::vocab("ggml-vocab-llama-spm.gguf")).unwrap();
     let n_vocab = vocab
         .get("tokenizer.ggml.tokens")
         .unwrap()
@@ -357,4 +357,20 @@ fn qwen2_runs_and_differs_from_llama() {
     )
     .unwrap();
     assert_ne!(lq, logits(&l));
+}
+
+#[test]
+fn vocab_only_loads_any_architecture() {
+    llama::backend_init();
+    for f in ["ggml-vocab-gpt-2.gguf", "ggml-vocab-qwen2.gguf"] {
+        let p = ModelParams { vocab_only: true, ..Default::default() };
+        let (m, log) = common::capture(|| Model::load(&testutil::vocab(f), &p));
+        let m = m.unwrap();
+        assert!(m.vocab_only());
+        assert!(m.vocab().n_tokens() > 0);
+        let lines = common::text(&log, false);
+        assert!(lines.contains(&"print_info: vocab_only            = 1".to_string()), "{f}");
+        assert!(lines.contains(&"llama_model_load: vocab only - skipping tensors".to_string()), "{f}");
+        assert!(common::capture(|| Context::new(m.clone(), ContextParams::default())).0.is_err());
+    }
 }

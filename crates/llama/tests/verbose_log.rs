@@ -5,25 +5,13 @@ mod common;
 
 use llama::{Context, ContextParams, Model, ModelParams};
 
-const VOCAB_KEYS: [&str; 13] = [
-    "vocab type",
-    "n_vocab",
-    "n_merges",
-    "BOS token",
-    "EOS token",
-    "EOT token",
-    "PAD token",
-    "LF token",
-    "EOG token",
-    "max token length",
-    "UNK token",
-    "SEP token",
-    "MASK token",
-];
 
 fn core_lines(lines: &[String]) -> Vec<String> {
     let prefixes = [
         "llama_model_loader:",
+        "load:",
+        "init_tokenizer:",
+        "llama_model_load:",
         "print_info:",
         "load_tensors:",
         "create_tensor:",
@@ -40,11 +28,6 @@ fn core_lines(lines: &[String]) -> Vec<String> {
     lines
         .iter()
         .filter(|l| prefixes.iter().any(|p| l.starts_with(p)))
-        .filter(|l| {
-            !VOCAB_KEYS
-                .iter()
-                .any(|k| l.starts_with(&format!("print_info: {k}")))
-        })
         .filter(|l| !l.contains("reserve took"))
         .cloned()
         .collect()
