@@ -105,6 +105,18 @@ fn token_type_attr(t: i32) -> u32 {
 
 const DNA_KMER_MARKER: &str = "\u{E000}";
 
+/// Whether U+2581 follows some other character in `text`.
+fn space_mark_inside_word(text: &str) -> bool {
+    let mut prev: Option<char> = None;
+    for c in text.chars() {
+        if c == '\u{2581}' && prev.is_some_and(|p| p != '\u{2581}') {
+            return true;
+        }
+        prev = Some(c);
+    }
+    false
+}
+
 fn warn_control_looking(id: Token, text: &str) {
     ggml::log_warn!(
         "load: control-looking token: {:6} '{}' was not control-type; this is probably a bug in the model. its type will be overridden\n",
@@ -412,7 +424,12 @@ impl Vocab {
             vtype.id()
         );
         let (engine, n_merges) = match vtype {
-            VocabType::Spm => (Engine::Spm, 0),
+            VocabType::Spm => (
+                Engine::Spm {
+                    split_words: tokens.iter().all(|t| !space_mark_inside_word(&t.text)),
+                },
+                0,
+            ),
             VocabType::Wpm => (Engine::Wpm, 0),
             VocabType::Test => (Engine::Test, 0),
             VocabType::Ugm => (Engine::Ugm(Box::new(Ugm::new(&tokens, charsmap))), 0),

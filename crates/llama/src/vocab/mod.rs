@@ -160,7 +160,11 @@ pub type TokenMap = HashMap<Box<[u8]>, Token, FxBuild>;
 
 enum Engine {
     None,
-    Spm,
+    /// `split_words`: no token has U+2581 right after another character, so no merge can
+    /// cross the start of a word and words can be tokenized (and cached) one by one.
+    Spm {
+        split_words: bool,
+    },
     Bpe(Box<bpe::Bpe>),
     Wpm,
     Ugm(Box<ugm::Ugm>),

@@ -311,3 +311,118 @@ pub fn regexes(pre: PreType) -> (Vec<&'static str>, bool) {
     };
     (v, true)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vocab::pretok::PreTokenizer;
+
+    const ALL_NAMES: &[&str] = &[
+        "default",
+        "minicpm5",
+        "llama3",
+        "llama-v3",
+        "llama-bpe",
+        "falcon3",
+        "falcon-h1",
+        "pixtral",
+        "midm-2.0",
+        "lfm2",
+        "jina-v5-nano",
+        "deepseek-llm",
+        "deepseek-coder",
+        "deepseek-v3",
+        "spark2_5",
+        "youtu",
+        "falcon",
+        "mpt",
+        "starcoder",
+        "gpt-2",
+        "phi-2",
+        "jina-es",
+        "jina-de",
+        "gigachat",
+        "jina-v2-es",
+        "jina-v2-de",
+        "a.x-4.0",
+        "mellum",
+        "modern-bert",
+        "jais-2",
+        "gemma4",
+        "granite-embed-multi-311m",
+        "sarvam-moe",
+        "jina-v1-en",
+        "jina-v2-code",
+        "roberta-bpe",
+        "whitespace",
+        "refact",
+        "command-r",
+        "qwen2",
+        "deepseek-r1-qwen",
+        "kormo",
+        "f2llmv2",
+        "qwen35",
+        "stablelm2",
+        "olmo",
+        "dbrx",
+        "smaug-bpe",
+        "poro-chat",
+        "chatglm-bpe",
+        "glm4",
+        "glm5",
+        "viking",
+        "jais",
+        "tekken",
+        "smollm",
+        "codeshell",
+        "bloom",
+        "gpt3-finnish",
+        "exaone",
+        "exaone4",
+        "exaone-moe",
+        "chameleon",
+        "minerva-7b",
+        "megrez",
+        "gpt-4o",
+        "llama4",
+        "kanana2",
+        "talkie",
+        "granite-embed-multi-97m",
+        "tiny_aya",
+        "cohere2moe",
+        "superbpe",
+        "trillion",
+        "granite-docling",
+        "bailingmoe",
+        "bailingmoe2",
+        "llada-moe",
+        "seed-coder",
+        "hunyuan",
+        "hunyuan-dense",
+        "hy_v4",
+        "joyai-llm",
+        "kimi-k2",
+        "ufakzeka",
+        "grok-2",
+        "afmoe",
+        "laguna",
+        "minimax-m2",
+        "solar-open",
+        "mellum2",
+    ];
+
+    #[test]
+    fn every_pre_tokenizer_compiles_and_splits() {
+        let text =
+            "Hello world! I'm 12345 ünïcödé 日本語 text\n\n  tabs\tand 3.14 — ok?".as_bytes();
+        for name in ALL_NAMES {
+            let s = settings_for(name).unwrap_or_else(|| panic!("{name}"));
+            let (exprs, _) = regexes(s.pre);
+            let pre = PreTokenizer::new(&exprs).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let cpts = crate::vocab::unicode::cpts_from_utf8(text);
+            let total: usize = pre.split_offsets(&cpts).iter().sum();
+            assert!(total <= cpts.len(), "{name}");
+        }
+        assert!(settings_for("no-such-pre").is_none());
+    }
+}

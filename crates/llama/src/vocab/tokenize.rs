@@ -21,6 +21,30 @@ fn escape_whitespace(text: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Pieces of escaped text, each starting at a U+2581 that follows another character.
+fn split_at_words(t: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mark = SPACE_MARK.as_bytes();
+    let mut start = 0;
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        if start >= t.len() {
+            return None;
+        }
+        while i < t.len() {
+            let at_mark = t[i..].starts_with(mark);
+            if at_mark && i > start && !t[..i].ends_with(mark) {
+                let w = &t[start..i];
+                start = i;
+                return Some(w);
+            }
+            i += if at_mark { mark.len() } else { 1 };
+        }
+        let w = &t[start..];
+        start = t.len();
+        Some(w)
+    })
+}
+
 fn warn_double_bos(func: &str) {
     ggml::log_warn!("{}: Added a BOS token to the prompt as specified by the model but the prompt also starts with a BOS token. So now the final prompt starts with 2 BOS tokens. Are you sure this is what you want?\n", func);
 }
@@ -51,9 +75,10 @@ impl Vocab {
             }
         };
         match (&self.engine, self.vtype) {
-            (Engine::Spm, _) => {
+            (Engine::Spm { split_words }, _) => {
                 push_if(&mut out, add_special && f.add_bos, s.bos);
                 let mut prev_special = true;
+                let mut cache: HashMap<Vec<u8>, Vec<Token>, FxBuild> = HashMap::default();
                 let byte_token = |b: u8| self.byte_to_token(b);
                 for fr in &frags {
                     match *fr {
@@ -64,13 +89,21 @@ impl Vocab {
                             }
                             t.extend_from_slice(&text[off..off + len]);
                             let t = escape_whitespace(&t);
-                            spm::tokenize(
-                                &self.token_to_id,
-                                &self.tokens,
-                                &byte_token,
-                                &t,
-                                &mut out,
-                            );
+                            if *split_words {
+                                for word in split_at_words(&t) {
+                                    if let Some(ids) = cache.get(word) {
+                                        out.extend_from_slice(ids);
+                                        continue;
+                                    }
+                                    let start = out.len();
+                                    let (map, data) = (&self.token_to_id, &self.tokens);
+                                    spm::tokenize(map, data, &byte_token, word, &mut out);
+                                    cache.insert(word.to_vec(), out[start..].to_vec());
+                                }
+                            } else {
+                                let (map, data) = (&self.token_to_id, &self.tokens);
+                                spm::tokenize(map, data, &byte_token, &t, &mut out);
+                            }
                             prev_special = false;
                         }
                         Fragment::Token(id) => {
