@@ -1,6 +1,7 @@
 //! AVX2 (+FMA, F16C) and AVX-512 (F, BW, VL, VNNI) dot products for the hot types.
 //! Each public wrapper checks the operand sizes, then calls a `#[target_feature]` kernel that
-//! reads whole blocks through unaligned loads inside those bounds.
+//! reads whole blocks through unaligned loads inside those bounds. The Q8_0/Q4_0 kernels keep
+//! one f32 accumulator in block order, which ops::qtile reproduces bit for bit.
 
 // Index loops mirror ggml's C line by line, which keeps the port auditable.
 #![allow(clippy::needless_range_loop)]
@@ -256,8 +257,8 @@ macro_rules! q8_0_like {
         #[target_feature(enable = $feat)]
         unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
             let (px, py) = (x.as_ptr(), y.as_ptr());
-            // Two accumulators hide the FMA latency; blocks are independent.
-            let mut acc = [_mm256_setzero_ps(); 2];
+            // One accumulator in block order: ops::qtile reproduces exactly this sum.
+            let mut acc = _mm256_setzero_ps();
             for ib in 0..nb {
                 // SAFETY: block ib lies within the nb blocks the caller checked.
                 let (bx, by) = unsafe { (px.add($xs * ib), py.add(34 * ib)) };
@@ -269,10 +270,9 @@ macro_rules! q8_0_like {
                         _mm256_loadu_si256(by.add(2) as *const __m256i),
                     )
                 };
-                let a = &mut acc[ib & 1];
-                *a = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps($mul(qx, qy)), *a);
+                acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps($mul(qx, qy)), acc);
             }
-            hsum_ps(_mm256_add_ps(acc[0], acc[1]))
+            hsum_ps(acc)
         }
     };
 }
