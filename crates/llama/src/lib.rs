@@ -36,3 +36,5 @@ pub fn backend_init() {
 }
 pub mod vocab;
 pub mod quant;
+mod system_info;
+pub use system_info::print_system_info;
