@@ -38,6 +38,7 @@ pub(super) fn avx2_kernel(ty: Type) -> Option<Kernel> {
         Type::Q4_1 => q4_1_avx2,
         Type::Q5_0 => q5_0_avx2,
         Type::Q4K => q4_k_avx2,
+        Type::Q5K => q5_k_avx2,
         Type::Q6K => q6_k_avx2,
         _ => return None,
     })
@@ -53,6 +54,7 @@ pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
         Type::Q4_1 => q4_1_avx512,
         Type::Q5_0 => q5_0_avx512,
         Type::Q4K => q4_k_avx512,
+        Type::Q5K => q5_k_avx512,
         Type::Q6K => q6_k_avx512,
         _ => return None,
     })
@@ -79,6 +81,8 @@ wrapper!(q4_1_avx2, q4_1_k2, 32, 20, 36);
 wrapper!(q5_0_avx2, q5_0_k2, 32, 22, 34);
 wrapper!(q4_1_avx512, q4_1_k512, 32, 20, 36);
 wrapper!(q5_0_avx512, q5_0_k512, 32, 22, 34);
+wrapper!(q5_k_avx2, q5_k_k2, 256, 176, 292);
+wrapper!(q5_k_avx512, q5_k_k512, 256, 176, 292);
 wrapper!(q4_k_avx2, q4_k_k2, 256, 144, 292);
 wrapper!(q6_k_avx2, q6_k_k2, 256, 210, 292);
 wrapper!(f32_avx512, f32_k512, 1, 4, 4);
@@ -479,6 +483,70 @@ macro_rules! q4_k_kernel {
         }
     };
 }
+
+macro_rules! q5_k_kernel {
+    ($name:ident, $feat:literal, $dot:ident, $bcast:ident) => {
+        /// # Safety
+        /// The CPU features must be available; `x`, `y` must hold `nb` blocks.
+        #[target_feature(enable = $feat)]
+        unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
+            let m4 = _mm256_set1_epi8(0x0F);
+            let one = _mm256_set1_epi8(1);
+            let (px, py) = (x.as_ptr(), y.as_ptr());
+            let mut sumf = 0.0f32;
+            for i in 0..nb {
+                // SAFETY: block i of both operands is within the nb blocks the caller checked;
+                // every offset below stays inside its 176- or 292-byte block.
+                unsafe {
+                    let (bx, by) = (px.add(176 * i), py.add(292 * i));
+                    let yd = std::ptr::read_unaligned(by as *const f32);
+                    let (scales, mins) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
+                    let mut summ = 0i32;
+                    for j in 0..8 {
+                        summ +=
+                            (rd_i16(by, 260 + 4 * j) + rd_i16(by, 262 + 4 * j)) * mins[j] as i32;
+                    }
+                    let qh = load32(bx.add(16));
+                    let mut acc = _mm256_setzero_si256();
+                    for g in 0..4 {
+                        let q4 = load32(bx.add(48 + 32 * g));
+                        // Bit 2g of qh is the fifth bit of the low nibbles, bit 2g+1 of the high.
+                        let (h_lo, h_hi) = match g {
+                            0 => (qh, _mm256_srli_epi16(qh, 1)),
+                            1 => (_mm256_srli_epi16(qh, 2), _mm256_srli_epi16(qh, 3)),
+                            2 => (_mm256_srli_epi16(qh, 4), _mm256_srli_epi16(qh, 5)),
+                            _ => (_mm256_srli_epi16(qh, 6), _mm256_srli_epi16(qh, 7)),
+                        };
+                        let lo = _mm256_or_si256(
+                            _mm256_and_si256(q4, m4),
+                            _mm256_slli_epi16(_mm256_and_si256(h_lo, one), 4),
+                        );
+                        let hi = _mm256_or_si256(
+                            _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4),
+                            _mm256_slli_epi16(_mm256_and_si256(h_hi, one), 4),
+                        );
+                        let y0 = load32(by.add(4 + 64 * g));
+                        let y1 = load32(by.add(4 + 64 * g + 32));
+                        acc = _mm256_add_epi32(acc, $dot(lo, y0, $bcast(scales[2 * g] as i32)));
+                        acc = _mm256_add_epi32(acc, $dot(hi, y1, $bcast(scales[2 * g + 1] as i32)));
+                    }
+                    let d = h2f_f16c(bx) * yd;
+                    let dmin = h2f_f16c(bx.add(2)) * yd;
+                    sumf += d * hsum_epi32(acc) as f32 - dmin * summ as f32;
+                }
+            }
+            sumf
+        }
+    };
+}
+
+q5_k_kernel!(q5_k_k2, "avx2,fma,f16c", dot_u8_i8_scaled, bcast16);
+q5_k_kernel!(
+    q5_k_k512,
+    "avx2,fma,f16c,avx512vnni,avx512vl",
+    dot_u8_i8_scaled_vnni,
+    bcast32
+);
 
 #[inline]
 #[target_feature(enable = "avx2")]
