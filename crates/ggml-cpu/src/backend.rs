@@ -9,6 +9,9 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+/// ggml's GGML_MAX_N_THREADS.
+pub const MAX_THREADS: usize = 512;
+
 pub type AbortCallback = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// The default thread count: the cores available to this process.
@@ -42,8 +45,9 @@ impl CpuBackend {
         self.n_threads
     }
 
+    /// Threads for the next graphs (1 to ggml's GGML_MAX_N_THREADS, 512).
     pub fn set_threads(&mut self, n: usize) {
-        self.n_threads = n.max(1);
+        self.n_threads = n.clamp(1, MAX_THREADS);
     }
 
     fn work_ptr(&mut self, size: usize) -> *mut u8 {
