@@ -38,6 +38,7 @@ pub(super) fn avx2_kernel(ty: Type) -> Option<Kernel> {
         Type::Q4_1 => q4_1_avx2,
         Type::Q5_0 => q5_0_avx2,
         Type::Q4K => q4_k_avx2,
+        Type::Iq4Nl => iq4_nl_avx2,
         Type::Q5K => q5_k_avx2,
         Type::Q6K => q6_k_avx2,
         _ => return None,
@@ -54,6 +55,7 @@ pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
         Type::Q4_1 => q4_1_avx512,
         Type::Q5_0 => q5_0_avx512,
         Type::Q4K => q4_k_avx512,
+        Type::Iq4Nl => iq4_nl_avx512,
         Type::Q5K => q5_k_avx512,
         Type::Q6K => q6_k_avx512,
         _ => return None,
@@ -83,6 +85,8 @@ wrapper!(q4_1_avx512, q4_1_k512, 32, 20, 36);
 wrapper!(q5_0_avx512, q5_0_k512, 32, 22, 34);
 wrapper!(q5_k_avx2, q5_k_k2, 256, 176, 292);
 wrapper!(q5_k_avx512, q5_k_k512, 256, 176, 292);
+wrapper!(iq4_nl_avx2, iq4_nl_k2, 32, 18, 34);
+wrapper!(iq4_nl_avx512, iq4_nl_k512, 32, 18, 34);
 wrapper!(q4_k_avx2, q4_k_k2, 256, 144, 292);
 wrapper!(q6_k_avx2, q6_k_k2, 256, 210, 292);
 wrapper!(f32_avx512, f32_k512, 1, 4, 4);
@@ -380,6 +384,23 @@ q8_0_like!(
     "avx2,fma,f16c,avx512vnni,avx512vl",
     22,
     unpack_q5_0,
+    mul_sum_i8_vnni
+);
+/// IQ4_NL's 32 values: each nibble looked up in the 16 non-linear levels.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn unpack_iq4_nl(p: *const u8) -> __m256i {
+    // SAFETY: the table has 16 bytes.
+    let table = unsafe { _mm_loadu_si128(ggml::quants::KVALUES_IQ4NL.as_ptr() as *const __m128i) };
+    _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), unpack_nibbles(p))
+}
+
+q8_0_like!(iq4_nl_k2, "avx2,fma,f16c", 18, unpack_iq4_nl, mul_sum_i8);
+q8_0_like!(
+    iq4_nl_k512,
+    "avx2,fma,f16c,avx512vnni,avx512vl",
+    18,
+    unpack_iq4_nl,
     mul_sum_i8_vnni
 );
 q8_0_like!(q8_0_k2, "avx2,fma,f16c", 34, load32, mul_sum_i8);
