@@ -31,7 +31,7 @@ pub struct CpuBackend {
 
 impl CpuBackend {
     pub fn new(dev: DeviceRef) -> CpuBackend {
-        let n = default_n_threads();
+        let n = default_n_threads().clamp(1, MAX_THREADS);
         CpuBackend {
             dev,
             n_threads: n,
