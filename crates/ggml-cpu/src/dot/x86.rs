@@ -37,6 +37,7 @@ pub(super) fn avx2_kernel(ty: Type) -> Option<Kernel> {
         Type::Q4_0 => q4_0_avx2,
         Type::Q4_1 => q4_1_avx2,
         Type::Q5_0 => q5_0_avx2,
+        Type::Q5_1 => q5_1_avx2,
         Type::Q4K => q4_k_avx2,
         Type::Iq4Nl => iq4_nl_avx2,
         Type::Q5K => q5_k_avx2,
@@ -54,6 +55,7 @@ pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
         Type::Q4_0 => q4_0_avx512,
         Type::Q4_1 => q4_1_avx512,
         Type::Q5_0 => q5_0_avx512,
+        Type::Q5_1 => q5_1_avx512,
         Type::Q4K => q4_k_avx512,
         Type::Iq4Nl => iq4_nl_avx512,
         Type::Q5K => q5_k_avx512,
@@ -87,6 +89,8 @@ wrapper!(q5_k_avx2, q5_k_k2, 256, 176, 292);
 wrapper!(q5_k_avx512, q5_k_k512, 256, 176, 292);
 wrapper!(iq4_nl_avx2, iq4_nl_k2, 32, 18, 34);
 wrapper!(iq4_nl_avx512, iq4_nl_k512, 32, 18, 34);
+wrapper!(q5_1_avx2, q5_1_k2, 32, 24, 36);
+wrapper!(q5_1_avx512, q5_1_k512, 32, 24, 36);
 wrapper!(q4_k_avx2, q4_k_k2, 256, 144, 292);
 wrapper!(q6_k_avx2, q6_k_k2, 256, 210, 292);
 wrapper!(f32_avx512, f32_k512, 1, 4, 4);
@@ -292,34 +296,45 @@ fn load32(p: *const u8) -> __m256i {
     unsafe { _mm256_loadu_si256(p as *const __m256i) }
 }
 
-/// Q5_0's 32 signed values: the nibble, minus 16 where the fifth bit (qh) is clear.
+/// Byte i is 0xFF iff bit i of the little-endian u32 at `p` is set.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn unpack_q5_0(p: *const u8) -> __m256i {
-    // SAFETY: `p` points at the block's 4 qh bytes followed by its 16 quant bytes.
-    let (qh, nibbles) = unsafe {
-        (
-            std::ptr::read_unaligned(p as *const u32),
-            unpack_nibbles(p.add(4)),
-        )
-    };
-    // Byte i of `set` is 0xFF iff bit i of qh is set.
+fn bits_to_bytes(p: *const u8) -> __m256i {
+    // SAFETY: the caller passes a pointer to 4 readable bytes.
+    let bits = unsafe { std::ptr::read_unaligned(p as *const u32) };
     let shuf = _mm256_set_epi64x(
         0x0303_0303_0303_0303,
         0x0202_0202_0202_0202,
         0x0101_0101_0101_0101,
         0,
     );
-    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(qh as i32), shuf);
-    let set = _mm256_cmpeq_epi8(
+    let bytes = _mm256_shuffle_epi8(_mm256_set1_epi32(bits as i32), shuf);
+    _mm256_cmpeq_epi8(
         _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbf_dfef_f7fb_fdfe)),
         _mm256_set1_epi64x(-1),
-    );
+    )
+}
+
+/// Q5_0's 32 signed values: the nibble, minus 16 where the fifth bit (qh) is clear.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn unpack_q5_0(p: *const u8) -> __m256i {
+    // SAFETY: `p` points at the block's 4 qh bytes followed by its 16 quant bytes.
+    let (set, nibbles) = unsafe { (bits_to_bytes(p), unpack_nibbles(p.add(4))) };
     // 0xF0 | nibble is nibble - 16 as a signed byte.
     _mm256_or_si256(
         nibbles,
         _mm256_andnot_si256(set, _mm256_set1_epi8(0xF0u8 as i8)),
     )
+}
+
+/// Q5_1's 32 unsigned values: the nibble plus 16 where the fifth bit (qh) is set.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn unpack_q5_1(p: *const u8) -> __m256i {
+    // SAFETY: `p` points at the block's 4 qh bytes followed by its 16 quant bytes.
+    let (set, nibbles) = unsafe { (bits_to_bytes(p), unpack_nibbles(p.add(4))) };
+    _mm256_or_si256(nibbles, _mm256_and_si256(set, _mm256_set1_epi8(0x10)))
 }
 
 /// The 32 nibbles of 16 bytes: low nibbles in lanes 0..16, high nibbles in lanes 16..32.
@@ -348,7 +363,7 @@ fn mul_sum_u8_i8_vnni(x: __m256i, y: __m256i) -> __m256i {
 }
 
 macro_rules! q4_1_kernel {
-    ($name:ident, $feat:literal, $mul:ident) => {
+    ($name:ident, $feat:literal, $xs:expr, $load_x:ident, $mul:ident) => {
         /// # Safety
         /// The CPU features must be available; `x` must hold `nb` Q4_1 blocks, `y` nb Q8_1.
         #[target_feature(enable = $feat)]
@@ -359,10 +374,10 @@ macro_rules! q4_1_kernel {
             for ib in 0..nb {
                 // SAFETY: block ib of both operands is within the nb blocks the caller checked.
                 unsafe {
-                    let (bx, by) = (px.add(20 * ib), py.add(36 * ib));
+                    let (bx, by) = (px.add($xs * ib), py.add(36 * ib));
                     summs += h2f_f16c(bx.add(2)) * h2f_f16c(by.add(2));
                     let d = _mm256_set1_ps(h2f_f16c(bx) * h2f_f16c(by));
-                    let qx = unpack_nibbles(bx.add(4));
+                    let qx = $load_x(bx.add(4));
                     let qy = _mm256_loadu_si256(by.add(4) as *const __m256i);
                     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps($mul(qx, qy)), acc);
                 }
@@ -372,10 +387,20 @@ macro_rules! q4_1_kernel {
     };
 }
 
-q4_1_kernel!(q4_1_k2, "avx2,fma,f16c", mul_sum_u8_i8);
+q4_1_kernel!(q4_1_k2, "avx2,fma,f16c", 20, unpack_nibbles, mul_sum_u8_i8);
+q4_1_kernel!(q5_1_k2, "avx2,fma,f16c", 24, unpack_q5_1, mul_sum_u8_i8);
 q4_1_kernel!(
     q4_1_k512,
     "avx2,fma,f16c,avx512vnni,avx512vl",
+    20,
+    unpack_nibbles,
+    mul_sum_u8_i8_vnni
+);
+q4_1_kernel!(
+    q5_1_k512,
+    "avx2,fma,f16c,avx512vnni,avx512vl",
+    24,
+    unpack_q5_1,
     mul_sum_u8_i8_vnni
 );
 q8_0_like!(q5_0_k2, "avx2,fma,f16c", 22, unpack_q5_0, mul_sum_i8);
