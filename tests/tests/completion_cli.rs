@@ -344,6 +344,34 @@ fn greedy_continuation_matches_llama_cpp_on_the_reference_model() {
     assert!(err.contains("\ttop_k = 40, top_p = 0.950, min_p = 0.050, xtc_probability = 0.000, xtc_threshold = 0.100, typical_p = 1.000, top_n_sigma = -1.000, temp = 0.000\n"), "{err}");
 }
 
+/// The seeded runs of the reference logs (`-p hello -n 4 --seed 1`, temperature 0.8 through
+/// top-k, top-p, min-p and dist): llama.cpp's std::mt19937 draws reproduced token for token.
+#[test]
+fn seeded_sampling_matches_llama_cpp_on_the_reference_logs() {
+    let Some(model) = testutil::reference_model_or_skip() else {
+        return;
+    };
+    let logs = testutil::shared_dir().join("reference/logs");
+    for name in [
+        "completion-lv4",
+        "completion-fa-off",
+        "completion-ub32",
+        "completion-kv-q8_0",
+    ] {
+        let log = std::fs::read_to_string(logs.join(format!("{name}.log"))).unwrap();
+        let cmd = log.lines().next().unwrap().trim_start_matches("$ ");
+        let mut args: Vec<String> = cmd.split_whitespace().skip(1).map(String::from).collect();
+        let m = args.iter().position(|a| a == "-m").unwrap();
+        args[m + 1] = model.to_str().unwrap().to_string();
+        let want = log.lines().find(|l| l.starts_with("hello")).unwrap();
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = completion(&argv);
+        assert!(o.status.success(), "{name}: {}", text(&o.stderr));
+        let out = text(&o.stdout);
+        assert_eq!(out.lines().next(), Some(want), "{name}");
+    }
+}
+
 /// shared/scripts/check-startup-log.py on the f32 reference logs (the quantized models are not
 /// made here, so those entries report "model missing" and are not counted).
 #[test]
