@@ -181,6 +181,69 @@ fn bf16_default_llama_shape() {
 }
 
 #[test]
+fn quantized_weights() {
+    let dir = testutil::scratch_dir("gguf-new-q8");
+    let out = dir.join("q.gguf");
+    #[rustfmt::skip]
+    let o = gguf_new(&["--layers", "1", "--embd", "64", "--heads", "2", "--ff", "96", "--vocab-size", "300",
+        "--type", "q8_0", "-o", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let f = GgufFile::open(&out).unwrap();
+    assert_eq!(f.get("general.file_type").and_then(Value::as_u64), Some(7));
+    let q = f.tensor("blk.0.ffn_down.weight").unwrap();
+    assert_eq!(
+        (q.ty, q.ne, q.size),
+        (ggml::Type::Q8_0, [96, 64, 1, 1], 64 * 3 * 34)
+    );
+    assert_eq!(
+        f.tensor("blk.0.ffn_norm.weight").unwrap().ty,
+        ggml::Type::F32
+    );
+    // The quantized values are the f32 weights of the same seed, within q8_0's error.
+    let f32_out = dir.join("f.gguf");
+    #[rustfmt::skip]
+    let o = gguf_new(&["--layers", "1", "--embd", "64", "--heads", "2", "--ff", "96", "--vocab-size", "300",
+        "-o", f32_out.to_str().unwrap()]);
+    assert!(o.status.success());
+    let g = GgufFile::open(&f32_out).unwrap();
+    let want: Vec<f32> = g
+        .tensor_data(g.tensor("blk.0.ffn_down.weight").unwrap())
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let mut got = vec![0f32; want.len()];
+    ggml::quants::dequantize_row(ggml::Type::Q8_0, f.tensor_data(q), &mut got);
+    let scale = want.iter().fold(0f32, |m, x| m.max(x.abs()));
+    let err = want
+        .iter()
+        .zip(&got)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(
+        err <= scale / 100.0,
+        "max error {err} for values up to {scale}"
+    );
+
+    // q4_k needs rows of 256.
+    let r = gguf_new(&[
+        "--embd",
+        "64",
+        "--heads",
+        "2",
+        "--type",
+        "q4_k",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(1));
+    assert!(
+        text(&r.stderr).contains("not a multiple of block size (256)"),
+        "{}",
+        text(&r.stderr)
+    );
+}
+
+#[test]
 fn bad_flags_give_one_error_line() {
     let dir = testutil::scratch_dir("gguf-new-bad");
     let out = dir.join("x.gguf");

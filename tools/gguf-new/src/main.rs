@@ -25,30 +25,40 @@ impl Arch {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum WeightType {
-    F32,
-    F16,
-    Bf16,
+/// The types `--type` accepts with the llama_ftype each gives `general.file_type` ("mostly X").
+pub const WEIGHT_TYPES: [(&str, ggml::Type, u32); 14] = [
+    ("f32", ggml::Type::F32, 0),
+    ("f16", ggml::Type::F16, 1),
+    ("bf16", ggml::Type::Bf16, 32),
+    ("q4_0", ggml::Type::Q4_0, 2),
+    ("q4_1", ggml::Type::Q4_1, 3),
+    ("q5_0", ggml::Type::Q5_0, 8),
+    ("q5_1", ggml::Type::Q5_1, 9),
+    ("q8_0", ggml::Type::Q8_0, 7),
+    ("q2_k", ggml::Type::Q2K, 10),
+    ("q3_k", ggml::Type::Q3K, 12),
+    ("q4_k", ggml::Type::Q4K, 15),
+    ("q5_k", ggml::Type::Q5K, 17),
+    ("q6_k", ggml::Type::Q6K, 18),
+    ("iq4_nl", ggml::Type::Iq4Nl, 25),
+];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WeightType {
+    pub ty: ggml::Type,
+    /// `general.file_type` (llama_ftype).
+    pub ftype: u32,
 }
 
-impl WeightType {
-    pub fn ggml(self) -> ggml::Type {
-        match self {
-            WeightType::F32 => ggml::Type::F32,
-            WeightType::F16 => ggml::Type::F16,
-            WeightType::Bf16 => ggml::Type::Bf16,
-        }
-    }
-
-    /// `general.file_type` (llama_ftype).
-    pub fn ftype(self) -> u32 {
-        match self {
-            WeightType::F32 => 0,
-            WeightType::F16 => 1,
-            WeightType::Bf16 => 32,
-        }
-    }
+fn parse_weight_type(s: &str) -> Result<WeightType, String> {
+    WEIGHT_TYPES
+        .iter()
+        .find(|(name, _, _)| name.eq_ignore_ascii_case(s))
+        .map(|&(_, ty, ftype)| WeightType { ty, ftype })
+        .ok_or_else(|| {
+            let names: Vec<&str> = WEIGHT_TYPES.iter().map(|t| t.0).collect();
+            format!("unknown type '{s}' (one of {})", names.join(", "))
+        })
 }
 
 #[derive(Parser, Debug)]
@@ -86,8 +96,9 @@ pub struct Args {
     /// Training context length
     #[arg(long)]
     pub ctx: Option<u32>,
-    /// Type of the weight matrices (norms stay f32)
-    #[arg(long = "type", value_enum, default_value = "f32")]
+    /// Type of the weight matrices (norms stay f32): f32, f16, bf16, q4_0, q4_1, q5_0, q5_1,
+    /// q8_0, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl
+    #[arg(long = "type", value_parser = parse_weight_type, default_value = "f32")]
     pub ty: WeightType,
     /// Seed of the random weights
     #[arg(long, default_value_t = 1)]

@@ -264,7 +264,7 @@ pub fn run(args: &Args) -> Result<(), String> {
         }
     };
     shape.n_vocab = vocab.n_tokens;
-    let wtype = args.ty.ggml();
+    let wtype = args.ty.ty;
     let name = args.name.clone().unwrap_or_else(|| {
         format!(
             "random-{}",
@@ -273,7 +273,7 @@ pub fn run(args: &Args) -> Result<(), String> {
     });
 
     let mut w = GgufWriter::new();
-    for (k, v) in kv_pairs(&shape, &name, args.ty.ftype(), vocab) {
+    for (k, v) in kv_pairs(&shape, &name, args.ty.ftype, vocab) {
         w.add_kv(k, v).map_err(|e| e.to_string())?;
     }
     let specs = tensors(&shape, shape.n_vocab, wtype);
@@ -312,7 +312,7 @@ pub fn run(args: &Args) -> Result<(), String> {
         while done < n {
             let len = (n - done).min(step as u64) as usize;
             fill_rows(args.seed, i as u64, t.init, done, &mut buf[..len]);
-            let bytes = weights::convert(t.ty, &buf[..len])?;
+            let bytes = weights::convert(t.ty, &buf[..len], row as usize)?;
             file.write_data(&bytes).map_err(|e| e.to_string())?;
             bar.inc(bytes.len() as u64);
             done += len as u64;

@@ -61,9 +61,10 @@ pub fn fill(seed: u64, tensor: u64, init: Init, start: u64, out: &mut [f32]) {
 /// Elements generated per step when streaming a tensor (a multiple of CHUNK).
 pub const STEP: usize = CHUNK * 64;
 
-/// The one place that knows how values become bytes of a type; quantized types join here once
-/// ggml's quantizers exist. `src` holds whole rows.
-pub fn convert(ty: ggml::Type, src: &[f32]) -> Result<Vec<u8>, String> {
+/// The one place that knows how values become bytes of a type: float types directly, the
+/// others through ggml's quantizers (as `ggml_quantize_chunk` without an importance matrix).
+/// `src` holds whole rows of `n_per_row` elements.
+pub fn convert(ty: ggml::Type, src: &[f32], n_per_row: usize) -> Result<Vec<u8>, String> {
     fn each<const N: usize>(src: &[f32], f: impl Fn(f32) -> [u8; N] + Sync) -> Vec<u8> {
         let mut out = vec![0u8; src.len() * N];
         out.par_chunks_mut(CHUNK * N)
@@ -79,10 +80,27 @@ pub fn convert(ty: ggml::Type, src: &[f32]) -> Result<Vec<u8>, String> {
         ggml::Type::F32 => Ok(each(src, f32::to_le_bytes)),
         ggml::Type::F16 => Ok(each(src, |x| half::f16::from_f32(x).to_le_bytes())),
         ggml::Type::Bf16 => Ok(each(src, |x| half::bf16::from_f32(x).to_le_bytes())),
-        other => Err(format!(
-            "type {} is not supported yet (use f32, f16 or bf16)",
-            other.name()
-        )),
+        ty if ty.is_quantized() && ggml::quants::is_supported(ty) => {
+            if n_per_row == 0 || n_per_row % ty.block_size() != 0 || src.len() % n_per_row != 0 {
+                return Err(format!(
+                    "rows of {n_per_row} elements cannot be stored as {} (blocks of {})",
+                    ty.name(),
+                    ty.block_size()
+                ));
+            }
+            let row_size = ggml::quants::bytes_for(ty, n_per_row);
+            let mut out = vec![0u8; src.len() / n_per_row * row_size];
+            // Whole rows per task; each row's bytes depend on that row only.
+            let rows_per_task = (CHUNK / n_per_row).max(1);
+            out.par_chunks_mut(rows_per_task * row_size)
+                .zip(src.par_chunks(rows_per_task * n_per_row))
+                .for_each(|(o, s)| {
+                    let nrows = s.len() / n_per_row;
+                    ggml::quants::quantize_chunk(ty, s, o, 0, nrows, n_per_row, None);
+                });
+            Ok(out)
+        }
+        other => Err(format!("type {} cannot hold weights", other.name())),
     }
 }
 
@@ -118,14 +136,35 @@ mod tests {
     #[test]
     fn converts_to_each_float_type() {
         assert_eq!(
-            convert(ggml::Type::F32, &[1.0]).unwrap(),
+            convert(ggml::Type::F32, &[1.0], 1).unwrap(),
             1.0f32.to_le_bytes()
         );
         assert_eq!(
-            convert(ggml::Type::F16, &[1.0, -2.0]).unwrap(),
+            convert(ggml::Type::F16, &[1.0, -2.0], 2).unwrap(),
             [0x00, 0x3C, 0x00, 0xC0]
         );
-        assert_eq!(convert(ggml::Type::Bf16, &[1.0]).unwrap(), [0x80, 0x3F]);
-        assert!(convert(ggml::Type::Q4_0, &[0.0; 32]).is_err());
+        assert_eq!(convert(ggml::Type::Bf16, &[1.0], 1).unwrap(), [0x80, 0x3F]);
+        assert!(convert(ggml::Type::Q4_0, &[0.0; 16], 16).is_err());
+        assert!(convert(ggml::Type::I64, &[0.0; 4], 4).is_err());
+    }
+
+    #[test]
+    fn quantizes_like_ggml_row_by_row() {
+        let mut src = vec![0f32; 3 * 256];
+        fill(9, 0, Init::Normal(1.0), 0, &mut src);
+        for ty in [ggml::Type::Q8_0, ggml::Type::Q4K, ggml::Type::Iq4Nl] {
+            let ours = convert(ty, &src, 256).unwrap();
+            let mut want = vec![0u8; ggml::quants::bytes_for(ty, src.len())];
+            ggml::quants::quantize_chunk(ty, &src, &mut want, 0, 3, 256, None);
+            assert_eq!(ours, want, "{ty}");
+            let mut back = vec![0f32; src.len()];
+            ggml::quants::dequantize_row(ty, &ours, &mut back);
+            let err = src
+                .iter()
+                .zip(&back)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            assert!(err < 0.6, "{ty}: max error {err}");
+        }
     }
 }
