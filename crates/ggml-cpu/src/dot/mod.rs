@@ -10,6 +10,8 @@ mod scalar;
 mod tests;
 #[cfg(target_arch = "x86_64")]
 mod x86;
+#[cfg(target_arch = "x86_64")]
+mod x86_k23;
 
 use std::sync::OnceLock;
 

@@ -39,6 +39,8 @@ pub(super) fn avx2_kernel(ty: Type) -> Option<Kernel> {
         Type::Q5_0 => q5_0_avx2,
         Type::Q5_1 => q5_1_avx2,
         Type::Q4K => q4_k_avx2,
+        Type::Q2K => super::x86_k23::q2_k_avx2,
+        Type::Q3K => super::x86_k23::q3_k_avx2,
         Type::Iq4Nl => iq4_nl_avx2,
         Type::Q5K => q5_k_avx2,
         Type::Q6K => q6_k_avx2,
@@ -57,6 +59,8 @@ pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
         Type::Q5_0 => q5_0_avx512,
         Type::Q5_1 => q5_1_avx512,
         Type::Q4K => q4_k_avx512,
+        Type::Q2K => super::x86_k23::q2_k_avx512,
+        Type::Q3K => super::x86_k23::q3_k_avx512,
         Type::Iq4Nl => iq4_nl_avx512,
         Type::Q5K => q5_k_avx512,
         Type::Q6K => q6_k_avx512,
@@ -114,7 +118,7 @@ fn hsum_ps(v: __m256) -> f32 {
 
 #[inline]
 #[target_feature(enable = "avx2")]
-fn hsum_epi32(v: __m256i) -> i32 {
+pub(super) fn hsum_epi32(v: __m256i) -> i32 {
     let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b01_00_11_10));
     let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10_11_00_01));
@@ -256,7 +260,7 @@ fn unpack_q4_0(p: *const u8) -> __m256i {
 /// fp16 -> f32 with F16C, for block scales (ggml's GGML_CPU_FP16_TO_FP32 on x86).
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
-fn h2f_f16c(p: *const u8) -> f32 {
+pub(super) fn h2f_f16c(p: *const u8) -> f32 {
     // SAFETY: the caller passes a pointer to 2 readable bytes.
     let h = unsafe { std::ptr::read_unaligned(p as *const u16) };
     _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32)))
@@ -291,7 +295,7 @@ macro_rules! q8_0_like {
 
 #[inline]
 #[target_feature(enable = "avx2")]
-fn load32(p: *const u8) -> __m256i {
+pub(super) fn load32(p: *const u8) -> __m256i {
     // SAFETY: the caller passes a pointer with 32 readable bytes.
     unsafe { _mm256_loadu_si256(p as *const __m256i) }
 }
@@ -448,13 +452,13 @@ q8_0_like!(
 /// u8 x i8 products of 32 lanes summed to 8 i32, then each lane scaled.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn dot_u8_i8_scaled(q: __m256i, q8: __m256i, scale16: __m256i) -> __m256i {
+pub(super) fn dot_u8_i8_scaled(q: __m256i, q8: __m256i, scale16: __m256i) -> __m256i {
     _mm256_madd_epi16(_mm256_maddubs_epi16(q, q8), scale16)
 }
 
 #[inline]
 #[target_feature(enable = "avx2,avx512vnni,avx512vl")]
-fn dot_u8_i8_scaled_vnni(q: __m256i, q8: __m256i, scale32: __m256i) -> __m256i {
+pub(super) fn dot_u8_i8_scaled_vnni(q: __m256i, q8: __m256i, scale32: __m256i) -> __m256i {
     _mm256_mullo_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q, q8), scale32)
 }
 
@@ -463,7 +467,7 @@ fn dot_u8_i8_scaled_vnni(q: __m256i, q8: __m256i, scale32: __m256i) -> __m256i {
 /// # Safety
 /// `p + o` must have 2 readable bytes.
 #[inline]
-unsafe fn rd_i16(p: *const u8, o: usize) -> i32 {
+pub(super) unsafe fn rd_i16(p: *const u8, o: usize) -> i32 {
     // SAFETY: guaranteed by the caller.
     unsafe { std::ptr::read_unaligned(p.add(o) as *const i16) as i32 }
 }
@@ -609,13 +613,13 @@ fn bcast32(v: i32) -> __m256i {
 /// Scale vector for Q6_K: the low 16 bytes of a 32-lane vector use `a`, the high 16 use `b`.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn pair16(a: i32, b: i32) -> __m256i {
+pub(super) fn pair16(a: i32, b: i32) -> __m256i {
     _mm256_set_m128i(_mm_set1_epi16(b as i16), _mm_set1_epi16(a as i16))
 }
 
 #[inline]
 #[target_feature(enable = "avx2")]
-fn pair32(a: i32, b: i32) -> __m256i {
+pub(super) fn pair32(a: i32, b: i32) -> __m256i {
     _mm256_set_m128i(_mm_set1_epi32(b), _mm_set1_epi32(a))
 }
 
