@@ -4,6 +4,7 @@
 //! Disabled settings give an [`Empty`] sampler named `?name` exactly as llama.cpp does, so the
 //! printed chain ("logits -> ?penalties -> ... -> dist") matches.
 
+mod adaptive;
 mod array;
 mod basic;
 mod chain;
@@ -12,6 +13,7 @@ mod params;
 mod penalties;
 pub mod rng;
 
+pub use adaptive::{adaptive_p, AdaptiveP};
 pub use array::{TokenData, TokenDataArray};
 pub use basic::{
     dist, empty, greedy, logit_bias, min_p, temp, temp_ext, top_k, top_n_sigma, top_p, typical,

@@ -2,8 +2,8 @@
 //! chain `common_sampler_init` builds from it.
 
 use super::{
-    dist, dry, logit_bias, min_p, mirostat, mirostat_v2, penalties, temp, temp_ext, top_k,
-    top_n_sigma, top_p, typical, xtc, Chain, DEFAULT_SEED,
+    adaptive_p, dist, dry, logit_bias, min_p, mirostat, mirostat_v2, penalties, temp, temp_ext,
+    top_k, top_n_sigma, top_p, typical, xtc, Chain, DEFAULT_SEED,
 };
 
 /// What the samplers that read text need from a vocabulary (DRY's breakers, EOG biases).
@@ -320,10 +320,16 @@ impl SamplingParams {
                         SamplerType::AdaptiveP => use_adaptive_p = true,
                     }
                 }
+                // adaptive-p selects the token itself, so it takes dist's place at the end
                 if use_adaptive_p {
-                    return Err(SamplingError::Unsupported("adaptive_p"));
+                    chain.add(adaptive_p(
+                        self.adaptive_target,
+                        self.adaptive_decay,
+                        self.seed,
+                    ));
+                } else {
+                    chain.add(dist(self.seed));
                 }
-                chain.add(dist(self.seed));
             }
             1 => {
                 chain.add(temp(self.temp));
@@ -404,6 +410,17 @@ mod tests {
             ..Default::default()
         };
         assert!(p.build_chain(&NoText, 64).is_err());
+    }
+
+    #[test]
+    fn adaptive_p_takes_the_place_of_dist() {
+        let p = SamplingParams {
+            samplers: SamplerType::from_names(&["top_k", "adaptive_p"], false),
+            adaptive_target: 0.3,
+            ..Default::default()
+        };
+        let c = p.build_chain(&NoText, 64).unwrap();
+        assert_eq!(c.describe(), "logits -> top-k -> adaptive-p ");
     }
 
     #[test]
