@@ -1,7 +1,8 @@
 //! `cargo bench -p ggml-cpu --bench vec_dot`: one 4096x4096 matrix-vector product per type
 //! (every weight row dotted with one activation row), single thread, with the scalar
 //! kernels and with the SIMD level this CPU selects. Prints GFLOP/s, weight GB/s and the
-//! SIMD/scalar ratio. `VEC_DOT_N=1024` shrinks the matrix for a quick run.
+//! SIMD/scalar ratio. `VEC_DOT_N=1024` shrinks the matrix for a quick run;
+//! `VEC_DOT_LEVEL=avx2` picks a lower SIMD level than the CPU's best.
 
 use std::time::{Duration, Instant};
 
@@ -47,7 +48,14 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(4096);
     let rows = n;
-    let level = SimdLevel::detect();
+    // VEC_DOT_LEVEL=avx2 (or scalar, avx512, neon) compares a lower level on the same CPU.
+    let level = match std::env::var("VEC_DOT_LEVEL").ok().as_deref() {
+        Some("avx2") => SimdLevel::Avx2,
+        Some("avx512") => SimdLevel::Avx512,
+        Some("neon") => SimdLevel::Neon,
+        Some("scalar") => SimdLevel::Scalar,
+        _ => SimdLevel::detect(),
+    };
     println!("vec_dot over a {rows}x{n} weight, 1 thread, SIMD level {level:?}");
     println!(
         "{:<7} {:>12} {:>10} {:>12} {:>10} {:>8}",
