@@ -81,7 +81,10 @@ pub fn convert(ty: ggml::Type, src: &[f32], n_per_row: usize) -> Result<Vec<u8>,
         ggml::Type::F16 => Ok(each(src, |x| half::f16::from_f32(x).to_le_bytes())),
         ggml::Type::Bf16 => Ok(each(src, |x| half::bf16::from_f32(x).to_le_bytes())),
         ty if ty.is_quantized() && ggml::quants::is_supported(ty) => {
-            if n_per_row == 0 || n_per_row % ty.block_size() != 0 || src.len() % n_per_row != 0 {
+            if n_per_row == 0
+                || !n_per_row.is_multiple_of(ty.block_size())
+                || !src.len().is_multiple_of(n_per_row)
+            {
                 return Err(format!(
                     "rows of {n_per_row} elements cannot be stored as {} (blocks of {})",
                     ty.name(),
