@@ -400,7 +400,10 @@ impl Context {
 
     pub(crate) fn build_graph(&self, p: GraphParams) -> BuiltGraph {
         let mut b = GraphBuilder::new(&self.model, &self.kv, p);
-        let arch = self.model.arch.expect("contexts are created for models with tensors");
+        let arch = self
+            .model
+            .arch
+            .expect("contexts are created for models with tensors");
         let logits = arch.build_graph(&self.model, &mut b);
         b.finish(logits)
     }

@@ -33,6 +33,8 @@ pub enum LlamaError {
         "tensor '{name}' data is not within the file bounds, model is corrupted or incomplete"
     )]
     TensorOutOfBounds { name: String },
+    #[error("tensor '{0}' has invalid data")]
+    InvalidData(String),
     #[error("wrong number of tensors; expected {expected}, got {got}")]
     TensorCount { expected: usize, got: usize },
     #[error("invalid hyperparameter: {0}")]

@@ -275,7 +275,10 @@ impl HParams {
     /// The hyperparameters of a vocab-only load of an architecture this crate has no graph for:
     /// only the vocabulary size is known.
     pub(crate) fn vocab_only(gguf: &GgufFile) -> HParams {
-        let n_vocab = gguf.get("tokenizer.ggml.tokens").and_then(|v| v.as_array()).map_or(0, |a| a.len() as u32);
+        let n_vocab = gguf
+            .get("tokenizer.ggml.tokens")
+            .and_then(|v| v.as_array())
+            .map_or(0, |a| a.len() as u32);
         HParams {
             n_ctx_train: 0,
             n_embd: 0,

@@ -38,3 +38,4 @@ pub mod vocab;
 pub mod quant;
 mod system_info;
 pub use system_info::print_system_info;
+mod validate;

@@ -331,6 +331,13 @@ pub fn allocate_and_load(
         }
         let t = &model.ctx[p.id];
         let size = p.size as usize;
+        if params.check_tensors && in_place[i] {
+            let range = p.file_offset as usize..(p.file_offset + p.size) as usize;
+            let data = ml.gguf.data().get(range).unwrap_or(&[]);
+            if !crate::validate::row_data_ok(t.ty, data) {
+                return Err(LlamaError::InvalidData(t.name.clone()));
+            }
+        }
         if !in_place[i] && size > 0 {
             let d = t.data.clone().expect("allocated above");
             match reader.as_mut() {
@@ -351,6 +358,13 @@ pub fn allocate_and_load(
                     ml.gguf.data_offset + p.file_offset,
                     size,
                 )?,
+            }
+            if params.check_tensors {
+                let mut data = vec![0u8; size];
+                d.buffer.get(d.addr, &mut data);
+                if !crate::validate::row_data_ok(t.ty, &data) {
+                    return Err(LlamaError::InvalidData(t.name.clone()));
+                }
             }
         }
         size_done += p.size;

@@ -5,8 +5,8 @@ use crate::arch::Arch;
 use crate::error::{LlamaError, Result};
 use crate::hparams::HParams;
 use crate::loader::{LoadMode, ModelLoader};
-use crate::vocab::Vocab;
 use crate::model_tensors::{Placement, TensorCreator};
+use crate::vocab::Vocab;
 use ggml::backend::{Buffer, DeviceRef};
 use ggml::{Context, TensorId};
 use std::path::Path;
@@ -177,10 +177,18 @@ impl Model {
             None => HParams::vocab_only(&ml.gguf),
         };
         let vocab = Vocab::from_gguf(&ml.gguf).map_err(|e| {
-            ggml::log_error!("llama_model_load: error loading model: error loading model vocabulary: {}\n", e);
+            ggml::log_error!(
+                "llama_model_load: error loading model: error loading model vocabulary: {}\n",
+                e
+            );
             LlamaError::Vocab(e.to_string())
         })?;
-        let name = ml.gguf.get("general.name").and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let name = ml
+            .gguf
+            .get("general.name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
         let type_name = match arch {
             Some(a) => crate::arch::type_name(
                 a,

@@ -517,7 +517,9 @@ fn created_to_plan(c: &[Created]) -> Vec<PlannedTensor> {
 /// the order of the debug log and of the data load).
 pub fn create_decoder_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
     let hp = model.hparams.clone();
-    let arch = model.arch.expect("tensors are created for known architectures");
+    let arch = model
+        .arch
+        .expect("tensors are created for known architectures");
     let n_embd = hp.n_embd as i64;
     let n_vocab = hp.n_vocab as i64;
     let mm = Op::MulMat {

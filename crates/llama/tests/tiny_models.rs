@@ -52,7 +52,8 @@ fn write_model(name: &str, spec: &Spec) -> PathBuf {
     let dir = testutil::cache_dir().join("llama-tiny");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
-    let vocab = gguf::GgufFile::open_metadata(testutil::vocab("ggml-vocab-llama-spm.gguf")).unwrap();
+    let vocab =
+        gguf::GgufFile::open_metadata(testutil::vocab("ggml-vocab-llama-spm.gguf")).unwrap();
     let n_vocab = vocab
         .get("tokenizer.ggml.tokens")
         .unwrap()
@@ -363,14 +364,57 @@ fn qwen2_runs_and_differs_from_llama() {
 fn vocab_only_loads_any_architecture() {
     llama::backend_init();
     for f in ["ggml-vocab-gpt-2.gguf", "ggml-vocab-qwen2.gguf"] {
-        let p = ModelParams { vocab_only: true, ..Default::default() };
+        let p = ModelParams {
+            vocab_only: true,
+            ..Default::default()
+        };
         let (m, log) = common::capture(|| Model::load(&testutil::vocab(f), &p));
         let m = m.unwrap();
         assert!(m.vocab_only());
         assert!(m.vocab().n_tokens() > 0);
         let lines = common::text(&log, false);
-        assert!(lines.contains(&"print_info: vocab_only            = 1".to_string()), "{f}");
-        assert!(lines.contains(&"llama_model_load: vocab only - skipping tensors".to_string()), "{f}");
-        assert!(common::capture(|| Context::new(m.clone(), ContextParams::default())).0.is_err());
+        assert!(
+            lines.contains(&"print_info: vocab_only            = 1".to_string()),
+            "{f}"
+        );
+        assert!(
+            lines.contains(&"llama_model_load: vocab only - skipping tensors".to_string()),
+            "{f}"
+        );
+        assert!(
+            common::capture(|| Context::new(m.clone(), ContextParams::default()))
+                .0
+                .is_err()
+        );
+    }
+}
+
+#[test]
+fn check_tensors_finds_nan() {
+    let good_path = write_model("nan-src.gguf", &good("llama"));
+    let f = gguf::GgufFile::open_metadata(&good_path).unwrap();
+    let t = f.tensor("blk.1.ffn_norm.weight").unwrap();
+    let at = (f.data_offset + t.offset + 8) as usize;
+    let mut bytes = std::fs::read(&good_path).unwrap();
+    bytes[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
+    let path = testutil::scratch_dir("llama-nan").join("nan.gguf");
+    std::fs::write(&path, bytes).unwrap();
+    for mode in [LoadMode::Mmap, LoadMode::None] {
+        let p = ModelParams {
+            load_mode: mode,
+            check_tensors: true,
+            ..Default::default()
+        };
+        let e = load(&path, &p).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "tensor 'blk.1.ffn_norm.weight' has invalid data",
+            "{mode}"
+        );
+        let p = ModelParams {
+            load_mode: mode,
+            ..Default::default()
+        };
+        assert!(load(&path, &p).is_ok(), "{mode} without checks");
     }
 }

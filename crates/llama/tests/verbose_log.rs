@@ -5,7 +5,6 @@ mod common;
 
 use llama::{Context, ContextParams, Model, ModelParams};
 
-
 fn core_lines(lines: &[String]) -> Vec<String> {
     let prefixes = [
         "llama_model_loader:",
