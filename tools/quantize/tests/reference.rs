@@ -115,3 +115,27 @@ fn bad_command_lines_fail_cleanly() {
         .contains("llama_quantize: failed to quantize model from '/nonexistent/in.gguf'"));
     assert!(!Path::new("/tmp/x.gguf").exists());
 }
+
+#[test]
+fn dry_run_prints_sizes_and_writes_nothing() {
+    let Some(model) = testutil::reference_model_or_skip() else {
+        return;
+    };
+    let o = Command::new(env!("CARGO_BIN_EXE_llama-quantize"))
+        .args(["--dry-run", model.to_str().unwrap(), "Q4_K_M"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("llama_quantize: calculating quantization size for"));
+    assert!(
+        stderr.contains("size =   148.38 MiB ->    30.43 MiB (q6_K)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("llama_model_quantize_impl: quant size  =    53.04 MiB (5.52 BPW)"));
+    assert!(!model
+        .parent()
+        .unwrap()
+        .join("ggml-model-Q4_K_M.gguf")
+        .exists());
+}

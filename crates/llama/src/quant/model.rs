@@ -233,7 +233,17 @@ pub fn model_quantize(
             shape_str(&t.ne),
             t.ty.name()
         );
-        let quantize = t.ty != new_type;
+        // An empty tensor has nothing to convert; it keeps its bytes (none) under the new type.
+        let quantize = t.ty != new_type && t.n_elements() > 0;
+        if quantize && !t.ne[0].is_multiple_of(new_type.block_size() as u64) {
+            return Err(failed(format!(
+                "tensor '{}': rows of {} elements do not divide into {} blocks of {}",
+                t.name,
+                t.ne[0],
+                new_type,
+                new_type.block_size()
+            )));
+        }
         let org = t.size;
         let new_size;
         if p.dry_run {
