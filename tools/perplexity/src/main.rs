@@ -117,7 +117,7 @@ fn real_main() -> i32 {
     }
 
     let (model, mut ctx) = match common::startup::init_from_params(&mut params) {
-        Ok(x) => x,
+        Ok(l) => (l.model, l.ctx),
         Err(common::startup::InitError::Model) => {
             log_err!("llama_perplexity: unable to load model\n");
             return 1;
