@@ -170,7 +170,7 @@ fn clean_spaces(text: &mut Vec<u8>) {
                 total -= 1;
             } else if x1 != b't' && x1 != b'd' && i + 2 < total3 {
                 let x2 = text[i + 2];
-                if (x1 == b'r' && x2 == b'e') || (x1 == b'v' && x2 == b'e') {
+                if x2 == b'e' && (x1 == b'r' || x1 == b'v') {
                     total -= 1;
                 }
             }
@@ -179,6 +179,11 @@ fn clean_spaces(text: &mut Vec<u8>) {
         total += 1;
     }
     text.truncate(total);
+}
+
+#[cfg(test)]
+pub(crate) fn clean_spaces_for_test(text: &mut Vec<u8>) {
+    clean_spaces(text);
 }
 
 #[cfg(test)]
@@ -202,9 +207,4 @@ mod tests {
         assert_eq!(clean(""), "");
         assert_eq!(clean(" ."), ".");
     }
-}
-
-#[cfg(test)]
-pub(crate) fn clean_spaces_for_test(text: &mut Vec<u8>) {
-    clean_spaces(text);
 }

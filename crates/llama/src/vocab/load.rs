@@ -816,7 +816,7 @@ impl Vocab {
                 _ => {}
             }
         }
-        if (has_return && has_call && has_end) || (has_call && has_flush && has_end) {
+        if has_end && has_call && (has_return || has_flush) {
             eog.remove(&end_id);
             if let Some(t) = self.tokens.get_mut(end_id as usize) {
                 t.attr = attr::USER_DEFINED;

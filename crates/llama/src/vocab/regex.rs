@@ -538,7 +538,7 @@ impl Regex {
         })
     }
 
-    pub fn from_str(pattern: &str) -> Result<Regex, RegexError> {
+    pub fn from_pattern(pattern: &str) -> Result<Regex, RegexError> {
         let units: Vec<u32> = pattern.chars().map(|c| c as u32).collect();
         Regex::new(&units)
     }
@@ -725,7 +725,7 @@ mod tests {
     }
 
     fn split(re: &str, text: &str) -> Vec<String> {
-        let r = Regex::from_str(re).unwrap();
+        let r = Regex::from_pattern(re).unwrap();
         let t = units(text);
         r.find_iter(&t, 0, t.len())
             .into_iter()
@@ -759,7 +759,7 @@ mod tests {
     fn empty_matches_advance() {
         let got = split(r"(?=(\d{3})+(?!\d))", "1234567");
         assert_eq!(got, vec!["", ""]);
-        let r = Regex::from_str(r"(?=(\d{3})+(?!\d))").unwrap();
+        let r = Regex::from_pattern(r"(?=(\d{3})+(?!\d))").unwrap();
         let t = units("1234567");
         assert_eq!(r.find_iter(&t, 0, t.len()), vec![(1, 1), (4, 4)]);
     }
@@ -769,6 +769,6 @@ mod tests {
         assert_eq!(split(r"[^a-c\s]+", "abxy zc"), vec!["xy", "z"]);
         assert_eq!(split(r"\s+$", "a  b  "), vec!["  "]);
         assert_eq!(split(r"[\-\]]+", "a-]b"), vec!["-]"]);
-        assert!(Regex::from_str(r"\p{Han}+").is_err());
+        assert!(Regex::from_pattern(r"\p{Han}+").is_err());
     }
 }
