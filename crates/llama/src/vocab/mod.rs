@@ -27,6 +27,8 @@ mod wpm;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_synthetic;
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
