@@ -7,3 +7,4 @@ pub mod params;
 pub mod plot;
 pub mod printers;
 pub mod record;
+pub mod usage;

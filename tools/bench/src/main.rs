@@ -74,7 +74,7 @@ fn real_main() -> i32 {
 
     let p = match params::parse(&argv[1..], &env) {
         Ok(Command::Help) => {
-            print!("{}", params::usage(&argv0));
+            print!("{}", llama_bench::usage::usage(&argv0));
             return 0;
         }
         Ok(Command::ListDevices) => {
@@ -87,7 +87,7 @@ fn real_main() -> i32 {
                 eprintln!("error: {d}");
             }
             eprintln!("error: invalid parameter for argument: {}", e.arg);
-            print!("{}", params::usage(&argv0));
+            print!("{}", llama_bench::usage::usage(&argv0));
             return 1;
         }
     };
