@@ -55,22 +55,35 @@ fn load(path: &std::path::Path) -> Vocab {
     Vocab::from_gguf(&file).expect("load vocab")
 }
 
+/// Every vocabulary of ../shared/vocab, loaded once for all tests.
+pub(crate) fn shared_vocabs() -> &'static [(PathBuf, Vocab)] {
+    static V: std::sync::OnceLock<Vec<(PathBuf, Vocab)>> = std::sync::OnceLock::new();
+    V.get_or_init(|| {
+        vocab_files()
+            .into_iter()
+            .map(|p| {
+                let v = load(&p);
+                (p, v)
+            })
+            .collect()
+    })
+}
+
 #[test]
 fn vectors_of_every_vocab() {
-    let files = vocab_files();
+    let vocabs = shared_vocabs();
     assert!(
-        !files.is_empty(),
+        !vocabs.is_empty(),
         "no vocab files found (set LLAMA_SHARED_DIR)"
     );
     let mut failures = Vec::new();
     let mut n = 0;
-    for path in files {
+    for (path, vocab) in vocabs {
         let inp = PathBuf::from(format!("{}.inp", path.display()));
         let out = PathBuf::from(format!("{}.out", path.display()));
         let (Ok(inp), Ok(out)) = (std::fs::read(&inp), std::fs::read_to_string(&out)) else {
             continue;
         };
-        let vocab = load(&path);
         let texts = read_texts(&inp);
         let want: Vec<&str> = out.lines().collect();
         assert_eq!(
@@ -109,11 +122,10 @@ fn vectors_of_every_vocab() {
 #[test]
 fn detokenize_round_trips() {
     let mut failures = Vec::new();
-    for path in vocab_files() {
+    for (path, vocab) in shared_vocabs() {
         let Ok(inp) = std::fs::read(format!("{}.inp", path.display())) else {
             continue;
         };
-        let vocab = load(&path);
         // llama.cpp checks round trips for BPE and SPM only (test-tokenizer-1-*): WordPiece
         // and Unigram normalise (lowercase, accents, whitespace) by design.
         if !matches!(vocab.vocab_type(), VocabType::Bpe | VocabType::Spm) {
@@ -145,8 +157,12 @@ fn detokenize_round_trips() {
 
 #[test]
 fn qwen2_vocab_metadata_matches_reference_log() {
-    let Some(dir) = shared_dir() else { return };
-    let vocab = load(&dir.join("vocab/ggml-vocab-qwen2.gguf"));
+    let Some((_, vocab)) = shared_vocabs()
+        .iter()
+        .find(|(p, _)| p.ends_with("ggml-vocab-qwen2.gguf"))
+    else {
+        panic!("ggml-vocab-qwen2.gguf not found");
+    };
     assert_eq!(vocab.vocab_type(), VocabType::Bpe);
     assert_eq!(vocab.n_tokens(), 151936);
     assert_eq!(vocab.n_merges(), 151387);
