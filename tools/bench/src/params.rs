@@ -615,6 +615,9 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
                 }
                 let a = parse_int(parts[0]).map_err(|e| invalid(Some(e)))?;
                 let b = parse_int(parts[1]).map_err(|e| invalid(Some(e)))?;
+                if a < 0 || b < 0 {
+                    return Err(invalid(Some("-pg takes non-negative token counts".into())));
+                }
                 p.n_pg.push((a, b));
             }
             "-d" | "--n-depth" => p.n_depth.extend(ints(&value()?, false)?),

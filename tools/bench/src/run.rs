@@ -304,6 +304,11 @@ fn test_prompt(
     n_batch: i32,
     n_threads: i32,
 ) -> Result<(), String> {
+    if n_batch < 1 {
+        return Err(format!(
+            "test_prompt: the batch size must be positive, got {n_batch}"
+        ));
+    }
     ctx.set_n_threads(n_threads, n_threads);
     let model = ctx.model().clone();
     let vocab = model.vocab();
