@@ -2,11 +2,12 @@
 //! line, log lines and output file (byte-identical for the same input and options).
 
 mod args;
+mod progress;
 
 use std::process::ExitCode;
 use std::time::Instant;
 
-use llama::quant::{model_quantize, ModelQuantizeParams};
+use llama::quant::{model_quantize_with_progress, ModelQuantizeParams};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
@@ -57,7 +58,15 @@ fn main() -> ExitCode {
         dry_run: a.dry_run,
     };
     let t_start = Instant::now();
-    if let Err(e) = model_quantize(a.input.as_ref(), a.output.as_ref(), &params) {
+    let bar = progress::Bar::new();
+    let result = model_quantize_with_progress(
+        a.input.as_ref(),
+        a.output.as_ref(),
+        &params,
+        &|done, total| bar.set(done, total),
+    );
+    bar.finish();
+    if let Err(e) = result {
         ggml::log_error!("llama_model_quantize: failed to quantize: {}\n", e);
         eprintln!(
             "llama_quantize: failed to quantize model from '{}'",

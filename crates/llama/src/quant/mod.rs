@@ -12,7 +12,8 @@ mod tests;
 
 pub use ftype::Ftype;
 pub use model::{
-    model_info, model_quantize, output_kv, ModelQuantizeParams, QuantizeStats, QNT_VERSION,
+    model_info, model_quantize, model_quantize_with_progress, output_kv, ModelQuantizeParams,
+    QuantizeStats, QNT_VERSION,
 };
 
 use ggml::Type;

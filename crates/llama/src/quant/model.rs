@@ -156,6 +156,16 @@ pub fn model_quantize(
     out: &Path,
     p: &ModelQuantizeParams,
 ) -> Result<QuantizeStats, QuantError> {
+    model_quantize_with_progress(inp, out, p, &|_, _| {})
+}
+
+/// `model_quantize`, calling `progress(done, total)` after each tensor (for a progress bar).
+pub fn model_quantize_with_progress(
+    inp: &Path,
+    out: &Path,
+    p: &ModelQuantizeParams,
+    progress: &dyn Fn(usize, usize),
+) -> Result<QuantizeStats, QuantError> {
     let loader = ModelLoader::open(inp, LoadMode::Mmap).map_err(|e| failed(e.to_string()))?;
     let f: &GgufFile = &loader.gguf;
     let model = model_info(f)?;
@@ -292,6 +302,7 @@ pub fn model_quantize(
         }
         stats.size_org += org;
         stats.size_new += new_size;
+        progress(i + 1, n_tensors);
     }
     if let Some(s) = stream {
         s.finish().map_err(|e| failed(e.to_string()))?;
