@@ -174,6 +174,25 @@ fn generation_prints_prompt_then_text_and_perf_to_stderr() {
 }
 
 #[test]
+fn fit_pass_reports_at_trace_level() {
+    let err = text(&run_ok(&["-lv", "4"]).stderr);
+    for line in [
+        "cmn  common_init_: fitting params to device memory ...",
+        "common_params_fit_impl: getting device memory data for initial parameters:",
+        "common_memory_breakdown_print: |   - Host ",
+        "common_params_fit_impl: projected to use ",
+        "MiB of system memory, no changes needed",
+        "common_fit_params: successfully fit params to free device memory",
+        "common_fit_params: fitting params to free memory took ",
+    ] {
+        assert!(err.contains(line), "missing {line:?} in:\n{err}");
+    }
+    // hidden at the default verbosity, skipped with -fit off
+    assert!(!text(&run_ok(&[]).stderr).contains("common_fit_params"));
+    assert!(!text(&run_ok(&["-lv", "4", "-fit", "off"]).stderr).contains("common_fit_params"));
+}
+
+#[test]
 fn greedy_is_deterministic_and_seeded_sampling_repeats() {
     let a = text(&run_ok(&["--temp", "0"]).stdout);
     let b = text(&run_ok(&["--temp", "0", "--seed", "99"]).stdout);

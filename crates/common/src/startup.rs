@@ -10,6 +10,8 @@ use llama::{Context, ContextParams, FlashAttnType, Model, ModelParams};
 
 use crate::args::{FlashAttn, Params, SplitMode};
 
+mod fit;
+
 /// `COM_*` messages: "cmn  " and the first 12 characters of the function, right-aligned.
 fn cmn(func: &str) -> String {
     let f: String = func.chars().take(12).collect();
@@ -147,6 +149,13 @@ pub fn init_from_params(p: &mut Params) -> Result<Loaded, InitError> {
             return Err(fail_model(p));
         }
     };
+    let mut cparams = context_params(p);
+    if p.fit_params {
+        let f = cmn("common_init_result");
+        crate::log_trc!("{f}fitting params to device memory ...\n");
+        crate::log_trc!("{f}(for bugs during this step try to reproduce them with -fit off, or provide --verbose logs if the bug only occurs with -fit on)\n");
+        fit::fit_params(p, &mparams, &mut cparams);
+    }
     let model = match Model::load(Path::new(&p.model), &mparams) {
         Ok(m) => m,
         Err(_) => return Err(fail_model(p)),
@@ -180,7 +189,7 @@ pub fn init_from_params(p: &mut Params) -> Result<Loaded, InitError> {
         p.sampling.logit_bias.extend(eog);
     }
 
-    let mut ctx = match Context::new(model.clone(), context_params(p)) {
+    let mut ctx = match Context::new(model.clone(), cparams) {
         Ok(c) => c,
         Err(_) => {
             crate::log_err!(
