@@ -171,7 +171,11 @@ fn filter_and_graph() {
     let got = nodes(&String::from_utf8_lossy(&out.stdout));
     let want: Vec<Node> = nodes(&reference("eval-callback-hi.log"))
         .into_iter()
-        .filter(|n| n.header["common_debug_cb_eval: ".len()..].trim_start().starts_with("l_out-"))
+        .filter(|n| {
+            n.header["common_debug_cb_eval: ".len()..]
+                .trim_start()
+                .starts_with("l_out-")
+        })
         .collect();
     assert_eq!(got.len(), 4);
     assert_eq!(
