@@ -71,7 +71,16 @@ impl Vocab {
             }
             VocabType::Rwkv => rwkv::unescape(text.as_bytes()),
             VocabType::Test => format!("{token:x}").into_bytes(),
-            VocabType::Plamo2 | VocabType::None => Vec::new(),
+            VocabType::Plamo2 => {
+                let b = text.as_bytes();
+                if a & attr::BYTE != 0 && b.len() == 6 && b.starts_with(b"<0x") && b[5] == b'>' {
+                    if let Ok(v) = u8::from_str_radix(&text[3..5], 16) {
+                        return vec![v];
+                    }
+                }
+                b.to_vec()
+            }
+            VocabType::None => Vec::new(),
         }
     }
 
@@ -88,13 +97,12 @@ impl Vocab {
             Some(p) => std::borrow::Cow::Borrowed(p.as_slice()),
             None => std::borrow::Cow::Owned(self.token_to_piece_uncached(token, special)),
         };
+        // llama.cpp strips through its piece cache, so for every tokenizer type.
         let mut p: &[u8] = &piece;
-        if self.vtype != VocabType::Rwkv {
-            let mut i = 0;
-            while i < lstrip && p.first() == Some(&b' ') {
-                p = &p[1..];
-                i += 1;
-            }
+        let mut i = 0;
+        while i < lstrip && p.first() == Some(&b' ') {
+            p = &p[1..];
+            i += 1;
         }
         p.to_vec()
     }

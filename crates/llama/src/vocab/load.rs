@@ -7,6 +7,7 @@ use gguf::{Value, ValueType};
 
 use super::bpe::Bpe;
 use super::hashorder;
+use super::plamo2::Plamo2;
 use super::pretok::{PreTokError, PreTokenizer};
 use super::pretype::{self, PreType};
 use super::rwkv::Rwkv;
@@ -24,8 +25,6 @@ pub enum VocabError {
     UnknownTokenizer(String),
     #[error("unknown pre-tokenizer type: '{0}'")]
     UnknownPre(String),
-    #[error("tokenizer '{0}' is not supported")]
-    Unsupported(String),
     #[error("cannot find tokenizer vocab in model file")]
     NoTokens,
     #[error("cannot find tokenizer merges in model file")]
@@ -319,7 +318,10 @@ impl Vocab {
                 set_ids(&mut s, n, n, n, n, n, n);
                 VocabType::Test
             }
-            "plamo2" => return Err(VocabError::Unsupported(model)),
+            "plamo2" => {
+                set_ids(&mut s, 1, 2, 0, n, 3, n);
+                VocabType::Plamo2
+            }
             _ => return Err(VocabError::UnknownTokenizer(model)),
         };
 
@@ -450,7 +452,11 @@ impl Vocab {
                 let nm = bpe.n_merges;
                 (Engine::Bpe(Box::new(bpe)), nm)
             }
-            VocabType::None | VocabType::Plamo2 => (Engine::None, 0),
+            VocabType::Plamo2 => (
+                Engine::Plamo2(Box::new(Plamo2::new(&tokens).map_err(VocabError::Invalid)?)),
+                0,
+            ),
+            VocabType::None => (Engine::None, 0),
         };
 
         let mut v = Vocab {

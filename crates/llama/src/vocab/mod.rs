@@ -1,7 +1,7 @@
 //! The vocabulary and tokenizers of a model, token for token as llama.cpp's `llama_vocab`:
 //! SentencePiece ("llama"), byte-level BPE ("gpt2", with every pre-tokenizer type, plus the
-//! "whitespace" and "hybriddna" variants), WordPiece ("bert"), Unigram ("t5"), RWKV ("rwkv")
-//! and llama.cpp's "test" model.
+//! "whitespace" and "hybriddna" variants), WordPiece ("bert"), Unigram ("t5"), RWKV ("rwkv"),
+//! PLaMo-2 ("plamo2") and llama.cpp's "test" model.
 //!
 //! [`Vocab::from_gguf`] reads the `tokenizer.*` keys (and logs llama.cpp's `load:` lines);
 //! [`Vocab::tokenize`], [`Vocab::token_to_piece`] and [`Vocab::detokenize`] follow
@@ -13,6 +13,7 @@ mod detok;
 pub mod hashorder;
 mod info;
 mod load;
+mod plamo2;
 pub mod pretok;
 pub mod pretype;
 pub mod regex;
@@ -171,6 +172,7 @@ enum Engine {
     Wpm,
     Ugm(Box<ugm::Ugm>),
     Rwkv(Box<rwkv::Rwkv>),
+    Plamo2(Box<plamo2::Plamo2>),
     Test,
 }
 

@@ -95,6 +95,55 @@ fn wordpiece_lowercases_and_splits_punctuation() {
     assert_eq!(v.tokenize(b"hello xyz", false, false), vec![4, 1]);
 }
 
+#[test]
+fn plamo2_scores_segmentations_and_falls_back_to_bytes() {
+    let mut toks: Vec<String> = [
+        "<|plamo:unk|>",
+        "<|plamo:bos|>",
+        "<|plamo:eos|>",
+        "<|plamo:pad|>",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let mut types = vec![3, 3, 3, 3];
+    let mut scores = vec![0.0f32; 4];
+    for b in 0..256 {
+        toks.push(format!("<0x{b:02X}>"));
+        types.push(6);
+        scores.push(0.0);
+    }
+    for (t, sc) in [
+        ("a", -1.0),
+        ("b", -1.0),
+        ("ab", -1.5),
+        ("abc", -5.0),
+        ("c", -1.0),
+    ] {
+        toks.push(t.to_string());
+        types.push(1);
+        scores.push(sc);
+    }
+    let refs: Vec<&str> = toks.iter().map(String::as_str).collect();
+    let v = build(vec![
+        ("tokenizer.ggml.model", Value::Str("plamo2".into())),
+        ("tokenizer.ggml.tokens", strs(&refs)),
+        ("tokenizer.ggml.scores", f32s(&scores)),
+        ("tokenizer.ggml.token_type", i32s(&types)),
+    ]);
+    let id = |t: &str| v.text_to_token(t.as_bytes()).unwrap();
+    assert_eq!(v.tokenize(b"abc", false, false), vec![id("ab"), id("c")]);
+    assert_eq!(v.tokenize(b"z", false, false), vec![id("<0x7A>")]);
+    assert_eq!(
+        v.tokenize("é".as_bytes(), false, false),
+        vec![id("<0xC3>"), id("<0xA9>")]
+    );
+    assert_eq!(
+        v.detokenize(&v.tokenize("abcé z".as_bytes(), false, false), false, false),
+        "abcé z".as_bytes()
+    );
+}
+
 /// A tiny deterministic generator for byte soup (valid and invalid UTF-8, specials, spaces).
 struct Lcg(u64);
 impl Lcg {

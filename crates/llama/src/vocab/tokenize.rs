@@ -199,6 +199,14 @@ impl Vocab {
                     }
                 }
             }
+            (Engine::Plamo2(p), _) => {
+                for fr in &frags {
+                    match *fr {
+                        Fragment::Text(off, len) => p.tokenize(&text[off..off + len], &mut out),
+                        Fragment::Token(id) => out.push(id),
+                    }
+                }
+            }
             (Engine::Test, _) => {
                 let n_vocab = self.tokens.len().max(1) as u64;
                 for fr in &frags {
