@@ -11,38 +11,38 @@ const N_EMBD: u64 = 16;
 const N_FF: u64 = 32;
 const N_HEAD: u32 = 2;
 const N_HEAD_KV: u32 = 1;
-const HEAD: u64 = N_EMBD / N_HEAD as u64;
 
 struct Spec {
     arch: &'static str,
+    n_embd: u64,
     /// tensor name -> shape override (None drops the tensor)
     edits: Vec<(&'static str, Option<Vec<u64>>)>,
     extra: Vec<(&'static str, Vec<u64>)>,
 }
 
-fn tensors(arch: &str, n_vocab: u64) -> Vec<(String, Vec<u64>)> {
-    let kv = HEAD * N_HEAD_KV as u64;
+fn tensors(arch: &str, n_vocab: u64, n_embd: u64) -> Vec<(String, Vec<u64>)> {
+    let kv = n_embd / N_HEAD as u64 * N_HEAD_KV as u64;
     let mut t = vec![
-        ("token_embd.weight".to_string(), vec![N_EMBD, n_vocab]),
-        ("output_norm.weight".to_string(), vec![N_EMBD]),
-        ("output.weight".to_string(), vec![N_EMBD, n_vocab]),
+        ("token_embd.weight".to_string(), vec![n_embd, n_vocab]),
+        ("output_norm.weight".to_string(), vec![n_embd]),
+        ("output.weight".to_string(), vec![n_embd, n_vocab]),
     ];
     for il in 0..2 {
         let b = |n: &str| format!("blk.{il}.{n}");
-        t.push((b("attn_norm.weight"), vec![N_EMBD]));
-        t.push((b("attn_q.weight"), vec![N_EMBD, N_EMBD]));
-        t.push((b("attn_k.weight"), vec![N_EMBD, kv]));
-        t.push((b("attn_v.weight"), vec![N_EMBD, kv]));
+        t.push((b("attn_norm.weight"), vec![n_embd]));
+        t.push((b("attn_q.weight"), vec![n_embd, n_embd]));
+        t.push((b("attn_k.weight"), vec![n_embd, kv]));
+        t.push((b("attn_v.weight"), vec![n_embd, kv]));
         if arch == "qwen2" {
-            t.push((b("attn_q.bias"), vec![N_EMBD]));
+            t.push((b("attn_q.bias"), vec![n_embd]));
             t.push((b("attn_k.bias"), vec![kv]));
             t.push((b("attn_v.bias"), vec![kv]));
         }
-        t.push((b("attn_output.weight"), vec![N_EMBD, N_EMBD]));
-        t.push((b("ffn_norm.weight"), vec![N_EMBD]));
-        t.push((b("ffn_gate.weight"), vec![N_EMBD, N_FF]));
-        t.push((b("ffn_down.weight"), vec![N_FF, N_EMBD]));
-        t.push((b("ffn_up.weight"), vec![N_EMBD, N_FF]));
+        t.push((b("attn_output.weight"), vec![n_embd, n_embd]));
+        t.push((b("ffn_norm.weight"), vec![n_embd]));
+        t.push((b("ffn_gate.weight"), vec![n_embd, N_FF]));
+        t.push((b("ffn_down.weight"), vec![N_FF, n_embd]));
+        t.push((b("ffn_up.weight"), vec![n_embd, N_FF]));
     }
     t
 }
@@ -67,8 +67,11 @@ fn write_model(name: &str, spec: &Spec) -> PathBuf {
     w.add_kv("general.name", Value::Str(name.into())).unwrap();
     w.add_kv(format!("{a}.context_length"), Value::U32(256))
         .unwrap();
-    w.add_kv(format!("{a}.embedding_length"), Value::U32(N_EMBD as u32))
-        .unwrap();
+    w.add_kv(
+        format!("{a}.embedding_length"),
+        Value::U32(spec.n_embd as u32),
+    )
+    .unwrap();
     w.add_kv(format!("{a}.block_count"), Value::U32(2)).unwrap();
     w.add_kv(format!("{a}.feed_forward_length"), Value::U32(N_FF as u32))
         .unwrap();
@@ -92,7 +95,7 @@ fn write_model(name: &str, spec: &Spec) -> PathBuf {
             w.add_kv(k.clone(), v.clone()).unwrap();
         }
     }
-    let mut list = tensors(a, n_vocab);
+    let mut list = tensors(a, n_vocab, spec.n_embd);
     for (n, shape) in &spec.edits {
         let i = list.iter().position(|(m, _)| m == n).unwrap();
         match shape {
@@ -129,6 +132,7 @@ fn write_model(name: &str, spec: &Spec) -> PathBuf {
 fn good(arch: &'static str) -> Spec {
     Spec {
         arch,
+        n_embd: N_EMBD,
         edits: vec![],
         extra: vec![],
     }
@@ -193,6 +197,7 @@ fn bad_models_are_errors() {
 
     let spec = Spec {
         arch: "llama",
+        n_embd: N_EMBD,
         edits: vec![("blk.1.ffn_up.weight", None)],
         extra: vec![],
     };
@@ -203,6 +208,7 @@ fn bad_models_are_errors() {
 
     let spec = Spec {
         arch: "llama",
+        n_embd: N_EMBD,
         edits: vec![("blk.0.ffn_up.weight", Some(vec![N_EMBD, N_FF + 32]))],
         extra: vec![],
     };
@@ -215,6 +221,7 @@ fn bad_models_are_errors() {
 
     let spec = Spec {
         arch: "llama",
+        n_embd: N_EMBD,
         edits: vec![],
         extra: vec![("blk.0.unknown.weight", vec![4])],
     };
@@ -227,6 +234,7 @@ fn bad_models_are_errors() {
     // qwen2 requires its Q/K/V biases
     let spec = Spec {
         arch: "qwen2",
+        n_embd: N_EMBD,
         edits: vec![("blk.0.attn_k.bias", None)],
         extra: vec![],
     };
@@ -416,5 +424,66 @@ fn check_tensors_finds_nan() {
             ..Default::default()
         };
         assert!(load(&path, &p).is_ok(), "{mode} without checks");
+    }
+}
+
+#[test]
+fn kv_cache_types_agree() {
+    // heads of 32 so that every quantized cache type's block fits
+    let spec = Spec {
+        n_embd: 64,
+        ..good("llama")
+    };
+    let m = load(
+        &write_model("kv-types.gguf", &spec),
+        &ModelParams::default(),
+    )
+    .unwrap();
+    let run = |tk: ggml::Type, tv: ggml::Type, fa: llama::FlashAttnType| {
+        let p = ContextParams {
+            n_ctx: 256,
+            type_k: tk,
+            type_v: tv,
+            flash_attn_type: fa,
+            n_threads: 2,
+            n_threads_batch: 2,
+            ..Default::default()
+        };
+        let (ctx, _) = common::capture(|| Context::new(m.clone(), p));
+        let mut ctx = ctx.unwrap();
+        assert_eq!(
+            ctx.decode(&Batch::get_one(&[9707, 847, 829, 374])),
+            0,
+            "{tk} {tv} {fa:?}"
+        );
+        assert_eq!(ctx.decode(&Batch::get_one(&[13])), 0, "{tk} {tv} {fa:?}");
+        ctx.get_logits_ith(-1).unwrap().to_vec()
+    };
+    use ggml::Type::*;
+    use llama::FlashAttnType::*;
+    // random weights amplify rounding: the tolerances (logits span about +-10) only separate a
+    // working cache type from a broken one
+    let want = run(F32, F32, Disabled);
+    for (tk, tv, fa, tol) in [
+        (F16, F16, Disabled, 2e-2),
+        (F16, F16, Enabled, 2e-2),
+        (F32, F32, Enabled, 2e-2),
+        (Bf16, Bf16, Enabled, 0.3),
+        (Q8_0, F16, Disabled, 0.5),
+        (Q8_0, Q8_0, Enabled, 0.5),
+        (Q4_0, Q4_0, Enabled, 5.0),
+        (Q4_1, Q4_1, Enabled, 5.0),
+        (Q5_0, Q5_0, Enabled, 5.0),
+        (Q5_1, Q5_1, Enabled, 5.0),
+        (Iq4Nl, Iq4Nl, Enabled, 5.0),
+    ] {
+        let got = run(tk, tv, fa);
+        let diff = got
+            .iter()
+            .zip(&want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(got.iter().all(|v| v.is_finite()));
+        assert!(diff < tol, "K {tk} V {tv} {fa:?}: max diff {diff}");
     }
 }
