@@ -399,3 +399,71 @@ fn task_modes_score_every_task() {
         "{stderr}"
     );
 }
+
+/// The acceptance for quantized models: our llama-quantize's q8_0, q4_0 and q4_k_m of
+/// the reference model give llama.cpp's per-chunk values and final estimate within 0.01%.
+#[test]
+fn quantized_models_match_llama_cpp() {
+    let Some(m) = testutil::reference_model_or_skip() else {
+        return;
+    };
+    let dir = testutil::scratch_dir("ppl_quantized");
+    let quantize = testutil::bin("llama-quantize", "llama-quantize");
+    for ty in ["q8_0", "q4_0", "q4_k_m"] {
+        let out_model = dir.join(format!("tiny-{ty}.gguf"));
+        let q = Command::new(&quantize)
+            .arg(&m)
+            .arg(&out_model)
+            .arg(ty)
+            .output()
+            .expect("run llama-quantize");
+        assert!(
+            q.status.success(),
+            "llama-quantize {ty}: {}",
+            text(&q.stderr)
+        );
+
+        let reference = std::fs::read_to_string(
+            testutil::shared_dir().join(format!("reference/logs/perplexity-{ty}.log")),
+        )
+        .unwrap();
+        let want_chunks = chunk_values(reference.lines().find(|l| l.starts_with("[1]")).unwrap());
+        let want_final = final_estimate(&reference).unwrap();
+
+        let out = ppl(&[
+            "-m",
+            out_model.to_str().unwrap(),
+            "-f",
+            &gpl3(),
+            "-c",
+            "128",
+            "-b",
+            "128",
+            "--chunks",
+            "8",
+        ]);
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{ty}: {stderr}");
+        let got = chunk_values(stdout.lines().find(|l| l.starts_with("[1]")).unwrap_or(""));
+        assert_eq!(got.len(), 8, "{ty}: {stdout}");
+        for (i, (g, w)) in got.iter().zip(&want_chunks).enumerate() {
+            assert!(
+                close(*g, *w, 1e-4),
+                "{ty} chunk {}: {g} vs llama.cpp {w}",
+                i + 1
+            );
+        }
+        let (p, u) = final_estimate(&stderr).expect("final estimate");
+        assert!(
+            close(p, want_final.0, 1e-4),
+            "{ty}: PPL {p} vs {}",
+            want_final.0
+        );
+        assert!(
+            close(u, want_final.1, 1e-4),
+            "{ty}: uncertainty {u} vs {}",
+            want_final.1
+        );
+        let _ = std::fs::remove_file(&out_model);
+    }
+}
