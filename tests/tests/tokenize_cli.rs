@@ -41,6 +41,10 @@ fn out(o: &Output) -> String {
 /// The command of a reference log ("$ llama-tokenize -m M -p <words...> --flags") with the
 /// model replaced; the prompt is every word up to the next flag.
 fn reference_run(log: &str) -> (Output, String) {
+    reference_run_with(log, &qwen2())
+}
+
+fn reference_run_with(log: &str, model: &str) -> (Output, String) {
     let text = std::fs::read_to_string(testutil::shared_dir().join("reference/logs").join(log))
         .expect("reference log");
     let (cmd, expected) = text.split_once('\n').expect("command line");
@@ -50,7 +54,7 @@ fn reference_run(log: &str) -> (Output, String) {
     while i < words.len() {
         match words[i] {
             "-m" => {
-                args.extend(["-m".to_string(), qwen2()]);
+                args.extend(["-m".to_string(), model.to_string()]);
                 i += 2;
             }
             "-p" => {
@@ -84,6 +88,22 @@ fn reproduces_reference_show_log() {
     let (o, want) = reference_run("tokenize-show.log");
     assert!(o.status.success());
     assert_eq!(out(&o), want);
+}
+
+#[test]
+fn reproduces_reference_logs_on_the_reference_model() {
+    let Some(model) = testutil::reference_model_or_skip() else {
+        return;
+    };
+    let model = model.to_string_lossy().into_owned();
+    for log in ["tokenize-ids.log", "tokenize-show.log"] {
+        let t0 = std::time::Instant::now();
+        let (o, want) = reference_run_with(log, &model);
+        assert!(o.status.success());
+        assert_eq!(out(&o), want, "{log}");
+        // Only the metadata is read: far less than the time to read 328 MB of weights cold.
+        assert!(t0.elapsed().as_secs() < 30);
+    }
 }
 
 #[test]
