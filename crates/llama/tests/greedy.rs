@@ -19,8 +19,8 @@ fn argmax(l: &[f32]) -> i32 {
     best as i32
 }
 
-fn expected_continuation() -> String {
-    let lines = common::reference_log("greedy-f32.log");
+fn expected_continuation(log: &str) -> String {
+    let lines = common::reference_log(log);
     let l = lines
         .iter()
         .find(|l| l.starts_with("Hello my name is"))
@@ -60,7 +60,10 @@ fn greedy_continuation_matches_llama_cpp() {
         out.extend_from_slice(&vocab.token_to_piece(t, 0, false));
         assert_eq!(ctx.decode(&Batch::get_one(&[t])), 0);
     }
-    assert_eq!(String::from_utf8_lossy(&out), expected_continuation());
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        expected_continuation("greedy-f32.log")
+    );
     let perf = ctx.perf();
     assert_eq!((perf.n_p_eval, perf.n_eval), (4, 24));
     // the first single-token step builds its graph, the next 23 reuse it
@@ -173,4 +176,38 @@ fn shifted_sequence_continues_like_a_fresh_one() {
         .map(|(a, b)| (a - b).abs())
         .fold(0.0f32, f32::max);
     assert!(diff < 2e-2, "max diff {diff}");
+}
+
+/// The F16 model (make-tiny-model.py --f16 writes the same tensor data as llama-quantize's F16
+/// file) continues as llama.cpp's greedy-f16.log. Ignored by default: generating the model
+/// takes about a minute the first time (`cargo test -p llama --test greedy -- --ignored`).
+#[test]
+#[ignore]
+fn greedy_continuation_matches_llama_cpp_f16() {
+    let Ok(path) = testutil::generated_model("tiny-random-qwen2vocab-f16-py.gguf", &["--f16"])
+    else {
+        return;
+    };
+    llama::backend_init();
+    let (m, _) = common::capture(|| llama::Model::load(&path, &llama::ModelParams::default()));
+    let m = m.unwrap();
+    assert_eq!(m.ftype_name(), "F16");
+    let p = ContextParams {
+        n_ctx: 256,
+        n_threads: 2,
+        n_threads_batch: 2,
+        ..Default::default()
+    };
+    let mut ctx = common::capture(|| Context::new(m.clone(), p)).0.unwrap();
+    assert_eq!(ctx.decode(&Batch::get_one(&PROMPT)), 0);
+    let mut out = Vec::new();
+    for _ in 0..24 {
+        let t = argmax(ctx.get_logits_ith(-1).unwrap());
+        out.extend_from_slice(&m.vocab().token_to_piece(t, 0, false));
+        assert_eq!(ctx.decode(&Batch::get_one(&[t])), 0);
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        expected_continuation("greedy-f16.log")
+    );
 }
