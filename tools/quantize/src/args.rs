@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use ggml::Type;
-use llama::quant::{Ftype, QuantizeParams};
+use llama::quant::{Ftype, KvOverride, QuantizeParams};
 use regex::Regex;
 
 /// The process should exit with this code (the message is already printed).
@@ -19,7 +19,14 @@ pub struct Args {
     pub nthread: i64,
     pub dry_run: bool,
     pub allow_requantize: bool,
+    pub keep_split: bool,
     pub types: QuantizeParams,
+    pub kv_overrides: Vec<KvOverride>,
+    /// Sorted, without duplicates.
+    pub prune_layers: Vec<u32>,
+    pub imatrix_file: Option<String>,
+    pub include_weights: Vec<String>,
+    pub exclude_weights: Vec<String>,
 }
 
 /// The QUANT_OPTIONS this build can produce: name, ftype, llama.cpp's description.
@@ -119,12 +126,16 @@ fn usage(exe: &str) -> Exit {
         ("--allow-requantize", &["allow requantizing tensors that have already been quantized", "WARNING: this can severely reduce quality compared to quantizing", "         from 16bit or 32bit!"]),
         ("--leave-output-tensor", &["leave output.weight un(re)quantized", "increases model size but may also increase quality, especially when requantizing"]),
         ("--pure", &["disable k-quant mixtures and quantize all tensors to the same type"]),
-        ("--imatrix file_name", &["use data in file_name as importance matrix for quant optimizations (not supported by this build)"]),
+        ("--imatrix file_name", &["use data in file_name as importance matrix for quant optimizations"]),
+        ("--include-weights tensor_name", &["use importance matrix for this/these tensor(s)"]),
+        ("--exclude-weights tensor_name", &["do not use importance matrix for this/these tensor(s)"]),
         ("--output-tensor-type ggml_type", &["use this ggml_type for the output.weight tensor"]),
         ("--token-embedding-type ggml_type", &["use this ggml_type for the token embeddings tensor"]),
         ("--tensor-type tensor_name=ggml_type", &["quantize this tensor to this ggml_type", "this is an advanced option to selectively quantize tensors. may be specified multiple times.", "example: --tensor-type attn_q=q8_0"]),
         ("--tensor-type-file tensor_types.txt", &["list of tensors to quantize to a specific ggml_type", "this is an advanced option to selectively quantize a long list of tensors.", "the file should use the same format as above, separated by spaces or newlines."]),
+        ("--prune-layers L0,L1,L2...", &["comma-separated list of layer numbers to prune from the model", "WARNING: this is an advanced option, use with care."]),
         ("--keep-split", &["generate quantized model in the same shards as input"]),
+        ("--override-kv KEY=TYPE:VALUE", &["override model metadata by key in the quantized model; may be specified multiple times.", "WARNING: this is an advanced option, use with care."]),
         ("--dry-run", &["calculate and show the final quantization size without performing quantization", "example: llama-quantize --dry-run model-f32.gguf Q4_K"]),
         ("--max-buffer-size MiB", &["max amount of tensor rows kept in memory while quantizing one tensor (default: 8192)", "lower it to quantize models with very large tensors on a machine with little RAM"]),
     ];
@@ -134,6 +145,7 @@ fn usage(exe: &str) -> Exit {
             s += &format!("                                      {l}\n");
         }
     }
+    s += "\nnote: --include-weights and --exclude-weights cannot be used together\n";
     s += "\n-----------------------------------------------------------------------------\n";
     s += " allowed quantization types\n";
     s += "-----------------------------------------------------------------------------\n\n";
@@ -166,17 +178,19 @@ fn parse_type(s: &str) -> Option<Type> {
 }
 
 fn parse_tensor_type(spec: &str, out: &mut Vec<(Regex, Type)>) -> Result<(), String> {
+    let f = "parse_tensor_type";
     let Some((name, ty)) = spec.split_once('=') else {
-        return Err(format!("malformed tensor type '{spec}'"));
+        return Err(format!("\n{f}: malformed tensor type '{spec}'\n\n"));
     };
     if name.is_empty() {
-        return Err("missing tensor name".into());
+        return Err(format!("\n{f}: missing tensor name\n\n"));
     }
     if ty.is_empty() {
-        return Err("missing quantization type".into());
+        return Err(format!("\n{f}: missing quantization type\n\n"));
     }
     let Some(t) = parse_type(ty) else {
-        return Err(format!("invalid quantization type '{ty}'"));
+        eprint!("\nparse_ggml_type: invalid ggml_type '{ty}'\n\n");
+        return Err(format!("\n{f}: invalid quantization type '{ty}'\n\n"));
     };
     let re = Regex::new(&name.to_lowercase())
         .map_err(|e| format!("invalid tensor name pattern '{name}': {e}"))?;
@@ -191,6 +205,10 @@ pub fn parse(argv: &[String]) -> Result<Args, Exit> {
     }
     let mut types = QuantizeParams::new(Ftype::Q5_1);
     let (mut dry_run, mut allow_requantize, mut keep_split) = (false, false, false);
+    let mut kv_overrides = Vec::new();
+    let mut prune_layers: Vec<u32> = Vec::new();
+    let mut imatrix_file = None;
+    let (mut include_weights, mut exclude_weights) = (Vec::new(), Vec::new());
     let mut i = 1;
     while i < argv.len() && argv[i].starts_with("--") {
         let value = |i: usize| argv.get(i + 1).cloned();
@@ -220,7 +238,7 @@ pub fn parse(argv: &[String]) -> Result<Args, Exit> {
                     return Err(usage(exe));
                 };
                 if let Err(e) = parse_tensor_type(&v, &mut types.tensor_types) {
-                    println!("{e}");
+                    print!("{e}");
                     return Err(usage(exe));
                 }
                 i += 1;
@@ -232,13 +250,16 @@ pub fn parse(argv: &[String]) -> Result<Args, Exit> {
                 let text = match std::fs::read_to_string(&v) {
                     Ok(t) => t,
                     Err(e) => {
-                        println!("failed to open file '{v}': {e}");
+                        print!(
+                            "\nparse_tensor_type_file: failed to open file '{v}': {}\n\n",
+                            strerror(&e)
+                        );
                         return Err(usage(exe));
                     }
                 };
                 for spec in text.split_whitespace() {
                     if let Err(e) = parse_tensor_type(spec, &mut types.tensor_types) {
-                        println!("{e}");
+                        print!("{e}");
                         return Err(usage(exe));
                     }
                 }
@@ -254,16 +275,54 @@ pub fn parse(argv: &[String]) -> Result<Args, Exit> {
                 }
                 i += 1;
             }
-            "--imatrix" | "--include-weights" | "--exclude-weights" | "--prune-layers"
-            | "--override-kv" => {
-                eprintln!("error: {} is not supported by this build", argv[i]);
-                return Err(Exit(1));
+            "--imatrix" | "--include-weights" | "--exclude-weights" => {
+                let Some(v) = value(i) else {
+                    return Err(usage(exe));
+                };
+                match argv[i].as_str() {
+                    "--imatrix" => imatrix_file = Some(v),
+                    "--include-weights" => include_weights.push(v),
+                    _ => exclude_weights.push(v),
+                }
+                i += 1;
+            }
+            "--prune-layers" => {
+                let Some(v) = value(i) else {
+                    return Err(usage(exe));
+                };
+                match parse_layer_prune(&v) {
+                    Ok(mut ids) => prune_layers.append(&mut ids),
+                    Err(e) => {
+                        print!("{e}");
+                        return Err(usage(exe));
+                    }
+                }
+                prune_layers.sort_unstable();
+                prune_layers.dedup();
+                i += 1;
+            }
+            "--override-kv" => {
+                let Some(v) = value(i) else {
+                    return Err(usage(exe));
+                };
+                match KvOverride::parse(&v) {
+                    Ok(o) => kv_overrides.push(o),
+                    Err(e) => {
+                        eprintln!("{e}");
+                        return Err(usage(exe));
+                    }
+                }
+                i += 1;
             }
             _ => return Err(usage(exe)),
         }
         i += 1;
     }
     if argv.len() - i < 2 {
+        println!("{exe}: bad arguments");
+        return Err(usage(exe));
+    }
+    if !include_weights.is_empty() && !exclude_weights.is_empty() {
         return Err(usage(exe));
     }
     let input = argv[i].clone();
@@ -283,7 +342,18 @@ pub fn parse(argv: &[String]) -> Result<Args, Exit> {
         (ftype, ftype_name) = (f, name);
         i += 1;
     } else {
-        output = argv[i].clone();
+        // With --keep-split the shard names are added to the output name, so llama.cpp cuts
+        // ".gguf" off (the last five characters, wherever the suffix was found).
+        output = if keep_split && argv[i].contains(".gguf") {
+            let o = &argv[i];
+            let mut end = o.len() - 5;
+            while !o.is_char_boundary(end) {
+                end -= 1;
+            }
+            o[..end].to_string()
+        } else {
+            argv[i].clone()
+        };
         i += 1;
         let Some(spec) = argv.get(i) else {
             eprintln!("llama_quantize: missing ftype");
@@ -319,8 +389,48 @@ pub fn parse(argv: &[String]) -> Result<Args, Exit> {
         nthread,
         dry_run,
         allow_requantize,
+        keep_split,
         types,
+        kv_overrides,
+        prune_layers,
+        imatrix_file,
+        include_weights,
+        exclude_weights,
     })
+}
+
+/// C's strerror text for an I/O error (Rust appends " (os error N)").
+fn strerror(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(p) => s[..p].to_string(),
+        None => s,
+    }
+}
+
+/// std::stoi: optional blanks and sign, then at least one digit; the rest is ignored.
+fn stoi(s: &str) -> Option<i64> {
+    let t = s.trim_start_matches([' ', '\t', '\n', '\r', '\x0b', '\x0c']);
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let n = digits.bytes().take_while(u8::is_ascii_digit).count();
+    let v: i32 = digits[..n].parse().ok()?;
+    Some(if neg { -(v as i64) } else { v as i64 })
+}
+
+/// parse_layer_prune: comma-separated layer ids, each >= 0.
+fn parse_layer_prune(data: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for id in data.split(',') {
+        match stoi(id) {
+            Some(v) if v >= 0 => out.push(v as u32),
+            _ => return Err(format!("\nparse_layer_prune: invalid layer id '{id}'\n\n")),
+        }
+    }
+    Ok(out)
 }
 
 fn same_file(a: &str, b: &str) -> bool {

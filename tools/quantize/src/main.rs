@@ -7,14 +7,101 @@ mod progress;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use llama::quant::{model_quantize_with_progress, ModelQuantizeParams};
+use std::collections::HashMap;
+use std::path::Path;
+
+use llama::quant::{imatrix, model_quantize_with_progress, KvOverride, ModelQuantizeParams};
+
+/// The importance matrix of `--imatrix` after the include/exclude filters, with the chunk
+/// count and datasets; prints llama.cpp's load_imatrix / prepare_imatrix lines. `Err` means
+/// the message is printed and the process exits 1.
+struct Prepared {
+    values: HashMap<String, Vec<f32>>,
+    datasets: Vec<String>,
+    chunk_count: i32,
+}
+
+fn prepare_imatrix(a: &args::Args) -> Result<Option<Prepared>, ()> {
+    let Some(file) = &a.imatrix_file else {
+        return Ok(None);
+    };
+    let loaded = match imatrix::load(Path::new(file)) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("{e}");
+            eprintln!("load_imatrix: failed to load imatrix from '{file}'");
+            return Err(());
+        }
+    };
+    if !loaded.is_legacy && !loaded.has_metadata {
+        eprintln!("load_imatrix: missing imatrix metadata in file {file}");
+        return Err(());
+    }
+    let (mut values, skipped) = imatrix::importance(&loaded);
+    for line in skipped {
+        eprintln!("{line}");
+    }
+    if let Some((first, rest)) = loaded.datasets.split_first() {
+        let mut line = format!("load_imatrix: imatrix datasets=['{first}'");
+        for d in rest {
+            line.push_str(&format!(", '{d}'"));
+        }
+        println!("{line}]");
+    }
+    println!(
+        "load_imatrix: loaded {} importance matrix entries from {} computed on {} chunks",
+        values.len(),
+        file,
+        loaded.chunk_count
+    );
+    imatrix::filter(&mut values, &a.include_weights, &a.exclude_weights);
+    if values.is_empty() {
+        return Ok(None);
+    }
+    println!(
+        "prepare_imatrix: have {} importance matrix entries",
+        values.len()
+    );
+    Ok(Some(Prepared {
+        values,
+        datasets: loaded.datasets,
+        chunk_count: loaded.chunk_count,
+    }))
+}
+
+/// The quantize.imatrix.* keys llama-quantize adds after the user's overrides.
+fn imatrix_overrides(file: &str, p: &Prepared) -> Vec<KvOverride> {
+    use llama::quant::OverrideValue::Int;
+    let mut v = vec![KvOverride::str_truncated("quantize.imatrix.file", file)];
+    if let Some(d) = p.datasets.first() {
+        v.push(KvOverride::str_truncated("quantize.imatrix.dataset", d));
+    }
+    v.push(KvOverride {
+        key: "quantize.imatrix.entries_count".into(),
+        value: Int(p.values.len() as i64),
+    });
+    if p.chunk_count > 0 {
+        v.push(KvOverride {
+            key: "quantize.imatrix.chunks_count".into(),
+            value: Int(p.chunk_count as i64),
+        });
+    }
+    v
+}
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let a = match args::parse(&argv) {
+    let mut a = match args::parse(&argv) {
         Ok(a) => a,
         Err(args::Exit(code)) => return ExitCode::from(code),
     };
+    let Ok(prepared) = prepare_imatrix(&a) else {
+        return ExitCode::from(1);
+    };
+    let mut kv_overrides = std::mem::take(&mut a.kv_overrides);
+    if let (Some(p), Some(file)) = (&prepared, &a.imatrix_file) {
+        kv_overrides.extend(imatrix_overrides(file, p));
+    }
 
     eprintln!(
         "version: {} (build {}, commit {})",
@@ -56,6 +143,10 @@ fn main() -> ExitCode {
         nthread,
         allow_requantize: a.allow_requantize,
         dry_run: a.dry_run,
+        keep_split: a.keep_split,
+        kv_overrides,
+        prune_layers: a.prune_layers,
+        imatrix: prepared.map(|p| p.values),
     };
     let t_start = Instant::now();
     let bar = progress::Bar::new();

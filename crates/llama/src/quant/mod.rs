@@ -6,14 +6,22 @@
 #![allow(clippy::needless_range_loop)]
 
 mod ftype;
+pub mod imatrix;
+mod input;
+pub mod kv_override;
 mod model;
+mod output;
+mod prune;
 #[cfg(test)]
 mod tests;
 
 pub use ftype::Ftype;
+pub use imatrix::{Imatrix, ImatrixEntry, ImatrixError};
+pub use input::split_path;
+pub use kv_override::{KvOverride, OverrideValue};
 pub use model::{
-    model_info, model_quantize, model_quantize_with_progress, output_kv, ModelQuantizeParams,
-    QuantizeStats, QNT_VERSION,
+    model_info, model_info_with, model_quantize, model_quantize_with_progress, output_kv,
+    ModelQuantizeParams, QuantizeStats, QNT_VERSION,
 };
 
 use ggml::Type;

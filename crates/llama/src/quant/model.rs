@@ -1,19 +1,23 @@
-//! llama_model_quantize: read a model, choose each tensor's type, quantize the tensors (rows
-//! split across threads) and write the new file atomically, logging as llama.cpp does.
+//! llama_model_quantize: read a model (all its shards), choose each tensor's type, quantize
+//! the tensors (rows split across threads, with the importance matrix when one is given) and
+//! write the new file(s) atomically, logging as llama.cpp does.
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use ggml::quants::{bytes_for, dequantize_row, quantize_chunk};
 use ggml::Type;
-use gguf::{GgufFile, GgufWriter, TensorInfo, Value};
+use gguf::{GgufFile, GgufWriter, TensorInfo};
 
-use super::{
-    layer_of, tensor_requires_imatrix, ModelInfo, QuantError, QuantizeParams, TypeChooser,
-};
+use super::input::{ModelFiles, Weight};
+use super::kv_override::{lookup, KvOverride, OverrideValue};
+use super::output::{add_split_keys, main_kv, Outputs};
+use super::prune::LayerMap;
+use super::{tensor_requires_imatrix, ModelInfo, QuantError, QuantizeParams, TypeChooser};
 use crate::loader::{LoadMode, ModelLoader};
 
-/// llama.cpp's GGML_QNT_VERSION, written as general.quantization_version.
-pub const QNT_VERSION: u32 = 2;
+pub use super::output::{output_kv, QNT_VERSION};
 
 /// Everything llama_model_quantize takes besides the paths.
 #[derive(Clone, Debug)]
@@ -25,6 +29,29 @@ pub struct ModelQuantizeParams {
     pub allow_requantize: bool,
     /// Only compute and print the sizes; no file is written.
     pub dry_run: bool,
+    /// Write one output shard per input shard (`OUT-0000i-of-0000n.gguf`).
+    pub keep_split: bool,
+    /// Metadata written over the input's (`--override-kv`), in order.
+    pub kv_overrides: Vec<KvOverride>,
+    /// Layers to remove; the others are renumbered.
+    pub prune_layers: Vec<u32>,
+    /// Importance per column for each tensor (by its name in the input), from an imatrix file.
+    pub imatrix: Option<HashMap<String, Vec<f32>>>,
+}
+
+impl ModelQuantizeParams {
+    pub fn new(types: QuantizeParams) -> ModelQuantizeParams {
+        ModelQuantizeParams {
+            types,
+            nthread: 1,
+            allow_requantize: false,
+            dry_run: false,
+            keep_split: false,
+            kv_overrides: Vec::new(),
+            prune_layers: Vec::new(),
+            imatrix: None,
+        }
+    }
 }
 
 /// What a run produced (sizes in bytes of the tensor data).
@@ -34,30 +61,45 @@ pub struct QuantizeStats {
     pub size_new: u64,
     pub n_fallback: u32,
     pub n_tensors: usize,
+    /// The files written (none for a dry run).
+    pub outputs: Vec<String>,
 }
 
 fn failed(msg: impl Into<String>) -> QuantError {
     QuantError::Failed(msg.into())
 }
 
-fn u32_key(f: &GgufFile, key: &str) -> Option<u32> {
+/// A u32 hyperparameter as the model loader reads it: an `int` override wins (logged).
+fn u32_key(f: &GgufFile, key: &str, overrides: &[KvOverride]) -> Option<u32> {
+    if let Some(OverrideValue::Int(v)) = lookup(overrides, key, "int") {
+        return Some(*v as u32);
+    }
     f.get(key).and_then(|v| v.as_u64()).map(|v| v as u32)
 }
 
 /// The model facts the type choice needs, from the file's metadata.
 pub fn model_info(f: &GgufFile) -> Result<ModelInfo, QuantError> {
-    let arch = match f.get("general.architecture") {
-        Some(Value::Str(s)) => s.clone(),
-        _ => {
-            return Err(failed(
-                "llama_model_loader: missing or invalid general.architecture",
-            ))
-        }
+    model_info_with(f, &[])
+}
+
+/// `model_info` with `--override-kv` applied to the keys it reads.
+pub fn model_info_with(f: &GgufFile, overrides: &[KvOverride]) -> Result<ModelInfo, QuantError> {
+    let arch = match lookup(overrides, "general.architecture", "str") {
+        Some(OverrideValue::Str(s)) => s.clone(),
+        _ => match f.get("general.architecture") {
+            Some(gguf::Value::Str(s)) => s.clone(),
+            _ => {
+                return Err(failed(
+                    "llama_model_loader: missing or invalid general.architecture",
+                ))
+            }
+        },
     };
-    let n_layer = u32_key(f, &format!("{arch}.block_count")).unwrap_or(0);
-    let n_head = u32_key(f, &format!("{arch}.attention.head_count")).unwrap_or(0);
-    let n_head_kv = u32_key(f, &format!("{arch}.attention.head_count_kv")).unwrap_or(n_head);
-    let n_expert = u32_key(f, &format!("{arch}.expert_count")).unwrap_or(0);
+    let n_layer = u32_key(f, &format!("{arch}.block_count"), overrides).unwrap_or(0);
+    let n_expert = u32_key(f, &format!("{arch}.expert_count"), overrides).unwrap_or(0);
+    let n_head = u32_key(f, &format!("{arch}.attention.head_count"), overrides).unwrap_or(0);
+    let n_head_kv =
+        u32_key(f, &format!("{arch}.attention.head_count_kv"), overrides).unwrap_or(n_head);
     let is_70b = arch == "llama" && n_layer == 80;
     Ok(ModelInfo {
         arch,
@@ -69,35 +111,23 @@ pub fn model_info(f: &GgufFile) -> Result<ModelInfo, QuantError> {
     })
 }
 
-/// The output's KV pairs: the input's, then quantization_version and file_type (moved to the
-/// end as gguf_set_val does), without the split keys.
-pub fn output_kv(f: &GgufFile, ftype_id: u32) -> Vec<(String, Value)> {
-    let drop = [
-        "general.quantization_version",
-        "general.file_type",
-        "split.no",
-        "split.count",
-        "split.tensors.count",
-    ];
-    let mut kv: Vec<(String, Value)> =
-        f.kv.iter()
-            .filter(|(k, _)| !drop.contains(&k.as_str()))
-            .cloned()
-            .collect();
-    kv.push((
-        "general.quantization_version".into(),
-        Value::U32(QNT_VERSION),
-    ));
-    kv.push(("general.file_type".into(), Value::U32(ftype_id)));
-    kv
-}
-
 /// `llama_format_tensor_shape`: always four dims.
 fn shape_str(ne: &[u64; 4]) -> String {
     format!("{:>6}, {:>6}, {:>6}, {:>6}", ne[0], ne[1], ne[2], ne[3])
 }
 
 const MIB: f64 = 1024.0 * 1024.0;
+
+/// printf's "%f" of a float that may not be finite.
+fn c_f(x: f32) -> String {
+    if x.is_nan() {
+        if x.is_sign_negative() { "-nan" } else { "nan" }.to_string()
+    } else if x.is_infinite() {
+        if x < 0.0 { "-inf" } else { "inf" }.to_string()
+    } else {
+        format!("{x:.6}")
+    }
+}
 
 /// The tensor's values as f32, dequantizing any other type.
 fn to_f32(t: &TensorInfo, data: &[u8]) -> Result<Vec<f32>, QuantError> {
@@ -150,6 +180,38 @@ fn quantize_rows(
     dst
 }
 
+/// Quantizes a tensor's matrices one after another: with an importance matrix each matrix
+/// (expert) of a 3-D tensor has its own `n_per_row` weights.
+fn quantize_tensor(
+    ty: Type,
+    src: &[f32],
+    ne: &[u64; 4],
+    imatrix: Option<&[f32]>,
+    nthread: usize,
+) -> Vec<u8> {
+    let n_per_row = ne[0] as usize;
+    let Some(w) = imatrix else {
+        return quantize_rows(ty, src, n_per_row, None, nthread);
+    };
+    let per_matrix = n_per_row * ne[1] as usize;
+    let mut out = Vec::with_capacity(bytes_for(ty, n_per_row) * (src.len() / n_per_row));
+    for (i, m) in src.chunks(per_matrix.max(1)).enumerate() {
+        let i2 = i % ne[2].max(1) as usize;
+        let wi = &w[i2 * n_per_row..(i2 + 1) * n_per_row];
+        out.extend(quantize_rows(ty, m, n_per_row, Some(wi), nthread));
+    }
+    out
+}
+
+/// One tensor of the output: where it comes from and what it becomes.
+struct Planned<'a> {
+    weight: Weight<'a>,
+    /// The name in the output (renumbered when layers are pruned).
+    name: String,
+    target: Type,
+    requires_imatrix: bool,
+}
+
 /// Quantizes the model at `inp` into `out` (llama_model_quantize).
 pub fn model_quantize(
     inp: &Path,
@@ -167,145 +229,212 @@ pub fn model_quantize_with_progress(
     progress: &dyn Fn(usize, usize),
 ) -> Result<QuantizeStats, QuantError> {
     let loader = ModelLoader::open(inp, LoadMode::Mmap).map_err(|e| failed(e.to_string()))?;
-    let f: &GgufFile = &loader.gguf;
-    let model = model_info(f)?;
+    let main: Arc<GgufFile> = loader.gguf.clone();
+    let files = ModelFiles::open(inp, main.clone())?;
+    let model = model_info_with(&main, &p.kv_overrides)?;
     let ftype = p.types.ftype;
+    // COPY keeps the input's file type (guessed flag included, as llama.cpp writes it).
+    let ftype_id = if p.types.only_copy {
+        loader.ftype
+    } else {
+        ftype.id()
+    };
+    let mut types = p.types.clone();
+    types.has_imatrix = p.imatrix.is_some();
+    if let Some(im) = &p.imatrix {
+        ggml::log_info!(
+            "\nllama_model_quantize_impl: have importance matrix data with {} entries\n",
+            im.len()
+        );
+        for v in im.values().flatten() {
+            if !v.is_finite() {
+                return Err(failed(format!(
+                    "imatrix contains non-finite value {}\n",
+                    c_f(*v)
+                )));
+            }
+        }
+    }
 
-    let mut order: Vec<&TensorInfo> = f.tensors.iter().collect();
-    order.sort_by(|a, b| {
-        let key = |n: &str| layer_of(n).unwrap_or(-1);
-        (key(&a.name), &a.name).cmp(&(key(&b.name), &b.name))
-    });
-    let names: Vec<&str> = order.iter().map(|t| t.name.as_str()).collect();
+    let weights = files.weights()?;
+    let n_tensors_all = weights.len();
+    let n_elements: u64 = weights.iter().map(|w| w.info.n_elements()).sum();
+    let mut layers = LayerMap::new(p.prune_layers.clone());
+    let mut plan: Vec<Planned> = Vec::with_capacity(weights.len());
+    for w in weights {
+        if let Some(name) = layers.remap(&w.info.name) {
+            plan.push(Planned {
+                weight: w,
+                name,
+                target: Type::F32,
+                requires_imatrix: false,
+            });
+        }
+    }
+    if p.keep_split {
+        plan.sort_by_key(|t| (t.weight.idx, t.weight.info.offset));
+    }
 
     // Preliminary pass: every tensor's type (fallback warnings are logged here, as llama.cpp does).
-    let mut chooser = TypeChooser::new(&model, &p.types, &names);
-    let mut targets = Vec::with_capacity(order.len());
-    for t in &order {
+    let names: Vec<&str> = plan.iter().map(|t| t.name.as_str()).collect();
+    let mut chooser = TypeChooser::new(&model, &types, &names);
+    let mut will_require_imatrix = false;
+    for t in plan.iter_mut() {
+        let info = t.weight.info;
         let desc = super::TensorDesc {
             name: t.name.clone(),
-            ne: t.ne,
-            ty: t.ty,
+            ne: info.ne,
+            ty: info.ty,
         };
         let choice = chooser.choose(&desc)?;
         for w in &choice.warnings {
             ggml::log_warn!("{}", w);
         }
-        if choice.ty != t.ty
-            && tensor_requires_imatrix(&t.name, choice.ty, ftype)
-            && !p.types.has_imatrix
-            && !p.dry_run
-        {
-            ggml::log_error!(
-                "\n============================================================================\n ERROR: this quantization requires an importance matrix!\n        - offending tensor: {}\n        - target type: {}\n============================================================================\n\n",
-                t.name,
-                choice.ty
-            );
-            return Err(failed("this quantization requires an imatrix!"));
+        t.target = choice.ty;
+        t.requires_imatrix = tensor_requires_imatrix(&t.name, choice.ty, ftype);
+        let allows = super::allows_quantization(&types, &desc);
+        if p.imatrix.is_none() && allows && t.requires_imatrix {
+            if p.dry_run {
+                will_require_imatrix = true;
+            } else {
+                ggml::log_error!(
+                    "\n============================================================================\n ERROR: this quantization requires an importance matrix!\n        - offending tensor: {}\n        - target type: {}\n============================================================================\n\n",
+                    t.name,
+                    choice.ty
+                );
+                return Err(failed("this quantization requires an imatrix!"));
+            }
         }
-        targets.push(choice.ty);
     }
 
-    let mut writer = GgufWriter::new();
-    for (k, v) in output_kv(f, ftype.id()) {
-        writer.add_kv(k, v).map_err(|e| failed(e.to_string()))?;
+    let n_split = if p.keep_split {
+        plan.iter().map(|t| t.weight.idx + 1).max().unwrap_or(1)
+    } else {
+        1
+    };
+    let block_count = layers.is_active().then(|| {
+        (
+            format!("{}.block_count", model.arch),
+            layers.block_count() as u32,
+        )
+    });
+    let mut kv0 = main_kv(&main, ftype_id, &p.kv_overrides, block_count);
+    let mut writers: Vec<GgufWriter> = (0..n_split).map(|_| GgufWriter::new()).collect();
+    for (i, w) in writers.iter_mut().enumerate() {
+        let mut kv = if i == 0 { std::mem::take(&mut kv0) } else { Vec::new() };
+        if n_split > 1 {
+            add_split_keys(&mut kv, i, n_split, plan.len());
+        }
+        for (k, v) in kv {
+            w.add_kv(k, v).map_err(|e| failed(e.to_string()))?;
+        }
     }
-    for (t, ty) in order.iter().zip(&targets) {
-        writer
-            .add_tensor(t.name.clone(), *ty, t.shape())
+    for t in &plan {
+        let shard = if p.keep_split { t.weight.idx } else { 0 };
+        writers[shard]
+            .add_tensor(t.name.clone(), t.target, t.weight.info.shape())
             .map_err(|e| failed(e.to_string()))?;
     }
-    let mut stream = if p.dry_run {
+    let out_str = out.display().to_string();
+    let mut outputs = if p.dry_run {
         None
     } else {
-        Some(writer.create(out).map_err(|e| failed(e.to_string()))?)
+        Some(Outputs::new(&out_str, p.keep_split, writers))
     };
 
-    let n_tensors = order.len();
     let mut stats = QuantizeStats {
-        n_tensors,
+        n_tensors: n_tensors_all,
         ..Default::default()
     };
-    let n_elements: u64 = f.tensors.iter().map(|t| t.n_elements()).sum();
-    for (i, (t, &new_type)) in order.iter().zip(&targets).enumerate() {
-        let data = f.tensor_data(t);
-        if data.len() as u64 != t.size {
+    for (i, t) in plan.iter().enumerate() {
+        let info = t.weight.info;
+        let new_type = t.target;
+        let data = files.data(&t.weight);
+        if data.len() as u64 != info.size {
             return Err(failed(format!(
                 "tensor '{}' data is not within the file bounds",
-                t.name
+                info.name
             )));
         }
         ggml::log_info!(
             "[{:>4}/{:>4}] {:<36} - [{}], type = {:>6}, ",
             i + 1,
-            n_tensors,
+            n_tensors_all,
             t.name,
-            shape_str(&t.ne),
-            t.ty.name()
+            shape_str(&info.ne),
+            info.ty.name()
         );
         // An empty tensor has nothing to convert; it keeps its bytes (none) under the new type.
-        let quantize = t.ty != new_type && t.n_elements() > 0;
-        if quantize && !t.ne[0].is_multiple_of(new_type.block_size() as u64) {
+        let quantize = info.ty != new_type && info.n_elements() > 0;
+        if quantize && !info.ne[0].is_multiple_of(new_type.block_size() as u64) {
             return Err(failed(format!(
                 "tensor '{}': rows of {} elements do not divide into {} blocks of {}",
                 t.name,
-                t.ne[0],
+                info.ne[0],
                 new_type,
                 new_type.block_size()
             )));
         }
-        let org = t.size;
+        let org = info.size;
         let new_size;
         if p.dry_run {
             if quantize {
-                new_size = bytes_for(new_type, t.ne[0] as usize) as u64
-                    * (t.n_elements() / t.ne[0].max(1));
+                new_size = bytes_for(new_type, info.ne[0] as usize) as u64
+                    * (info.n_elements() / info.ne[0].max(1));
                 ggml::log_info!(
                     "size = {:8.2} MiB -> {:8.2} MiB ({})\n",
                     org as f64 / MIB,
                     new_size as f64 / MIB,
                     new_type
                 );
+                will_require_imatrix |= t.requires_imatrix;
             } else {
                 new_size = org;
                 ggml::log_info!("size = {:8.3} MiB\n", org as f64 / MIB);
             }
-        } else if !quantize {
-            new_size = org;
-            ggml::log_info!("size = {:8.3} MiB\n", org as f64 / MIB);
-            stream
-                .as_mut()
-                .expect("file")
-                .write_tensor(data)
-                .map_err(|e| failed(e.to_string()))?;
         } else {
-            if t.ty.is_quantized() && !p.allow_requantize {
-                return Err(failed(format!(
-                    "requantizing from type {} is disabled",
-                    t.ty
-                )));
+            let shard = if p.keep_split { t.weight.idx } else { 0 };
+            let outs = outputs.as_mut().ok_or_else(|| failed("no output"))?;
+            if !quantize {
+                new_size = org;
+                ggml::log_info!("size = {:8.3} MiB\n", org as f64 / MIB);
+                outs.write(shard, data)?;
+            } else {
+                let imatrix = tensor_imatrix(p, t)?;
+                if imatrix.is_none() && t.requires_imatrix {
+                    ggml::log_error!("\n\n============================================================\n");
+                    ggml::log_error!("Missing importance matrix for tensor {} in a very low-bit quantization\n", t.name);
+                    ggml::log_error!("The result will be garbage, so bailing out\n");
+                    ggml::log_error!("============================================================\n\n");
+                    return Err(failed(format!(
+                        "Missing importance matrix for tensor {} in a very low-bit quantization",
+                        t.name
+                    )));
+                }
+                if info.ty.is_quantized() && !p.allow_requantize {
+                    return Err(failed(format!(
+                        "requantizing from type {} is disabled",
+                        info.ty
+                    )));
+                }
+                ggml::log_info!("converting to {} .. ", new_type);
+                let src = to_f32(info, data)?;
+                let q = quantize_tensor(new_type, &src, &info.ne, imatrix, p.nthread);
+                new_size = q.len() as u64;
+                outs.write(shard, &q)?;
+                ggml::log_info!(
+                    "size = {:8.2} MiB -> {:8.2} MiB\n",
+                    org as f64 / MIB,
+                    new_size as f64 / MIB
+                );
             }
-            ggml::log_info!("converting to {} .. ", new_type);
-            let src = to_f32(t, data)?;
-            let q = quantize_rows(new_type, &src, t.ne[0] as usize, None, p.nthread);
-            new_size = q.len() as u64;
-            stream
-                .as_mut()
-                .expect("file")
-                .write_tensor(&q)
-                .map_err(|e| failed(e.to_string()))?;
-            ggml::log_info!(
-                "size = {:8.2} MiB -> {:8.2} MiB\n",
-                org as f64 / MIB,
-                new_size as f64 / MIB
-            );
         }
         stats.size_org += org;
         stats.size_new += new_size;
-        progress(i + 1, n_tensors);
+        progress(i + 1, plan.len());
     }
-    if let Some(s) = stream {
-        s.finish().map_err(|e| failed(e.to_string()))?;
+    if let Some(o) = outputs {
+        stats.outputs = o.finish()?;
     }
     let bpw = |b: u64| {
         if n_elements == 0 {
@@ -324,13 +453,55 @@ pub fn model_quantize_with_progress(
         stats.size_new as f64 / MIB,
         bpw(stats.size_new)
     );
+    if p.imatrix.is_none() && p.dry_run && will_require_imatrix {
+        ggml::log_warn!("llama_model_quantize_impl: WARNING: dry run completed successfully, but actually completing this quantization will require an imatrix!\n");
+    }
     stats.n_fallback = chooser.n_fallback;
     if chooser.n_fallback > 0 {
         ggml::log_warn!(
             "llama_model_quantize_impl: WARNING: {} of {} tensor(s) required fallback quantization\n",
             chooser.n_fallback,
-            n_tensors
+            n_tensors_all
         );
     }
     Ok(stats)
+}
+
+/// The importance weights for a tensor being quantized: looked up by its name in the input,
+/// `None` (logged) when the file has none, an error when their count does not fit the tensor.
+fn tensor_imatrix<'a>(
+    p: &'a ModelQuantizeParams,
+    t: &Planned,
+) -> Result<Option<&'a [f32]>, QuantError> {
+    let Some(im) = &p.imatrix else {
+        return Ok(None);
+    };
+    let Some(v) = im.get(&t.weight.info.name) else {
+        ggml::log_info!(
+            "\n====== llama_model_quantize_impl: did not find weights for {}\n",
+            t.name
+        );
+        return Ok(None);
+    };
+    let ne = &t.weight.info.ne;
+    let want = (ne[0] * ne[2]) as usize;
+    if v.len() == want {
+        return Ok(Some(v));
+    }
+    ggml::log_info!(
+        "\n====== llama_model_quantize_impl: imatrix size {} is different from tensor size {} for {}\n",
+        v.len(),
+        want,
+        t.name
+    );
+    // Embeddings often have a mismatched entry; llama.cpp quantizes them without one.
+    if super::is_token_embd(&t.name) {
+        return Ok(None);
+    }
+    Err(failed(format!(
+        "imatrix size {} is different from tensor size {} for {}",
+        v.len(),
+        want,
+        t.name
+    )))
 }
