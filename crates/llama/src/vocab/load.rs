@@ -476,12 +476,15 @@ impl Vocab {
             eog: BTreeSet::new(),
             suppress: Vec::new(),
             engine,
+            special_matcher: Default::default(),
         };
         v.find_linefeed();
         v.read_special_ids(meta)?;
         v.detect_special_tokens();
         v.build_caches();
         v.apply_model_attrs(meta)?;
+        // Tokenizing "\n" above cached a matcher built before the special tokens were known.
+        v.special_matcher = Default::default();
         Ok(v)
     }
 
@@ -545,6 +548,7 @@ impl Vocab {
             eog: BTreeSet::new(),
             suppress: Vec::new(),
             engine: Engine::None,
+            special_matcher: Default::default(),
         })
     }
 

@@ -229,6 +229,7 @@ pub struct Vocab {
     eog: BTreeSet<Token>,
     suppress: Vec<Token>,
     engine: Engine,
+    special_matcher: special::SpecialMatcher,
 }
 
 impl Vocab {

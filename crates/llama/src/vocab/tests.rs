@@ -188,4 +188,13 @@ fn qwen2_vocab_metadata_matches_reference_log() {
     assert_eq!(vocab.token_to_piece(1879, 0, true), b" world");
     assert_eq!(vocab.tokenize(b"<|im_start|>hi", false, true)[0], 151644);
     assert_ne!(vocab.tokenize(b"<|im_start|>hi", false, false)[0], 151644);
+    // User-defined tokens are split out even when special tokens are not parsed.
+    let user = vocab
+        .special_tokens_cache()
+        .iter()
+        .copied()
+        .find(|&id| vocab.token_attr(id) & super::attr::USER_DEFINED != 0)
+        .expect("a user-defined token");
+    let text = vocab.token_text(user).unwrap().as_bytes().to_vec();
+    assert_eq!(vocab.tokenize(&text, false, false), vec![user]);
 }
