@@ -116,10 +116,38 @@ impl<'a> TensorCreator<'a> {
             .find(|d| d.kind() == DeviceKind::Cpu)
             .cloned()
             .ok_or_else(|| LlamaError::NoDevice("no CPU device".into()))?;
-        let gpus: Vec<DeviceRef> = devices
+        let mut gpus: Vec<DeviceRef> = devices
             .iter()
             .filter(|d| matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu))
             .cloned()
+            .collect();
+        // -sm none: everything on the main GPU (a negative main GPU: none at all)
+        if params.split_mode == crate::model::SplitMode::None && !gpus.is_empty() {
+            if params.main_gpu < 0 {
+                gpus.clear();
+            } else if params.main_gpu as usize >= gpus.len() {
+                ggml::log_error!(
+                    "llama_model_load_from_file_impl: invalid value for main_gpu: {} (available devices: {})\n",
+                    params.main_gpu,
+                    gpus.len()
+                );
+                return Err(LlamaError::BadParams(format!(
+                    "invalid value for main_gpu: {} (available devices: {})",
+                    params.main_gpu,
+                    gpus.len()
+                )));
+            } else {
+                gpus = vec![gpus[params.main_gpu as usize].clone()];
+            }
+        }
+        let devices: Vec<DeviceRef> = devices
+            .into_iter()
+            .filter(|d| {
+                !matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu)
+                    || gpus
+                        .iter()
+                        .any(|g| std::ptr::addr_eq(Arc::as_ptr(g), Arc::as_ptr(d)))
+            })
             .collect();
         for d in &gpus {
             let (free, _) = d.memory();
