@@ -14,7 +14,8 @@ pub(crate) fn soft_max(p: &mut Params, n: &Node, scale: f32, max_bias: f32) {
     let ne0 = a.ne[0];
     let n_head = a.ne[2];
     let (r0, r1) = split(a.nrows(), p.ith, p.nth);
-    let buf = p.scratch(ne0);
+    let buf = p.scratch(ne0 * 2);
+    let (buf, mbuf) = buf.split_at_mut(ne0);
     for r in r0..r1 {
         let (i1, i2, i3) = a.unflat_row(r);
         let slope = alibi_slope(max_bias, n_head, i2);
@@ -27,9 +28,9 @@ pub(crate) fn soft_max(p: &mut Params, n: &Node, scale: f32, max_bias: f32) {
                 *v *= scale;
             }
             if let Some(m) = mask {
-                let mp = m.row_ptr(i1, i2 % m.ne[2], i3 % m.ne[3]);
-                for (i, v) in buf.iter_mut().enumerate() {
-                    *v += slope * load_scalar(m.ty, mp.add(i * m.nb[0]));
+                load_mask_row(&m, i1, i2, i3, slope, mbuf);
+                for (v, &mv) in buf.iter_mut().zip(mbuf.iter()) {
+                    *v += mv;
                 }
             }
             let mut max = buf.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
@@ -85,10 +86,12 @@ pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32
     // SAFETY: wdata holds qb bytes per thread (work_size).
     let q_q = unsafe { std::slice::from_raw_parts_mut(p.wdata.add(qb * p.ith), qrow) };
     let (r0, r1) = split(nq1 * nq2 * nq3, p.ith, p.nth);
-    let buf = p.scratch(dk + dv * 3);
+    let n_mask = if mask.is_some() { n_kv } else { 0 };
+    let buf = p.scratch(dk + dv * 3 + n_mask);
     let (qf, rest) = buf.split_at_mut(dk);
     let (acc32, rest) = rest.split_at_mut(dv);
-    let (v32, acc16f) = rest.split_at_mut(dv);
+    let (v32, rest) = rest.split_at_mut(dv);
+    let (acc16f, mrow) = rest.split_at_mut(dv);
     // the f16 accumulator lives in the scratch floats' memory as u16s
     // SAFETY: acc16f has dv f32s = 2 * dv u16s of writable, aligned memory.
     let acc16 = unsafe { std::slice::from_raw_parts_mut(acc16f.as_mut_ptr() as *mut u16, dv) };
@@ -110,13 +113,12 @@ pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32
         unsafe {
             q.load_row(iq1, iq2, iq3, qf);
             (ktr.from_float)(qf, q_q);
-            let mrow: Option<(TRef, *const u8)> =
-                mask.map(|m| (m, m.row_ptr(iq1, iq2 % m.ne[2], iq3 % m.ne[3]) as *const u8));
+            // the mask row as slope * m, converted once per query row (not once per key)
+            if let Some(m) = mask {
+                load_mask_row(&m, iq1, iq2, iq3, slope, mrow);
+            }
             for ic in 0..n_kv {
-                let mv = match mrow {
-                    Some((m, mp)) => slope * load_scalar(m.ty, mp.add(ic * m.nb[0])),
-                    None => 0.0,
-                };
+                let mv = if n_mask > 0 { mrow[ic] } else { 0.0 };
                 if mv == f32::NEG_INFINITY {
                     continue;
                 }
@@ -178,6 +180,37 @@ pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32
                 *x *= inv;
             }
             d.store_row(iq2, iq1, iq3, acc32);
+        }
+    }
+}
+
+/// out[i] = slope * mask[i] for the mask row (i1, i2 % ne2, i3 % ne3), the same products the
+/// per-element loads gave; F16 and F32 rows are converted in bulk.
+///
+/// # Safety
+/// The row exists in `m` and `out` holds `m.ne[0]` floats or fewer.
+unsafe fn load_mask_row(m: &TRef, i1: usize, i2: usize, i3: usize, slope: f32, out: &mut [f32]) {
+    let n = out.len();
+    // SAFETY: the caller guarantees the row; n elements of it are read.
+    unsafe {
+        let mp = m.row_ptr(i1, i2 % m.ne[2], i3 % m.ne[3]) as *const u8;
+        match m.ty {
+            Type::F16 if m.nb[0] == 2 => {
+                fp::f16_to_f32_row(std::slice::from_raw_parts(mp as *const u16, n), out)
+            }
+            Type::F32 if m.nb[0] == 4 => {
+                out.copy_from_slice(std::slice::from_raw_parts(mp as *const f32, n))
+            }
+            _ => {
+                for (i, v) in out.iter_mut().enumerate() {
+                    *v = load_scalar(m.ty, mp.add(i * m.nb[0]));
+                }
+            }
+        }
+    }
+    if slope != 1.0 {
+        for v in out.iter_mut() {
+            *v *= slope;
         }
     }
 }
