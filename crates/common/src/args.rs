@@ -3,14 +3,16 @@
 //! llama.cpp's flag names, defaults, value parsing, environment variables, `-h` layout and error
 //! messages ("error: invalid argument: X", "error while handling argument ..."; exit status 1).
 
+mod opt;
 mod options;
+mod sampling_options;
 pub mod util;
 
 use std::collections::HashMap;
 
 use llama::sampling::SamplingParams;
 
-pub use options::Opt;
+pub use opt::Opt;
 
 /// A tool's extra `-h` text (its example usage), printed after the options.
 pub type UsageFn<'a> = &'a dyn Fn(&mut dyn ParseOutput);
@@ -100,6 +102,43 @@ impl Default for ParseEnv {
             buft_names: vec!["CPU".to_string()],
             max_devices: 16,
         }
+    }
+}
+
+impl ParseEnv {
+    /// The registered backends' view (register them first, e.g. `llama::backend_init()`):
+    /// non-CPU devices with their memory, and every device's default buffer type.
+    pub fn detect() -> ParseEnv {
+        let mut env = ParseEnv {
+            buft_names: Vec::new(),
+            ..ParseEnv::default()
+        };
+        for d in ggml::backend::devices() {
+            let buft = d.buffer_type().name().to_string();
+            if !env.buft_names.contains(&buft) {
+                env.buft_names.push(buft);
+            }
+            if d.kind() == ggml::backend::DeviceKind::Cpu {
+                continue;
+            }
+            if matches!(
+                d.kind(),
+                ggml::backend::DeviceKind::Gpu | ggml::backend::DeviceKind::IGpu
+            ) {
+                env.supports_gpu_offload = true;
+            }
+            let (free, total) = d.memory();
+            env.devices.push(DeviceInfo {
+                name: d.name().to_string(),
+                description: d.description().to_string(),
+                total_bytes: total as u64,
+                free_bytes: free as u64,
+            });
+        }
+        if env.buft_names.is_empty() {
+            env.buft_names.push("CPU".to_string());
+        }
+        env
     }
 }
 

@@ -84,7 +84,9 @@ fn tokenize(vocab: &Vocab, text: &str, add_special: bool, parse_special: bool) -
 }
 
 fn run() -> i32 {
-    let env = args::ParseEnv::default();
+    // the parser needs the backends (ggml_backend_load_all in common_params_parser_init)
+    llama::backend_init();
+    let env = args::ParseEnv::detect();
     let mut params = args::parse_or_exit(Example::Completion, &env, Some(&print_usage));
     common::log::init();
     args::apply_log_settings(&params);
@@ -107,7 +109,6 @@ fn run() -> i32 {
     }
 
     log_inf!("{F}: llama backend init\n");
-    llama::backend_init();
 
     log_inf!("{F}: load the model and apply lora adapter, if any\n");
     let startup::Loaded {

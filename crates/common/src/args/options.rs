@@ -1,229 +1,13 @@
 //! The option table: names, value hints, help text and handlers, as `common_params_parser_init`
 //! declares them for the common-parser tools.
 
+use super::opt::{Handler, Opt};
+use super::sampling_options::sampling_options;
 use super::util::{is_autoy, is_falsey, is_truthy, stof, stoi, stoul};
 use super::{
     ConversationMode, Ctx, Example, FlashAttn, Params, RopeScaling, SplitMode, GPU_LAYERS_ALL,
     GPU_LAYERS_AUTO,
 };
-use llama::sampling::SamplerType;
-
-type R = Result<(), String>;
-
-pub enum Handler {
-    Void(fn(&mut Params, &mut Ctx) -> R),
-    Bool(fn(&mut Params, bool)),
-    Int(fn(&mut Params, &mut Ctx, i32) -> R),
-    Str(fn(&mut Params, &mut Ctx, &str) -> R),
-    StrStr(fn(&mut Params, &str, &str) -> R),
-}
-
-pub struct Opt {
-    pub args: &'static [&'static str],
-    pub args_neg: &'static [&'static str],
-    pub hint: Option<&'static str>,
-    pub hint2: Option<&'static str>,
-    pub help: String,
-    pub env: Option<&'static str>,
-    pub sparam: bool,
-    /// Tools the option belongs to; empty = every common-parser tool.
-    pub examples: &'static [Example],
-    pub handler: Handler,
-}
-
-impl Opt {
-    fn new(
-        args: &'static [&'static str],
-        hint: Option<&'static str>,
-        help: impl Into<String>,
-        handler: Handler,
-    ) -> Opt {
-        Opt {
-            args,
-            args_neg: &[],
-            hint,
-            hint2: None,
-            help: help.into(),
-            env: None,
-            sparam: false,
-            examples: &[],
-            handler,
-        }
-    }
-
-    fn neg(mut self, n: &'static [&'static str]) -> Opt {
-        self.args_neg = n;
-        self
-    }
-
-    fn env(mut self, e: &'static str) -> Opt {
-        self.help = format!("{}\n(env: {})", self.help, e);
-        self.env = Some(e);
-        self
-    }
-
-    fn sp(mut self) -> Opt {
-        self.sparam = true;
-        self
-    }
-
-    fn ex(mut self, e: &'static [Example]) -> Opt {
-        self.examples = e;
-        self
-    }
-
-    fn hint2(mut self, h: &'static str) -> Opt {
-        self.hint2 = Some(h);
-        self
-    }
-
-    pub fn in_example(&self, ex: Example) -> bool {
-        self.examples.contains(&ex) || (ex == Example::Common && self.examples.is_empty())
-    }
-
-    pub fn n_values(&self) -> usize {
-        match self.handler {
-            Handler::Void(_) | Handler::Bool(_) => 0,
-            Handler::Int(_) | Handler::Str(_) => 1,
-            Handler::StrStr(_) => 2,
-        }
-    }
-
-    /// The environment variable and its value, if set (`LLAMA_ARG_NO_X` forces a pair off).
-    pub fn env_value(&self) -> Option<(String, String)> {
-        let env = self.env?;
-        if !self.args_neg.is_empty() {
-            let neg = env.replace("LLAMA_ARG_", "LLAMA_ARG_NO_");
-            if std::env::var_os(&neg).is_some() {
-                return Some((neg, "0".to_string()));
-            }
-        }
-        std::env::var(env).ok().map(|v| (env.to_string(), v))
-    }
-
-    pub fn apply_env(&self, p: &mut Params, ctx: &mut Ctx, value: &str) -> R {
-        match self.handler {
-            Handler::Void(f) => {
-                if is_truthy(value) {
-                    f(p, ctx)?;
-                }
-                Ok(())
-            }
-            Handler::Bool(f) => {
-                if is_truthy(value) {
-                    f(p, true);
-                } else if is_falsey(value) {
-                    f(p, false);
-                } else {
-                    return Err("invalid boolean value".to_string());
-                }
-                Ok(())
-            }
-            Handler::Int(f) => f(p, ctx, stoi(value)?),
-            Handler::Str(f) => f(p, ctx, value),
-            Handler::StrStr(_) => Ok(()),
-        }
-    }
-
-    pub fn apply(&self, p: &mut Params, ctx: &mut Ctx, positive: bool, values: &[&str]) -> R {
-        match self.handler {
-            Handler::Void(f) => f(p, ctx),
-            Handler::Bool(f) => {
-                f(p, positive);
-                Ok(())
-            }
-            Handler::Int(f) => f(p, ctx, stoi(values[0])?),
-            Handler::Str(f) => f(p, ctx, values[0]),
-            Handler::StrStr(f) => f(p, values[0], values[1]),
-        }
-    }
-
-    /// `common_arg::to_string`: names padded, help at column 40 wrapped at 70 characters.
-    pub fn to_help_string(&self) -> String {
-        const LEAD: usize = 40;
-        let all: Vec<&str> = self
-            .args
-            .iter()
-            .chain(self.args_neg.iter())
-            .copied()
-            .collect();
-        let mut s = String::new();
-        for (i, a) in all.iter().enumerate() {
-            if i == 0 {
-                if all.len() == 1 {
-                    s.push_str(a);
-                } else {
-                    let tmp = format!("{a}, ");
-                    let pad = 7usize.saturating_sub(tmp.len());
-                    s.push_str(&tmp);
-                    s.push_str(&" ".repeat(pad));
-                }
-            } else {
-                s.push_str(a);
-                if i + 1 != all.len() {
-                    s.push_str(", ");
-                }
-            }
-        }
-        if let Some(h) = self.hint {
-            s.push(' ');
-            s.push_str(h);
-        }
-        if let Some(h) = self.hint2 {
-            s.push(' ');
-            s.push_str(h);
-        }
-        if s.len() > LEAD - 3 {
-            s.push('\n');
-            s.push_str(&" ".repeat(LEAD));
-        } else {
-            let pad = LEAD - s.len();
-            s.push_str(&" ".repeat(pad));
-        }
-        let lines = break_into_lines(&self.help, 70);
-        for (i, line) in lines.iter().enumerate() {
-            if i > 0 {
-                s.push_str(&" ".repeat(LEAD));
-            }
-            s.push_str(line);
-            s.push('\n');
-        }
-        s
-    }
-}
-
-/// `break_str_into_lines`: each input line kept if short enough, else re-flowed by words.
-fn break_into_lines(input: &str, max: usize) -> Vec<String> {
-    let mut out = Vec::new();
-    for line in input.split('\n') {
-        if line.len() <= max {
-            out.push(line.to_string());
-            continue;
-        }
-        let mut cur = String::new();
-        for word in line.split_whitespace() {
-            if cur.len() + usize::from(!cur.is_empty()) + word.len() > max {
-                if !cur.is_empty() {
-                    out.push(std::mem::take(&mut cur));
-                }
-                cur = word.to_string();
-            } else {
-                if !cur.is_empty() {
-                    cur.push(' ');
-                }
-                cur.push_str(word);
-            }
-        }
-        if !cur.is_empty() {
-            out.push(cur);
-        }
-    }
-    // std::getline yields no final empty line for a trailing newline
-    if input.ends_with('\n') {
-        out.pop();
-    }
-    out
-}
 
 const KV_CACHE_TYPES: [&str; 9] = [
     "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1",
@@ -238,7 +22,7 @@ fn kv_cache_type(s: &str) -> Result<ggml::Type, String> {
     Err(format!("Unsupported cache type: {s}"))
 }
 
-fn read_file(path: &str) -> Result<String, String> {
+pub(super) fn read_file(path: &str) -> Result<String, String> {
     std::fs::read(path)
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .map_err(|_| format!("error: failed to open file '{path}'\n"))
@@ -276,18 +60,8 @@ const COMPLETION_PPL: &[Example] = &[Example::Completion, Example::Perplexity];
 /// Every option visible to `ex`, in llama.cpp's declaration order.
 pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
     use Handler::*;
-    let s = &d.sampling;
-    let sampler_names = s.samplers_string();
-    let sampler_chars: String = s.samplers.iter().map(|t| t.to_chr()).collect();
-    let breakers = s
-        .dry_sequence_breakers
-        .iter()
-        .map(|b| format!("'{}'", if b == "\n" { "\\n" } else { b }))
-        .collect::<Vec<_>>()
-        .join(", ");
     let kv_types = KV_CACHE_TYPES.join(", ");
-
-    let all = vec![
+    let mut all = vec![
         Opt::new(&["-h", "--help", "--usage"], None, "print usage and exit", Void(|p, _| {
             p.usage = true;
             Ok(())
@@ -541,161 +315,9 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
         })).ex(COMPLETION),
         Opt::new(&["--warmup"], None, format!("whether to perform warmup with an empty run (default: {})", ed(d.warmup)), Bool(|p, v| p.warmup = v))
             .neg(&["--no-warmup"]).ex(COMPLETION_PPL),
-        Opt::new(&["--samplers"], Some("SAMPLERS"), format!("samplers that will be used for generation in the order, separated by ';'\n(default: {sampler_names})"), Str(|p, _, v| {
-            let names: Vec<&str> = v.split(';').collect();
-            p.sampling.samplers = SamplerType::from_names(&names, true);
-            Ok(())
-        })).sp(),
-        Opt::new(&["-s", "--seed"], Some("SEED"), format!("RNG seed (default: {}, use random seed for {})", s.seed as i32, llama::sampling::DEFAULT_SEED as i32), Str(|p, _, v| {
-            p.sampling.seed = stoul(v)? as u32;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--sampler-seq", "--sampling-seq"], Some("SEQUENCE"), format!("simplified sequence for samplers that will be used (default: {sampler_chars})"), Str(|p, _, v| {
-            p.sampling.samplers = SamplerType::from_chars(v);
-            Ok(())
-        })).sp(),
-        Opt::new(&["--ignore-eos"], None, "ignore end of stream token and continue generating (implies --logit-bias EOS-inf)", Void(|p, _| {
-            p.sampling.ignore_eos = true;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--temp", "--temperature"], Some("N"), format!("temperature (default: {:.2})", s.temp), Str(|p, _, v| {
-            p.sampling.temp = stof(v)?.max(0.0);
-            Ok(())
-        })).sp().env("LLAMA_ARG_TEMPERATURE"),
-        Opt::new(&["--top-k"], Some("N"), format!("top-k sampling (default: {}, 0 = disabled)", s.top_k), Int(|p, _, v| {
-            p.sampling.top_k = v;
-            Ok(())
-        })).sp().env("LLAMA_ARG_TOP_K"),
-        Opt::new(&["--top-p"], Some("N"), format!("top-p sampling (default: {:.2}, 1.0 = disabled)", s.top_p), Str(|p, _, v| {
-            p.sampling.top_p = stof(v)?;
-            Ok(())
-        })).sp().env("LLAMA_ARG_TOP_P"),
-        Opt::new(&["--min-p"], Some("N"), format!("min-p sampling (default: {:.2}, 0.0 = disabled)", s.min_p), Str(|p, _, v| {
-            p.sampling.min_p = stof(v)?;
-            Ok(())
-        })).sp().env("LLAMA_ARG_MIN_P"),
-        Opt::new(&["--top-nsigma", "--top-n-sigma"], Some("N"), format!("top-n-sigma sampling (default: {:.2}, -1.0 = disabled)", s.top_n_sigma), Str(|p, _, v| {
-            p.sampling.top_n_sigma = stof(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--xtc-probability"], Some("N"), format!("xtc probability (default: {:.2}, 0.0 = disabled)", s.xtc_probability), Str(|p, _, v| {
-            p.sampling.xtc_probability = stof(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--xtc-threshold"], Some("N"), format!("xtc threshold (default: {:.2}, 1.0 = disabled)", s.xtc_threshold), Str(|p, _, v| {
-            p.sampling.xtc_threshold = stof(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--typical", "--typical-p"], Some("N"), format!("locally typical sampling, parameter p (default: {:.2}, 1.0 = disabled)", s.typ_p), Str(|p, _, v| {
-            p.sampling.typ_p = stof(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--repeat-last-n"], Some("N"), format!("last n tokens to consider for penalize (default: {}, 0 = disabled, -1 = ctx_size)", s.penalty_last_n), Int(|p, _, v| {
-            if v < -1 {
-                return Err(format!("error: invalid repeat-last-n = {v}\n"));
-            }
-            p.sampling.penalty_last_n = v;
-            p.sampling.n_prev = p.sampling.n_prev.max(v);
-            Ok(())
-        })).sp(),
-        Opt::new(&["--repeat-penalty"], Some("N"), format!("penalize repeat sequence of tokens (default: {:.2}, 1.0 = disabled)", s.penalty_repeat), Str(|p, _, v| {
-            p.sampling.penalty_repeat = stof(v)?;
-            Ok(())
-        })).sp().env("LLAMA_ARG_REPEAT_PENALTY"),
-        Opt::new(&["--presence-penalty"], Some("N"), format!("repeat alpha presence penalty (default: {:.2}, 0.0 = disabled)", s.penalty_present), Str(|p, _, v| {
-            p.sampling.penalty_present = stof(v)?;
-            Ok(())
-        })).sp().env("LLAMA_ARG_PRESENCE_PENALTY"),
-        Opt::new(&["--frequency-penalty"], Some("N"), format!("repeat alpha frequency penalty (default: {:.2}, 0.0 = disabled)", s.penalty_freq), Str(|p, _, v| {
-            p.sampling.penalty_freq = stof(v)?;
-            Ok(())
-        })).sp().env("LLAMA_ARG_FREQUENCY_PENALTY"),
-        Opt::new(&["--dry-multiplier"], Some("N"), format!("set DRY sampling multiplier (default: {:.2}, 0.0 = disabled)", s.dry_multiplier), Str(|p, _, v| {
-            p.sampling.dry_multiplier = stof(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--dry-base"], Some("N"), format!("set DRY sampling base value (default: {:.2})", s.dry_base), Str(|p, _, v| {
-            let b = stof(v)?;
-            if b >= 1.0 {
-                p.sampling.dry_base = b;
-            }
-            Ok(())
-        })).sp(),
-        Opt::new(&["--dry-allowed-length"], Some("N"), format!("set allowed length for DRY sampling (default: {})", s.dry_allowed_length), Int(|p, _, v| {
-            p.sampling.dry_allowed_length = v;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--dry-penalty-last-n"], Some("N"), format!("set DRY penalty for the last n tokens (default: {}, 0 = disable, -1 = context size)", s.dry_penalty_last_n), Int(|p, _, v| {
-            if v < -1 {
-                return Err(format!("error: invalid dry-penalty-last-n = {v}\n"));
-            }
-            p.sampling.dry_penalty_last_n = v;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--dry-sequence-breaker"], Some("STRING"), format!("add sequence breaker for DRY sampling, clearing out default breakers ({breakers}) in the process; use \"none\" to not use any sequence breakers\n"), Str(|p, ctx, v| {
-            if ctx.clear_dry_breakers_once() {
-                p.sampling.dry_sequence_breakers.clear();
-            }
-            if v == "none" {
-                p.sampling.dry_sequence_breakers.clear();
-            } else {
-                p.sampling.dry_sequence_breakers.push(v.to_string());
-            }
-            Ok(())
-        })).sp(),
-        Opt::new(&["--adaptive-target"], Some("N"), format!("adaptive-p: select tokens near this probability (valid range 0.0 to 1.0; negative = disabled) (default: {:.2})", s.adaptive_target), Str(|p, _, v| {
-            p.sampling.adaptive_target = stof(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--adaptive-decay"], Some("N"), format!("adaptive-p: decay rate for target adaptation over time. lower values are more reactive, higher values are more stable. (valid range 0.0 to 0.99) (default: {:.2})", s.adaptive_decay), Str(|p, _, v| {
-            p.sampling.adaptive_decay = stof(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--dynatemp-range"], Some("N"), format!("dynamic temperature range (default: {:.2}, 0.0 = disabled)", s.dynatemp_range), Str(|p, _, v| {
-            p.sampling.dynatemp_range = stof(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--dynatemp-exp"], Some("N"), format!("dynamic temperature exponent (default: {:.2})", s.dynatemp_exponent), Str(|p, _, v| {
-            p.sampling.dynatemp_exponent = stof(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--mirostat"], Some("N"), format!("use Mirostat sampling.\nTop K, Nucleus and Locally Typical samplers are ignored if used.\n(default: {}, 0 = disabled, 1 = Mirostat, 2 = Mirostat 2.0)", s.mirostat), Int(|p, _, v| {
-            p.sampling.mirostat = v;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--mirostat-lr"], Some("N"), format!("Mirostat learning rate, parameter eta (default: {:.2})", s.mirostat_eta), Str(|p, _, v| {
-            p.sampling.mirostat_eta = stof(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["--mirostat-ent"], Some("N"), format!("Mirostat target entropy, parameter tau (default: {:.2})", s.mirostat_tau), Str(|p, _, v| {
-            p.sampling.mirostat_tau = stof(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["-l", "--logit-bias"], Some("TOKEN_ID(+/-)BIAS"), "modifies the likelihood of token appearing in the completion,\ni.e. `--logit-bias 15043+1` to increase likelihood of token ' Hello',\nor `--logit-bias 15043-1` to decrease likelihood of token ' Hello'", Str(|p, _, v| {
-            let (tok, bias) = parse_logit_bias(v).ok_or_else(|| "invalid input format".to_string())?;
-            p.sampling.logit_bias.push((tok, bias));
-            Ok(())
-        })).sp(),
-        Opt::new(&["--grammar"], Some("GRAMMAR"), format!("BNF-like grammar to constrain generations (see samples in grammars/ dir) (default: '{}')", d.grammar), Str(|p, _, v| {
-            p.grammar = v.to_string();
-            Ok(())
-        })).sp(),
-        Opt::new(&["--grammar-file"], Some("FNAME"), "file to read grammar from", Str(|p, _, v| {
-            p.grammar = read_file(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["-j", "--json-schema"], Some("SCHEMA"), "JSON schema to constrain generations (https://json-schema.org/), e.g. `{}` for any JSON object\nFor schemas w/ external $refs, use --grammar + example/json_schema_to_grammar.py instead", Str(|p, _, v| {
-            p.grammar = v.to_string();
-            Ok(())
-        })).sp(),
-        Opt::new(&["-jf", "--json-schema-file"], Some("FILE"), "File containing a JSON schema to constrain generations (https://json-schema.org/), e.g. `{}` for any JSON object\nFor schemas w/ external $refs, use --grammar + example/json_schema_to_grammar.py instead", Str(|p, _, v| {
-            p.grammar = read_file(v)?;
-            Ok(())
-        })).sp(),
-        Opt::new(&["-bs", "--backend-sampling"], None, "enable backend sampling (experimental) (default: disabled)", Void(|p, _| {
-            p.backend_sampling = true;
-            Ok(())
-        })).sp().env("LLAMA_ARG_BACKEND_SAMPLING"),
+    ];
+    all.extend(sampling_options(d));
+    all.extend(vec![
         Opt::new(&["--rope-scaling"], Some("{none,linear,yarn}"), "RoPE frequency scaling method, defaults to linear unless specified by the model", Str(|p, _, v| {
             p.rope_scaling = match v {
                 "none" => RopeScaling::None,
@@ -1166,28 +788,10 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
             p.simple_io = true;
             Ok(())
         })).ex(COMPLETION),
-    ];
+    ]);
     all.into_iter()
         .filter(|o| o.examples.is_empty() || o.examples.contains(&ex))
         .collect()
-}
-
-/// `-l TOKEN(+|-)BIAS`: `ss >> key >> sign` then the rest as a float.
-fn parse_logit_bias(v: &str) -> Option<(i32, f32)> {
-    let t = v.trim_start();
-    let end = t
-        .char_indices()
-        .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && (c == '-' || c == '+'))))
-        .map(|(i, _)| i)
-        .unwrap_or(t.len());
-    let key: i32 = t[..end].parse().ok()?;
-    let rest = t[end..].trim_start();
-    let sign = rest.chars().next()?;
-    if sign != '+' && sign != '-' {
-        return None;
-    }
-    let bias = stof(&rest[1..]).ok()?;
-    Some((key, if sign == '-' { -bias } else { bias }))
 }
 
 fn cpu_mask_ok(v: &str) -> bool {
@@ -1213,53 +817,4 @@ fn cpu_range_ok(v: &str) -> bool {
         hi.parse().ok()
     };
     matches!((lo, hi), (Some(l), Some(h)) if l <= h && h < 512)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn logit_bias_forms() {
-        assert_eq!(parse_logit_bias("15043+1"), Some((15043, 1.0)));
-        assert_eq!(parse_logit_bias("15043-1.5"), Some((15043, -1.5)));
-        assert_eq!(
-            parse_logit_bias("15043-inf"),
-            Some((15043, f32::NEG_INFINITY))
-        );
-        assert_eq!(parse_logit_bias("abc"), None);
-        assert_eq!(parse_logit_bias("12*3"), None);
-    }
-
-    #[test]
-    fn help_layout_matches_common_arg_to_string() {
-        let o = Opt::new(
-            &["-c", "--ctx-size"],
-            Some("N"),
-            "size of the prompt context",
-            Handler::Int(|_, _, _| Ok(())),
-        );
-        assert_eq!(
-            o.to_help_string(),
-            format!("{:<40}size of the prompt context\n", "-c,    --ctx-size N")
-        );
-        let long = Opt::new(
-            &["--override-tensor", "-ot"],
-            Some("<tensor name pattern>=<buffer type>,..."),
-            "override tensor buffer type",
-            Handler::Int(|_, _, _| Ok(())),
-        );
-        assert_eq!(
-            long.to_help_string(),
-            format!("--override-tensor, -ot <tensor name pattern>=<buffer type>,...\n{}override tensor buffer type\n", " ".repeat(40))
-        );
-    }
-
-    #[test]
-    fn lines_wrap_at_70() {
-        let text = "word ".repeat(30);
-        let lines = break_into_lines(text.trim_end(), 70);
-        assert!(lines.iter().all(|l| l.len() <= 70));
-        assert_eq!(lines.join(" "), text.trim_end());
-    }
 }
