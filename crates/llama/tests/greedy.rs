@@ -211,3 +211,95 @@ fn greedy_continuation_matches_llama_cpp_f16() {
         expected_continuation("greedy-f16.log")
     );
 }
+
+#[test]
+fn ubatch_splitting_and_all_logits() {
+    if common::model().is_none() {
+        return;
+    }
+    let mut solo = new_ctx(256, 1);
+    let mut b = Batch::new();
+    for (i, &t) in PROMPT.iter().enumerate() {
+        b.add(t, i as i32, &[0], true);
+    }
+    assert_eq!(solo.decode(&b), 0);
+    assert_eq!(solo.get_logits().len(), 4 * 151936);
+    let want: Vec<Vec<f32>> = (0..4)
+        .map(|i| solo.get_logits_ith(i).unwrap().to_vec())
+        .collect();
+
+    // the same batch in ubatches of 3 and 1 tokens
+    let loaded = common::model().unwrap();
+    let p = ContextParams {
+        n_ctx: 256,
+        n_ubatch: 3,
+        n_threads: 2,
+        n_threads_batch: 2,
+        ..Default::default()
+    };
+    let mut ctx = common::capture(|| Context::new(loaded.model.clone(), p))
+        .0
+        .unwrap();
+    assert_eq!(ctx.n_ubatch(), 3);
+    assert_eq!(ctx.decode(&b), 0);
+    for (i, w) in want.iter().enumerate() {
+        let got = ctx.get_logits_ith(i as i32).unwrap();
+        let diff = got
+            .iter()
+            .zip(w)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        assert!(diff < 1e-3, "token {i}: max diff {diff}");
+    }
+    assert_eq!(ctx.get_logits_ith(-1), ctx.get_logits_ith(3));
+    assert!(ctx.get_logits_ith(4).is_none());
+    assert!(ctx.get_logits_ith(-5).is_none());
+}
+
+#[test]
+fn perf_and_memory_breakdown() {
+    if common::model().is_none() {
+        return;
+    }
+    let loaded = common::model().unwrap();
+    let p = ContextParams {
+        n_ctx: 4096,
+        no_perf: false,
+        n_threads: 2,
+        n_threads_batch: 2,
+        ..Default::default()
+    };
+    let mut ctx = common::capture(|| Context::new(loaded.model.clone(), p))
+        .0
+        .unwrap();
+    let rows = ctx.memory_breakdown();
+    let mib = |f: fn(&llama::MemoryBreakdownRow) -> usize| {
+        rows.iter().map(f).sum::<usize>() as f64 / 1048576.0
+    };
+    assert_eq!(format!("{:.2}", mib(|r| r.model)), "307.51");
+    assert_eq!(format!("{:.2}", mib(|r| r.context)), "4.00");
+    assert_eq!(format!("{:.2}", mib(|r| r.compute)), "297.75");
+    assert!(rows.iter().all(|r| r.is_host && r.device.is_none()));
+    assert_eq!(ctx.graph_nodes_splits(), (130, 1));
+
+    assert_eq!(ctx.decode(&Batch::get_one(&PROMPT)), 0);
+    for t in [13, 14, 15] {
+        assert_eq!(ctx.decode(&Batch::get_one(&[t])), 0);
+    }
+    let d = ctx.perf();
+    assert_eq!((d.n_p_eval, d.n_eval, d.n_reused), (4, 3, 2));
+    assert!(d.t_p_eval_ms > 0.0 && d.t_eval_ms > 0.0 && d.t_load_ms > 0.0);
+    let (_, log) = common::capture(|| ctx.perf_print());
+    let lines = common::text(&log, false);
+    assert_eq!(lines.len(), 5);
+    assert!(lines[1].starts_with("llama_perf_context_print: prompt eval time = "));
+    assert!(lines[1].contains(" ms /     4 tokens ("), "{}", lines[1]);
+    assert!(lines[2].contains(" ms /     3 runs   ("), "{}", lines[2]);
+    assert!(lines[3].contains(" ms /     7 tokens"), "{}", lines[3]);
+    assert_eq!(
+        lines[4],
+        "llama_perf_context_print:    graphs reused =          2"
+    );
+    ctx.perf_reset();
+    assert_eq!(ctx.perf().n_reused, 0);
+}
