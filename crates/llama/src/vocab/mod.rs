@@ -232,6 +232,12 @@ pub struct Vocab {
     special_matcher: special::SpecialMatcher,
 }
 
+// A model shares its vocabulary between threads.
+const _: fn() = || {
+    fn check<T: Send + Sync>() {}
+    check::<Vocab>();
+};
+
 impl Vocab {
     /// `tokenizer.ggml.model` as stored.
     pub fn tokenizer_model(&self) -> &str {
