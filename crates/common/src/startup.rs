@@ -101,26 +101,6 @@ impl TokenText for VocabText<'_> {
 pub struct Loaded {
     pub model: Arc<Model>,
     pub ctx: Context,
-    pub vocab: Arc<llama::vocab::Vocab>,
-}
-
-/// The model's vocabulary. libllama's Model does not hold its vocabulary yet (the contract's
-/// `model.vocab()`), so it is read here from the same file, after the weights; its `load:` and
-/// `print_info:` lines therefore come after load_tensors instead of before.
-fn load_vocab(path: &Path) -> Option<llama::vocab::Vocab> {
-    let file = gguf::GgufFile::open_metadata(path).ok()?;
-    match llama::vocab::Vocab::from_gguf(&file) {
-        Ok(v) => {
-            v.print_info();
-            Some(v)
-        }
-        Err(e) => {
-            crate::log_err!(
-                "llama_model_load: error loading model: error loading model vocabulary: {e}\n"
-            );
-            None
-        }
-    }
 }
 
 /// Why `init_from_params` gave up (its message was already logged).
@@ -160,10 +140,7 @@ pub fn init_from_params(p: &mut Params) -> Result<Loaded, InitError> {
         Ok(m) => m,
         Err(_) => return Err(fail_model(p)),
     };
-    let Some(vocab) = load_vocab(Path::new(&p.model)).map(Arc::new) else {
-        return Err(fail_model(p));
-    };
-    let vocab_ref: &llama::vocab::Vocab = &vocab;
+    let vocab_ref = model.vocab();
 
     if p.sampling.ignore_eos && vocab_ref.eos() == llama::vocab::TOKEN_NULL {
         crate::log_wrn!(
@@ -228,6 +205,7 @@ pub fn init_from_params(p: &mut Params) -> Result<Loaded, InitError> {
             "{}warming up the model with an empty run - please wait ... (--no-warmup to disable)\n",
             cmn("common_init_from_params")
         );
+        let vocab = model.vocab();
         let mut tmp = Vec::new();
         if vocab.bos() != llama::vocab::TOKEN_NULL {
             tmp.push(vocab.bos());
@@ -245,7 +223,7 @@ pub fn init_from_params(p: &mut Params) -> Result<Loaded, InitError> {
         ctx.memory_clear(true);
         ctx.perf_reset();
     }
-    Ok(Loaded { model, ctx, vocab })
+    Ok(Loaded { model, ctx })
 }
 
 /// `common_params_get_system_info`.
@@ -257,46 +235,8 @@ pub fn system_info(p: &Params) -> String {
     s.push_str(&format!(
         " / {} | {}",
         crate::args::util::hardware_concurrency(),
-        backend_features()
+        llama::print_system_info()
     ));
-    s
-}
-
-/// The "CPU : SSE3 = 1 | ..." part of system_info (`llama_print_system_info`): the CPU features
-/// of ggml's list that this machine has. libllama does not provide `print_system_info()` yet
-/// (see the contract), so the list is made here from runtime detection.
-fn backend_features() -> String {
-    let mut s = String::from("CPU : ");
-    #[cfg(target_arch = "x86_64")]
-    {
-        let feats: [(&str, bool); 11] = [
-            ("SSE3", std::arch::is_x86_feature_detected!("sse3")),
-            ("SSSE3", std::arch::is_x86_feature_detected!("ssse3")),
-            ("AVX", std::arch::is_x86_feature_detected!("avx")),
-            ("AVX2", std::arch::is_x86_feature_detected!("avx2")),
-            ("F16C", std::arch::is_x86_feature_detected!("f16c")),
-            ("FMA", std::arch::is_x86_feature_detected!("fma")),
-            ("BMI2", std::arch::is_x86_feature_detected!("bmi2")),
-            ("AVX512", std::arch::is_x86_feature_detected!("avx512f")),
-            (
-                "AVX512_VBMI",
-                std::arch::is_x86_feature_detected!("avx512vbmi"),
-            ),
-            (
-                "AVX512_VNNI",
-                std::arch::is_x86_feature_detected!("avx512vnni"),
-            ),
-            (
-                "AVX512_BF16",
-                std::arch::is_x86_feature_detected!("avx512bf16"),
-            ),
-        ];
-        for (name, on) in feats {
-            if on {
-                s.push_str(&format!("{name} = 1 | "));
-            }
-        }
-    }
     s
 }
 

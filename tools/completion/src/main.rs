@@ -111,18 +111,14 @@ fn run() -> i32 {
     log_inf!("{F}: llama backend init\n");
 
     log_inf!("{F}: load the model and apply lora adapter, if any\n");
-    let startup::Loaded {
-        model,
-        mut ctx,
-        vocab,
-    } = match startup::init_from_params(&mut params) {
+    let startup::Loaded { model, mut ctx } = match startup::init_from_params(&mut params) {
         Ok(l) => l,
         Err(_) => {
             log_err!("{F}: error: unable to create context\n");
             return 1;
         }
     };
-    let vocab: &Vocab = &vocab;
+    let vocab: &Vocab = model.vocab();
     let template = chat::Template::from_model(&model);
 
     // timings start here, after loading and warmup
