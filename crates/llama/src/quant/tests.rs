@@ -236,3 +236,78 @@ fn ftype_names_and_ids() {
     assert_eq!(layer_of("blk.12.attn_q.weight"), Some(12));
     assert_eq!(layer_of("output.weight"), None);
 }
+
+#[test]
+fn kv_override_parsing_follows_llama_cpp() {
+    use kv_override::{atof, atol, KvOverride, OverrideValue as V};
+    let p = |s: &str| KvOverride::parse(s).map(|o| (o.key, o.value));
+    assert_eq!(p("a.b=int:42"), Ok(("a.b".into(), V::Int(42))));
+    assert_eq!(p("a=int:  -7xyz"), Ok(("a".into(), V::Int(-7))));
+    assert_eq!(p("a=int:junk"), Ok(("a".into(), V::Int(0))));
+    assert_eq!(p("a=float:1.5e2z"), Ok(("a".into(), V::Float(150.0))));
+    assert_eq!(p("a=bool:false"), Ok(("a".into(), V::Bool(false))));
+    assert_eq!(p("a=str:x=y:z"), Ok(("a".into(), V::Str("x=y:z".into()))));
+    assert!(p("a=bool:TRUE").unwrap_err().contains("invalid boolean value"));
+    assert!(p("a=i:1").unwrap_err().contains("invalid type for KV override 'a=i:1'"));
+    assert!(p(&format!("{}=int:1", "k".repeat(128)))
+        .unwrap_err()
+        .contains("malformed KV override"));
+    assert!(p(&format!("{}=int:1", "k".repeat(127))).is_ok());
+    assert_eq!(atol("99999999999999999999"), i64::MAX);
+    assert_eq!(atof("  .5"), 0.5);
+    assert_eq!(atof("-"), 0.0);
+    assert_eq!(V::Int(-5).to_gguf(), gguf::Value::U32(5));
+    // An empty key ends llama.cpp's override list.
+    let list = [
+        KvOverride::parse("a=int:1").unwrap(),
+        KvOverride::parse("=int:2").unwrap(),
+        KvOverride::parse("c=int:3").unwrap(),
+    ];
+    assert_eq!(kv_override::effective(&list).len(), 1);
+    let long = KvOverride::str_truncated("k", &"é".repeat(100));
+    assert_eq!(long.value, V::Str("é".repeat(63)));
+}
+
+#[test]
+fn imatrix_values_are_means_per_matrix() {
+    let mut m = Imatrix::default();
+    m.entries.insert(
+        "w".into(),
+        ImatrixEntry {
+            sums: vec![2.0, 4.0, 6.0, 8.0],
+            counts: vec![2, 0],
+        },
+    );
+    m.entries.insert("none".into(), ImatrixEntry::default());
+    let (v, skipped) = imatrix::importance(&m);
+    // The second matrix saw nothing: its weights are 1.
+    assert_eq!(v["w"], [1.0, 2.0, 1.0, 1.0]);
+    assert_eq!(skipped, ["load_imatrix: no counts for entry 'none', skipping"]);
+    m.is_legacy = true;
+    m.entries.get_mut("w").unwrap().counts = vec![4];
+    assert_eq!(imatrix::importance(&m).0["w"], [0.5, 1.0, 1.5, 2.0]);
+
+    let mut data: std::collections::HashMap<String, Vec<f32>> = ["blk.0.attn_q", "blk.0.ffn_up"]
+        .iter()
+        .map(|n| (n.to_string(), vec![1.0]))
+        .collect();
+    imatrix::filter(&mut data, &[], &["attn".into()]);
+    assert_eq!(data.keys().collect::<Vec<_>>(), ["blk.0.ffn_up"]);
+
+    // A legacy file cut short reports which entry failed.
+    let dir = testutil::scratch_dir("quant-imatrix-unit");
+    let path = dir.join("short.dat");
+    let mut b = 1i32.to_le_bytes().to_vec();
+    b.extend(1i32.to_le_bytes());
+    b.push(b'w');
+    b.extend(1i32.to_le_bytes());
+    b.extend(4i32.to_le_bytes());
+    b.extend(1f32.to_le_bytes());
+    std::fs::write(&path, b).unwrap();
+    assert_eq!(imatrix::load(&path), Err(ImatrixError::Data(0)));
+    std::fs::write(&path, 0i32.to_le_bytes()).unwrap();
+    assert!(matches!(
+        imatrix::load(&path),
+        Err(ImatrixError::NoData(..))
+    ));
+}
