@@ -18,8 +18,22 @@ fn small_model() -> &'static Path {
         let path = dir.join("small-f32.gguf");
         let o = Command::new(testutil::bin("llama-gguf-new", "llama-gguf-new"))
             .args([
-                "--layers", "4", "--embd", "256", "--heads", "4", "--heads-kv", "2", "--ff",
-                "512", "--ctx", "256", "--vocab-size", "300", "--quiet", "-o",
+                "--layers",
+                "4",
+                "--embd",
+                "256",
+                "--heads",
+                "4",
+                "--heads-kv",
+                "2",
+                "--ff",
+                "512",
+                "--ctx",
+                "256",
+                "--vocab-size",
+                "300",
+                "--quiet",
+                "-o",
             ])
             .arg(&path)
             .output()
@@ -51,9 +65,7 @@ fn s(p: &Path) -> &str {
 }
 
 fn tensor_bytes(f: &GgufFile, name: &str) -> Vec<u8> {
-    let t = f
-        .tensor(name)
-        .unwrap_or_else(|| panic!("no tensor {name}"));
+    let t = f.tensor(name).unwrap_or_else(|| panic!("no tensor {name}"));
     f.tensor_data(t).to_vec()
 }
 
@@ -69,7 +81,10 @@ fn prune_layers_drops_and_renumbers() {
         s(&pruned),
         "q8_0",
     ]));
-    let (a, b) = (GgufFile::open(&full).unwrap(), GgufFile::open(&pruned).unwrap());
+    let (a, b) = (
+        GgufFile::open(&full).unwrap(),
+        GgufFile::open(&pruned).unwrap(),
+    );
     assert_eq!(b.get("llama.block_count"), Some(&Value::U32(2)));
     // block_count is set last, after the quantization keys.
     assert_eq!(b.kv.last().unwrap().0, "llama.block_count");
@@ -154,8 +169,16 @@ fn bad_values_give_llama_cpp_errors() {
             "no-equals",
             "string_parse_kv_override: malformed KV override 'no-equals'",
         ),
-        ("--prune-layers", "1,x", "parse_layer_prune: invalid layer id 'x'"),
-        ("--prune-layers", "-2", "parse_layer_prune: invalid layer id '-2'"),
+        (
+            "--prune-layers",
+            "1,x",
+            "parse_layer_prune: invalid layer id 'x'",
+        ),
+        (
+            "--prune-layers",
+            "-2",
+            "parse_layer_prune: invalid layer id '-2'",
+        ),
     ];
     for (flag, value, msg) in cases {
         let o = quantize(&[flag, value, m, "/tmp/never-written.gguf", "q4_0"]);
@@ -209,7 +232,10 @@ fn write_imatrix_gguf(path: &Path, entries: &[(String, Vec<f32>, f32)]) {
     w.add_kv("general.type", "imatrix").unwrap();
     let ds = Array::new(
         ValueType::Str,
-        vec![Value::Str("calib.txt".into()), Value::Str("more.txt".into())],
+        vec![
+            Value::Str("calib.txt".into()),
+            Value::Str("more.txt".into()),
+        ],
     );
     w.add_kv("imatrix.datasets", Value::Array(ds)).unwrap();
     w.add_kv("imatrix.chunk_count", Value::U32(7)).unwrap();
@@ -266,19 +292,30 @@ fn imatrix_changes_k_quants_and_is_recorded() {
     let plain = dir.join("plain.gguf");
     ok(&quantize(&[s(small_model()), s(&plain), "q4_k_m"]));
     let with = dir.join("with.gguf");
-    let log = ok(&quantize(&["--imatrix", s(&gg), s(small_model()), s(&with), "q4_k_m"]));
+    let log = ok(&quantize(&[
+        "--imatrix",
+        s(&gg),
+        s(small_model()),
+        s(&with),
+        "q4_k_m",
+    ]));
     let n = entries.len();
     assert!(log.contains("load_imatrix: imatrix datasets=['calib.txt', 'more.txt']"));
     assert!(log.contains(&format!(
         "load_imatrix: loaded {n} importance matrix entries from {} computed on 7 chunks",
         s(&gg)
     )));
-    assert!(log.contains(&format!("prepare_imatrix: have {n} importance matrix entries")));
+    assert!(log.contains(&format!(
+        "prepare_imatrix: have {n} importance matrix entries"
+    )));
     assert!(log.contains(&format!(
         "llama_model_quantize_impl: have importance matrix data with {n} entries"
     )));
 
-    let (p, w) = (GgufFile::open(&plain).unwrap(), GgufFile::open(&with).unwrap());
+    let (p, w) = (
+        GgufFile::open(&plain).unwrap(),
+        GgufFile::open(&with).unwrap(),
+    );
     for t in ["blk.0.attn_q.weight", "blk.3.ffn_up.weight"] {
         assert_eq!(w.tensor(t).unwrap().ty, Type::Q4K);
         assert_ne!(tensor_bytes(&p, t), tensor_bytes(&w, t), "{t}");
@@ -300,14 +337,17 @@ fn imatrix_changes_k_quants_and_is_recorded() {
         w.get("quantize.imatrix.entries_count"),
         Some(&Value::U32(n as u32))
     );
-    assert_eq!(
-        w.get("quantize.imatrix.chunks_count"),
-        Some(&Value::U32(7))
-    );
+    assert_eq!(w.get("quantize.imatrix.chunks_count"), Some(&Value::U32(7)));
 
     // The legacy file holds the same statistics: the same tensors.
     let legacy = dir.join("legacy.gguf");
-    ok(&quantize(&["--imatrix", s(&dat), s(small_model()), s(&legacy), "q4_k_m"]));
+    ok(&quantize(&[
+        "--imatrix",
+        s(&dat),
+        s(small_model()),
+        s(&legacy),
+        "q4_k_m",
+    ]));
     let l = GgufFile::open(&legacy).unwrap();
     for (name, _, _) in &entries {
         assert_eq!(tensor_bytes(&l, name), tensor_bytes(&w, name), "{name}");
@@ -349,7 +389,9 @@ fn imatrix_changes_k_quants_and_is_recorded() {
         s(&incl),
         "q4_k_m",
     ]));
-    assert!(log.contains(&format!("prepare_imatrix: have {LAYERS} importance matrix entries")));
+    assert!(log.contains(&format!(
+        "prepare_imatrix: have {LAYERS} importance matrix entries"
+    )));
 }
 
 #[test]
@@ -372,7 +414,10 @@ fn bad_imatrix_files_fail() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("imatrix contains non-finite value nan"));
 
     let short = dir.join("short.gguf");
-    write_imatrix_gguf(&short, &[("blk.0.attn_q.weight".into(), vec![1.0; 64], 1.0)]);
+    write_imatrix_gguf(
+        &short,
+        &[("blk.0.attn_q.weight".into(), vec![1.0; 64], 1.0)],
+    );
     let o = quantize(&["--imatrix", s(&short), m, s(&out), "q4_k_m"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr)
@@ -391,7 +436,10 @@ fn split_model(src: &Path, prefix: &Path) -> Vec<PathBuf> {
         let mut kv: Vec<(String, Value)> = if i == 0 { f.kv.clone() } else { Vec::new() };
         kv.push(("split.no".into(), Value::U16(i as u16)));
         kv.push(("split.count".into(), Value::U16(2)));
-        kv.push(("split.tensors.count".into(), Value::I32(f.tensors.len() as i32)));
+        kv.push((
+            "split.tensors.count".into(),
+            Value::I32(f.tensors.len() as i32),
+        ));
         let tensors: Vec<(TensorInfo, &[u8])> =
             part.iter().map(|t| (t.clone(), f.tensor_data(t))).collect();
         let path = PathBuf::from(format!("{}-{:05}-of-00002.gguf", s(prefix), i + 1));
@@ -410,14 +458,27 @@ fn keep_split_writes_one_shard_per_input_shard() {
     // Without --keep-split a split input becomes one file without split keys.
     let joined = dir.join("joined.gguf");
     ok(&quantize(&[s(&shards[0]), s(&joined), "q4_0"]));
-    let (w, j) = (GgufFile::open(&whole).unwrap(), GgufFile::open(&joined).unwrap());
+    let (w, j) = (
+        GgufFile::open(&whole).unwrap(),
+        GgufFile::open(&joined).unwrap(),
+    );
     assert_eq!(j.tensors.len(), w.tensors.len());
     assert!(j.get("split.count").is_none());
     for t in &w.tensors {
-        assert_eq!(tensor_bytes(&j, &t.name), tensor_bytes(&w, &t.name), "{}", t.name);
+        assert_eq!(
+            tensor_bytes(&j, &t.name),
+            tensor_bytes(&w, &t.name),
+            "{}",
+            t.name
+        );
     }
 
-    ok(&quantize(&["--keep-split", s(&shards[0]), s(&dir.join("out.gguf")), "q4_0"]));
+    ok(&quantize(&[
+        "--keep-split",
+        s(&shards[0]),
+        s(&dir.join("out.gguf")),
+        "q4_0",
+    ]));
     let outs: Vec<GgufFile> = (1..=2)
         .map(|i| GgufFile::open(dir.join(format!("out-{i:05}-of-00002.gguf"))).unwrap())
         .collect();
@@ -431,7 +492,10 @@ fn keep_split_writes_one_shard_per_input_shard() {
         );
         let names: Vec<&str> = o.tensors.iter().map(|t| t.name.as_str()).collect();
         let want: Vec<&str> = inp.tensors.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, want, "shard {i} keeps the input's tensors in their order");
+        assert_eq!(
+            names, want,
+            "shard {i} keeps the input's tensors in their order"
+        );
         for t in &o.tensors {
             assert_eq!(tensor_bytes(o, &t.name), tensor_bytes(&w, &t.name));
         }

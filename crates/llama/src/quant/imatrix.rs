@@ -100,9 +100,7 @@ fn load_legacy(path: &Path) -> Result<Imatrix, ImatrixError> {
         if nval < 1 {
             return Err(ImatrixError::NumValues(i));
         }
-        let raw = c
-            .take(nval as usize * 4)
-            .ok_or(ImatrixError::Data(i))?;
+        let raw = c.take(nval as usize * 4).ok_or(ImatrixError::Data(i))?;
         let sums = raw
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -122,7 +120,8 @@ fn load_legacy(path: &Path) -> Result<Imatrix, ImatrixError> {
             if let Some(len) = c.i32().filter(|&l| l > 0) {
                 if let Some(b) = c.take(len as usize) {
                     let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
-                    m.datasets.push(String::from_utf8_lossy(&b[..end]).into_owned());
+                    m.datasets
+                        .push(String::from_utf8_lossy(&b[..end]).into_owned());
                 }
             }
         }

@@ -321,7 +321,11 @@ pub fn model_quantize_with_progress(
     let mut kv0 = main_kv(&main, ftype_id, &p.kv_overrides, block_count);
     let mut writers: Vec<GgufWriter> = (0..n_split).map(|_| GgufWriter::new()).collect();
     for (i, w) in writers.iter_mut().enumerate() {
-        let mut kv = if i == 0 { std::mem::take(&mut kv0) } else { Vec::new() };
+        let mut kv = if i == 0 {
+            std::mem::take(&mut kv0)
+        } else {
+            Vec::new()
+        };
         if n_split > 1 {
             add_split_keys(&mut kv, i, n_split, plan.len());
         }
@@ -402,10 +406,17 @@ pub fn model_quantize_with_progress(
             } else {
                 let imatrix = tensor_imatrix(p, t)?;
                 if imatrix.is_none() && t.requires_imatrix {
-                    ggml::log_error!("\n\n============================================================\n");
-                    ggml::log_error!("Missing importance matrix for tensor {} in a very low-bit quantization\n", t.name);
+                    ggml::log_error!(
+                        "\n\n============================================================\n"
+                    );
+                    ggml::log_error!(
+                        "Missing importance matrix for tensor {} in a very low-bit quantization\n",
+                        t.name
+                    );
                     ggml::log_error!("The result will be garbage, so bailing out\n");
-                    ggml::log_error!("============================================================\n\n");
+                    ggml::log_error!(
+                        "============================================================\n\n"
+                    );
                     return Err(failed(format!(
                         "Missing importance matrix for tensor {} in a very low-bit quantization",
                         t.name

@@ -95,13 +95,17 @@ impl Outputs {
     /// Writes one tensor's data to shard `i` (tensors of a shard come in its order).
     pub fn write(&mut self, i: usize, data: &[u8]) -> Result<(), QuantError> {
         if self.streams[i].is_none() {
-            let w = self.writers[i].take().ok_or_else(|| failed("shard reopened"))?;
+            let w = self.writers[i]
+                .take()
+                .ok_or_else(|| failed("shard reopened"))?;
             let s = w
                 .create(&self.paths[i].1)
                 .map_err(|e| failed(e.to_string()))?;
             self.streams[i] = Some(s);
         }
-        let s = self.streams[i].as_mut().ok_or_else(|| failed("no stream"))?;
+        let s = self.streams[i]
+            .as_mut()
+            .ok_or_else(|| failed("no stream"))?;
         s.write_tensor(data).map_err(|e| failed(e.to_string()))
     }
 

@@ -19,7 +19,11 @@ fn find_layer(name: &str) -> Option<(u64, std::ops::Range<usize>)> {
     let mut from = 0;
     while let Some(p) = name[from..].find("blk.") {
         let start = from + p + 4;
-        let end = start + bytes[start..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let end = start
+            + bytes[start..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
         if end > start && bytes.get(end) == Some(&b'.') {
             if let Ok(n) = name[start..end].parse::<u64>() {
                 return Some((n, start..end));
@@ -65,7 +69,12 @@ impl LayerMap {
             }
         });
         let new = new?;
-        Some(format!("{}{}{}", &name[..range.start], new, &name[range.end..]))
+        Some(format!(
+            "{}{}{}",
+            &name[..range.start],
+            new,
+            &name[range.end..]
+        ))
     }
 
     /// The block count of the pruned model (llama.cpp writes its running id).
@@ -81,7 +90,12 @@ mod tests {
     #[test]
     fn renumbers_after_the_first_pruned_layer() {
         let mut m = LayerMap::new(vec![3, 1, 3]);
-        let names = ["output.weight", "blk.0.a.weight", "blk.1.a.weight", "blk.2.a.weight"];
+        let names = [
+            "output.weight",
+            "blk.0.a.weight",
+            "blk.1.a.weight",
+            "blk.2.a.weight",
+        ];
         let got: Vec<Option<String>> = names.iter().map(|n| m.remap(n)).collect();
         assert_eq!(
             got,

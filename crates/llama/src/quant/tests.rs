@@ -247,8 +247,12 @@ fn kv_override_parsing_follows_llama_cpp() {
     assert_eq!(p("a=float:1.5e2z"), Ok(("a".into(), V::Float(150.0))));
     assert_eq!(p("a=bool:false"), Ok(("a".into(), V::Bool(false))));
     assert_eq!(p("a=str:x=y:z"), Ok(("a".into(), V::Str("x=y:z".into()))));
-    assert!(p("a=bool:TRUE").unwrap_err().contains("invalid boolean value"));
-    assert!(p("a=i:1").unwrap_err().contains("invalid type for KV override 'a=i:1'"));
+    assert!(p("a=bool:TRUE")
+        .unwrap_err()
+        .contains("invalid boolean value"));
+    assert!(p("a=i:1")
+        .unwrap_err()
+        .contains("invalid type for KV override 'a=i:1'"));
     assert!(p(&format!("{}=int:1", "k".repeat(128)))
         .unwrap_err()
         .contains("malformed KV override"));
@@ -282,7 +286,10 @@ fn imatrix_values_are_means_per_matrix() {
     let (v, skipped) = imatrix::importance(&m);
     // The second matrix saw nothing: its weights are 1.
     assert_eq!(v["w"], [1.0, 2.0, 1.0, 1.0]);
-    assert_eq!(skipped, ["load_imatrix: no counts for entry 'none', skipping"]);
+    assert_eq!(
+        skipped,
+        ["load_imatrix: no counts for entry 'none', skipping"]
+    );
     m.is_legacy = true;
     m.entries.get_mut("w").unwrap().counts = vec![4];
     assert_eq!(imatrix::importance(&m).0["w"], [0.5, 1.0, 1.5, 2.0]);
