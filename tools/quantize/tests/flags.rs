@@ -111,7 +111,7 @@ fn prune_layers_drops_and_renumbers() {
 fn override_kv_is_written_and_visible_to_inspect() {
     let dir = testutil::scratch_dir("quantize-override");
     let out = dir.join("o.gguf");
-    ok(&quantize(&[
+    let log = ok(&quantize(&[
         "--override-kv",
         "general.name=str:renamed model",
         "--override-kv",
@@ -120,10 +120,17 @@ fn override_kv_is_written_and_visible_to_inspect() {
         "test.ratio=float:0.25x",
         "--override-kv",
         "test.flag=bool:true",
+        "--override-kv",
+        "llama.block_count=int:4",
         s(small_model()),
         s(&out),
         "q4_0",
     ]));
+    // Keys the type choice reads take the override, as llama.cpp's loader logs it.
+    assert!(
+        log.contains("validate_override: Using metadata override (  int) 'llama.block_count' = 4"),
+        "{log}"
+    );
     let o = Command::new(testutil::bin("llama-gguf-inspect", "llama-gguf-inspect"))
         .args([s(&out), "--key", "general.name"])
         .output()
@@ -138,14 +145,15 @@ fn override_kv_is_written_and_visible_to_inspect() {
     let keys: Vec<&str> = f.kv.iter().map(|(k, _)| k.as_str()).collect();
     let n = keys.len();
     assert_eq!(
-        &keys[n - 6..],
+        &keys[n - 7..],
         [
             "general.quantization_version",
             "general.file_type",
             "general.name",
             "llama.context_length",
             "test.ratio",
-            "test.flag"
+            "test.flag",
+            "llama.block_count"
         ]
     );
 }
@@ -502,6 +510,17 @@ fn keep_split_writes_one_shard_per_input_shard() {
     }
     assert_eq!(outs[0].get("general.file_type"), Some(&Value::U32(2)));
     assert_eq!(outs[1].kv.len(), 3, "later shards hold only the split keys");
+
+    // An unsplit input with --keep-split: one file, named as llama.cpp names it, no split keys.
+    ok(&quantize(&[
+        "--keep-split",
+        s(small_model()),
+        s(&dir.join("single.gguf")),
+        "q4_0",
+    ]));
+    let one = GgufFile::open(dir.join("single-00001-of-00001.gguf")).unwrap();
+    assert!(one.get("split.count").is_none());
+    assert_eq!(one.tensors.len(), w.tensors.len());
 
     // A missing shard is an error, and nothing is written.
     std::fs::remove_file(&shards[1]).unwrap();
