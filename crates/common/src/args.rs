@@ -509,6 +509,7 @@ pub fn parse(
         }
     }
 
+    let mut seen = std::collections::HashSet::new();
     let mut i = 1;
     while i < argv.len() {
         let mut arg = argv[i].clone();
@@ -520,6 +521,9 @@ pub fn parse(
                 "error: invalid argument: {arg}"
             )));
         };
+        if !seen.insert(arg.clone()) && arg != "--spec-type" {
+            crate::log_wrn!("DEPRECATED: argument '{arg}' specified multiple times, use comma-separated values instead (only last value will be used)\n");
+        }
         let o = &opts[idx];
         if let Some((name, _)) = o.env_value() {
             ctx.out.err(&format!(

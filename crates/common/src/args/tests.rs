@@ -395,3 +395,11 @@ fn tool_specific_options_are_scoped() {
     let p = r.unwrap();
     assert!(p.tok_ids && !p.parse_special);
 }
+
+#[test]
+fn repeated_flags_still_apply_in_order() {
+    // llama.cpp warns (DEPRECATED ...) and keeps applying: scalars take the last value, lists grow
+    let p = ok(&["-m", "x", "-c", "1024", "-c", "2048", "-r", "a", "-r", "b"]);
+    assert_eq!(p.n_ctx, 2048);
+    assert_eq!(p.antiprompt, vec!["a".to_string(), "b".to_string()]);
+}
