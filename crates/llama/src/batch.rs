@@ -135,6 +135,9 @@ pub fn validate(
     } else {
         batch.pos.clone()
     };
+    if let Some((i, p)) = pos.iter().enumerate().find(|(_, &p)| p < 0) {
+        return Err(format!("invalid pos[{i}] = {p}"));
+    }
     let output: Vec<bool> = if output_all {
         vec![true; n]
     } else if batch.logits.is_empty() {

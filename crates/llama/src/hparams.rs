@@ -239,6 +239,33 @@ impl HParams {
                 .map(|a| a.len() as u32)
                 .unwrap_or(0),
         };
+        // shapes the graphs divide by: reject what would build an impossible graph
+        for il in 0..nl {
+            let (h, kv) = (n_head_arr[il], n_head_kv_arr[il]);
+            if h == 0 || kv == 0 || h % kv != 0 {
+                return Err(LlamaError::BadHparams(format!(
+                    "layer {il}: n_head = {h} must be a positive multiple of n_head_kv = {kv}"
+                )));
+            }
+            if n_ff_arr[il] == 0 {
+                return Err(LlamaError::BadHparams(format!(
+                    "layer {il}: n_ff must be positive"
+                )));
+            }
+        }
+        if n_embd_head_k == 0 || n_embd_head_v == 0 || n_rot % 2 != 0 {
+            return Err(LlamaError::BadHparams(format!(
+                "invalid head sizes: n_embd_head_k = {n_embd_head_k}, n_embd_head_v = {n_embd_head_v}, n_rot = {n_rot}"
+            )));
+        }
+        if matches!(arch, Arch::Llama | Arch::Qwen2)
+            && (n_rot != n_embd_head_k || n_embd_head_k != n_embd_head_v)
+        {
+            return Err(LlamaError::BadHparams(format!(
+                "{} needs n_rot = n_embd_head_k = n_embd_head_v, got {n_rot}, {n_embd_head_k}, {n_embd_head_v}",
+                arch.name()
+            )));
+        }
         Ok(HParams {
             n_ctx_train,
             n_embd,

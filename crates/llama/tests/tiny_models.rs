@@ -15,12 +15,14 @@ const N_HEAD_KV: u32 = 1;
 struct Spec {
     arch: &'static str,
     n_embd: u64,
+    n_head_kv: u32,
     /// tensor name -> shape override (None drops the tensor)
     edits: Vec<(&'static str, Option<Vec<u64>>)>,
     extra: Vec<(&'static str, Vec<u64>)>,
 }
 
 fn tensors(arch: &str, n_vocab: u64, n_embd: u64) -> Vec<(String, Vec<u64>)> {
+    // one KV head (the specs that change it fail before tensors are read)
     let kv = n_embd / N_HEAD as u64 * N_HEAD_KV as u64;
     let mut t = vec![
         ("token_embd.weight".to_string(), vec![n_embd, n_vocab]),
@@ -79,7 +81,7 @@ fn write_model(name: &str, spec: &Spec) -> PathBuf {
         .unwrap();
     w.add_kv(
         format!("{a}.attention.head_count_kv"),
-        Value::U32(N_HEAD_KV),
+        Value::U32(spec.n_head_kv),
     )
     .unwrap();
     w.add_kv(format!("{a}.rope.freq_base"), Value::F32(10000.0))
@@ -133,6 +135,7 @@ fn good(arch: &'static str) -> Spec {
     Spec {
         arch,
         n_embd: N_EMBD,
+        n_head_kv: N_HEAD_KV,
         edits: vec![],
         extra: vec![],
     }
@@ -198,6 +201,7 @@ fn bad_models_are_errors() {
     let spec = Spec {
         arch: "llama",
         n_embd: N_EMBD,
+        n_head_kv: N_HEAD_KV,
         edits: vec![("blk.1.ffn_up.weight", None)],
         extra: vec![],
     };
@@ -209,6 +213,7 @@ fn bad_models_are_errors() {
     let spec = Spec {
         arch: "llama",
         n_embd: N_EMBD,
+        n_head_kv: N_HEAD_KV,
         edits: vec![("blk.0.ffn_up.weight", Some(vec![N_EMBD, N_FF + 32]))],
         extra: vec![],
     };
@@ -222,6 +227,7 @@ fn bad_models_are_errors() {
     let spec = Spec {
         arch: "llama",
         n_embd: N_EMBD,
+        n_head_kv: N_HEAD_KV,
         edits: vec![],
         extra: vec![("blk.0.unknown.weight", vec![4])],
     };
@@ -235,6 +241,7 @@ fn bad_models_are_errors() {
     let spec = Spec {
         arch: "qwen2",
         n_embd: N_EMBD,
+        n_head_kv: N_HEAD_KV,
         edits: vec![("blk.0.attn_k.bias", None)],
         extra: vec![],
     };
@@ -486,4 +493,18 @@ fn kv_cache_types_agree() {
         assert!(got.iter().all(|v| v.is_finite()));
         assert!(diff < tol, "K {tk} V {tv} {fa:?}: max diff {diff}");
     }
+}
+
+#[test]
+fn impossible_hyperparameters_are_errors() {
+    // 2 query heads cannot share 3 KV heads
+    let spec = Spec {
+        n_head_kv: 3,
+        ..good("llama")
+    };
+    let m = write_model("bad-heads.gguf", &spec);
+    assert!(matches!(
+        load(&m, &ModelParams::default()),
+        Err(LlamaError::BadHparams(_))
+    ));
 }
