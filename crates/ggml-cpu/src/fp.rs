@@ -23,6 +23,12 @@ pub(crate) fn f16_to_f32_row(src: &[u16], dst: &mut [f32]) {
     }
 }
 
+pub(crate) fn f32_to_f16_row(src: &[f32], dst: &mut [u16]) {
+    for (d, s) in dst.iter_mut().zip(src) {
+        *d = f32_to_f16(*s);
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
@@ -69,11 +75,5 @@ mod tests {
                 "{h:#06x}: {f} != {want}"
             );
         }
-    }
-}
-
-pub(crate) fn f32_to_f16_row(src: &[f32], dst: &mut [u16]) {
-    for (d, s) in dst.iter_mut().zip(src) {
-        *d = f32_to_f16(*s);
     }
 }

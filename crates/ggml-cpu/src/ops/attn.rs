@@ -118,7 +118,8 @@ pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32
                 load_mask_row(&m, iq1, iq2, iq3, slope, mrow);
             }
             for ic in 0..n_kv {
-                let mv = if n_mask > 0 { mrow[ic] } else { 0.0 };
+                // without a mask the row is empty
+                let mv = mrow.get(ic).copied().unwrap_or(0.0);
                 if mv == f32::NEG_INFINITY {
                     continue;
                 }
