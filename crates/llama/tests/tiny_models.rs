@@ -508,3 +508,24 @@ fn impossible_hyperparameters_are_errors() {
         Err(LlamaError::BadHparams(_))
     ));
 }
+
+#[test]
+fn aborted_decode_returns_2_and_forgets_the_batch() {
+    let m = load(
+        &write_model("abort-llama.gguf", &good("llama")),
+        &ModelParams::default(),
+    )
+    .unwrap();
+    let p = ContextParams {
+        n_ctx: 256,
+        abort_callback: Some(std::sync::Arc::new(|| true)),
+        ..Default::default()
+    };
+    let mut ctx = common::capture(|| Context::new(m.clone(), p)).0.unwrap();
+    let (rc, _) = common::capture(|| ctx.decode(&Batch::get_one(&[1, 2, 3])));
+    assert_eq!(rc, 2);
+    assert_eq!(ctx.memory_seq_pos_max(0), -1);
+    ctx.set_abort_callback(None);
+    assert_eq!(ctx.decode(&Batch::get_one(&[1, 2, 3])), 0);
+    assert_eq!(ctx.memory_seq_pos_max(0), 2);
+}
