@@ -9,6 +9,7 @@
 //! the vocabulary lines of `print_info`.
 
 mod bpe;
+mod detect;
 mod detok;
 pub mod hashorder;
 mod info;
