@@ -324,6 +324,31 @@ fn conversation_mode_reads_stdin_until_eof() {
     assert!(!text(&o.stdout).contains("EOF by user"));
 }
 
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_with_the_timings_and_status_130() {
+    use std::process::Stdio;
+    let bin = testutil::bin("llama-completion", "llama-completion");
+    // endless generation: no token limit, EOG ignored, context shifting instead of stopping
+    #[rustfmt::skip]
+    let child = Command::new(bin)
+        .args(["-m", model_arg(), "-p", "hi", "-n", "-1", "--ignore-eos", "--context-shift", "-no-cnv"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn llama-completion");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(kill.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).ends_with("\nInterrupted by user\n"));
+    assert!(text(&o.stderr).contains("common_perf_print:    graphs reused = "));
+}
+
 /// The acceptance line of issue 6: the reference model's greedy continuation.
 #[test]
 fn greedy_continuation_matches_llama_cpp_on_the_reference_model() {

@@ -2,6 +2,7 @@
 //! generated text go to stdout, everything else to stderr through the common logger.
 
 mod chat;
+mod interrupt;
 mod session;
 
 use std::io::BufRead;
@@ -456,6 +457,7 @@ impl Loop<'_> {
         let mut n_consumed = 0usize;
         let mut embd: Vec<i32> = Vec::new();
         let mut assistant = String::new();
+        let mut need_insert_eot = false;
         let mut out = Utf8Out::default();
         let format_chat = self.conversation && self.params.enable_chat_template;
 
@@ -469,7 +471,19 @@ impl Loop<'_> {
             })
             .collect();
 
+        interrupt::install();
         while (n_remain != 0 && !is_antiprompt) || self.params.interactive {
+            if interrupt::take() {
+                if self.params.interactive && !is_interacting {
+                    is_interacting = true;
+                    need_insert_eot = true;
+                } else {
+                    out.text("\n");
+                    startup::perf_print(self.ctx, Some(&self.smpl.times()));
+                    log_out!("Interrupted by user\n");
+                    std::process::exit(130);
+                }
+            }
             if !embd.is_empty() {
                 let max_embd_size = (n_ctx - 4).max(0) as usize;
                 if embd.len() > max_embd_size {
@@ -676,6 +690,16 @@ impl Loop<'_> {
                         } else {
                             buffer
                         };
+                        // an interrupted answer is closed before the next user turn
+                        if need_insert_eot && format_chat {
+                            let eot = vocab.eot();
+                            self.embd_inp.push(if eot == llama::vocab::TOKEN_NULL {
+                                vocab.eos()
+                            } else {
+                                eot
+                            });
+                            need_insert_eot = false;
+                        }
                         let line_pfx = tokenize(vocab, &self.params.input_prefix, false, true);
                         let line_inp = tokenize(vocab, &user_inp, false, format_chat);
                         let line_sfx = tokenize(vocab, &self.params.input_suffix, false, true);
