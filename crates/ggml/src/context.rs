@@ -338,12 +338,13 @@ impl Context {
     pub fn concat(&mut self, a: TensorId, b: TensorId, dim: i32) -> TensorId {
         assert!((0..MAX_DIMS as i32).contains(&dim), "concat: bad dim {dim}");
         assert!(self[a].ty == self[b].ty, "concat: types differ");
-        let mut ne = self[a].ne;
-        for d in 0..MAX_DIMS {
+        let (na, nb) = (self[a].ne, self[b].ne);
+        let mut ne = na;
+        for (d, n) in ne.iter_mut().enumerate() {
             if d == dim as usize {
-                ne[d] = self[a].ne[d] + self[b].ne[d];
+                *n = na[d] + nb[d];
             } else {
-                assert!(self[a].ne[d] == self[b].ne[d], "concat: dim {d} differs");
+                assert!(na[d] == nb[d], "concat: dim {d} differs");
             }
         }
         let ty = self[a].ty;
@@ -602,6 +603,7 @@ impl Context {
 
     /// q {Dk, n_q, H, ne3}, k {Dk, n_kv, H_kv, ne3}, v {Dv, n_kv, H_kv, ne3}, mask {n_kv, n_q_pad, ..}
     /// -> {Dv, H, n_q, ne3} (permuted).
+    #[allow(clippy::too_many_arguments)]
     pub fn flash_attn_ext(
         &mut self,
         q: TensorId,

@@ -168,7 +168,7 @@ impl Tensor {
         self.nb[0] > self.nb[1] || self.nb[1] > self.nb[2] || self.nb[2] > self.nb[3]
     }
     pub fn is_empty(&self) -> bool {
-        self.ne.iter().any(|&n| n == 0)
+        self.ne.contains(&0)
     }
     pub fn is_scalar(&self) -> bool {
         self.ne.iter().all(|&n| n == 1)
