@@ -1,5 +1,5 @@
 //! What the tools share: logging (llama.cpp's common_log) and, as tools land, their flag groups.
 
-pub mod log;
 pub mod args;
+pub mod log;
 pub mod startup;

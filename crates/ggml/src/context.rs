@@ -26,7 +26,11 @@ impl std::ops::IndexMut<TensorId> for Context {
 }
 
 fn ne4(ne: &[i64]) -> [i64; MAX_DIMS] {
-    assert!(!ne.is_empty() && ne.len() <= MAX_DIMS, "a tensor has 1 to 4 dimensions, got {}", ne.len());
+    assert!(
+        !ne.is_empty() && ne.len() <= MAX_DIMS,
+        "a tensor has 1 to 4 dimensions, got {}",
+        ne.len()
+    );
     let mut out = [1i64; MAX_DIMS];
     out[..ne.len()].copy_from_slice(ne);
     out
@@ -34,11 +38,15 @@ fn ne4(ne: &[i64]) -> [i64; MAX_DIMS] {
 
 impl Context {
     pub fn new() -> Context {
-        Context { tensors: Vec::new() }
+        Context {
+            tensors: Vec::new(),
+        }
     }
 
     pub fn with_capacity(n: usize) -> Context {
-        Context { tensors: Vec::with_capacity(n) }
+        Context {
+            tensors: Vec::with_capacity(n),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -58,7 +66,10 @@ impl Context {
     }
 
     pub fn find(&self, name: &str) -> Option<TensorId> {
-        self.tensors.iter().position(|t| t.name == name).map(|i| TensorId(i as u32))
+        self.tensors
+            .iter()
+            .position(|t| t.name == name)
+            .map(|i| TensorId(i as u32))
     }
 
     /// Adds a tensor record as is (sources must already belong to this context).
@@ -79,7 +90,13 @@ impl Context {
         self.push(leaf)
     }
 
-    fn new_impl(&mut self, ty: Type, ne: [i64; MAX_DIMS], view_src: Option<TensorId>, view_offs: usize) -> TensorId {
+    fn new_impl(
+        &mut self,
+        ty: Type,
+        ne: [i64; MAX_DIMS],
+        view_src: Option<TensorId>,
+        view_offs: usize,
+    ) -> TensorId {
         assert!(
             ne[0] % ty.block_size() as i64 == 0,
             "ne[0] = {} is not a multiple of the block size {} of {}",
@@ -108,7 +125,10 @@ impl Context {
                 src.nbytes()
             );
             if let Some(d) = &src.data {
-                t.data = Some(TensorData { buffer: d.buffer.clone(), addr: d.addr + view_offs });
+                t.data = Some(TensorData {
+                    buffer: d.buffer.clone(),
+                    addr: d.addr + view_offs,
+                });
             }
         }
         t.view_src = view_src;
@@ -212,9 +232,18 @@ impl Context {
 
     /// a[:, i, t] += b[:, ids[i, t]]
     pub fn add_id(&mut self, a: TensorId, b: TensorId, ids: TensorId) -> TensorId {
-        assert!(self[a].ne[0] == self[b].ne[0], "add_id: a and b rows differ");
-        assert!(self[a].ne[1] == self[ids].ne[0], "add_id: a.ne[1] != ids.ne[0]");
-        assert!(self[a].ne[2] == self[ids].ne[1], "add_id: a.ne[2] != ids.ne[1]");
+        assert!(
+            self[a].ne[0] == self[b].ne[0],
+            "add_id: a and b rows differ"
+        );
+        assert!(
+            self[a].ne[1] == self[ids].ne[0],
+            "add_id: a.ne[1] != ids.ne[0]"
+        );
+        assert!(
+            self[a].ne[2] == self[ids].ne[1],
+            "add_id: a.ne[2] != ids.ne[1]"
+        );
         assert!(self[ids].ty == Type::I32, "add_id: ids must be i32");
         let r = self.dup_tensor(a);
         self.with_op(r, Op::AddId, &[Some(a), Some(b), Some(ids)])
@@ -246,11 +275,19 @@ impl Context {
         self.unary_like(Op::RmsNorm { eps }, a, false)
     }
     pub fn unary(&mut self, a: TensorId, op: UnaryOp) -> TensorId {
-        assert!(self[a].is_contiguous_1(), "unary {}: source rows must be contiguous", op.name());
+        assert!(
+            self[a].is_contiguous_1(),
+            "unary {}: source rows must be contiguous",
+            op.name()
+        );
         self.unary_like(Op::Unary(op), a, false)
     }
     pub fn unary_inplace(&mut self, a: TensorId, op: UnaryOp) -> TensorId {
-        assert!(self[a].is_contiguous_1(), "unary {}: source rows must be contiguous", op.name());
+        assert!(
+            self[a].is_contiguous_1(),
+            "unary {}: source rows must be contiguous",
+            op.name()
+        );
         self.unary_like(Op::Unary(op), a, true)
     }
     pub fn silu(&mut self, a: TensorId) -> TensorId {
@@ -269,7 +306,10 @@ impl Context {
 
     /// GLU on the two halves of a's rows (`b` None) or on a and b (`glu_split`).
     pub fn glu(&mut self, a: TensorId, op: GluOp, swapped: bool) -> TensorId {
-        assert!(self[a].is_contiguous_1(), "glu: a's rows must be contiguous");
+        assert!(
+            self[a].is_contiguous_1(),
+            "glu: a's rows must be contiguous"
+        );
         let mut ne = self[a].ne;
         ne[0] /= 2;
         let ty = self[a].ty;
@@ -277,8 +317,14 @@ impl Context {
         self.with_op(r, Op::Glu { op, swapped }, &[Some(a)])
     }
     pub fn glu_split(&mut self, a: TensorId, b: TensorId, op: GluOp) -> TensorId {
-        assert!(self[a].is_contiguous_1() && self[b].is_contiguous_1(), "glu: rows must be contiguous");
-        assert!(self[a].same_shape(&self[b]) && self[a].ty == self[b].ty, "glu_split: a and b differ");
+        assert!(
+            self[a].is_contiguous_1() && self[b].is_contiguous_1(),
+            "glu: rows must be contiguous"
+        );
+        assert!(
+            self[a].same_shape(&self[b]) && self[a].ty == self[b].ty,
+            "glu_split: a and b differ"
+        );
         let r = self.dup_tensor(a);
         self.with_op(r, Op::Glu { op, swapped: false }, &[Some(a), Some(b)])
     }
@@ -322,7 +368,12 @@ impl Context {
     }
     /// Indices of the k largest values of each row, in no particular order.
     pub fn top_k(&mut self, a: TensorId, k: i32) -> TensorId {
-        assert!(self[a].ne[0] >= k as i64, "top_k: k = {} exceeds the row length {}", k, self[a].ne[0]);
+        assert!(
+            self[a].ne[0] >= k as i64,
+            "top_k: k = {} exceeds the row length {}",
+            k,
+            self[a].ne[0]
+        );
         let mut ne = self[a].ne;
         ne[0] = k as i64;
         let r = self.new_impl(Type::I32, ne, None, 0);
@@ -330,7 +381,10 @@ impl Context {
     }
     /// Tile a to b's shape.
     pub fn repeat(&mut self, a: TensorId, b: TensorId) -> TensorId {
-        assert!(self[a].can_repeat_to(&self[b]), "repeat: a cannot be tiled to b's shape");
+        assert!(
+            self[a].can_repeat_to(&self[b]),
+            "repeat: a cannot be tiled to b's shape"
+        );
         let (ty, ne) = (self[a].ty, self[b].ne);
         let r = self.new_impl(ty, ne, None, 0);
         self.with_op(r, Op::Repeat, &[Some(a)])
@@ -368,7 +422,13 @@ impl Context {
         assert!(!ta.is_transposed(), "mul_mat: a must not be transposed");
         let ne = [ta.ne[1], tb.ne[1], tb.ne[2], tb.ne[3]];
         let r = self.new_impl(Type::F32, ne, None, 0);
-        self.with_op(r, Op::MulMat { prec: Prec::Default }, &[Some(a), Some(b)])
+        self.with_op(
+            r,
+            Op::MulMat {
+                prec: Prec::Default,
+            },
+            &[Some(a), Some(b)],
+        )
     }
     pub fn mul_mat_set_prec(&mut self, t: TensorId, p: Prec) {
         if let Op::MulMat { prec } = &mut self[t].op {
@@ -379,12 +439,21 @@ impl Context {
     /// -> {M, n_used, n_tokens}
     pub fn mul_mat_id(&mut self, as_: TensorId, b: TensorId, ids: TensorId) -> TensorId {
         let (a, bb, i) = (&self[as_], &self[b], &self[ids]);
-        assert!(!a.is_transposed(), "mul_mat_id: experts must not be transposed");
+        assert!(
+            !a.is_transposed(),
+            "mul_mat_id: experts must not be transposed"
+        );
         assert!(i.ty == Type::I32, "mul_mat_id: ids must be i32");
-        assert!(a.ne[3] == 1 && bb.ne[3] == 1 && i.ne[2] == 1 && i.ne[3] == 1, "mul_mat_id: bad dims");
+        assert!(
+            a.ne[3] == 1 && bb.ne[3] == 1 && i.ne[2] == 1 && i.ne[3] == 1,
+            "mul_mat_id: bad dims"
+        );
         assert!(i.ne[1] == bb.ne[2], "mul_mat_id: one expert list per b row");
         assert!(a.ne[0] == bb.ne[0], "mul_mat_id: row lengths differ");
-        assert!(i.ne[0] % bb.ne[1] == 0, "mul_mat_id: b cannot be broadcast over the used experts");
+        assert!(
+            i.ne[0] % bb.ne[1] == 0,
+            "mul_mat_id: b cannot be broadcast over the used experts"
+        );
         let ne = [a.ne[1], i.ne[0], bb.ne[2], 1];
         let r = self.new_impl(Type::F32, ne, None, 0);
         self.with_op(r, Op::MulMatId, &[Some(as_), Some(b), Some(ids)])
@@ -394,7 +463,10 @@ impl Context {
 
     /// Copy a into b's memory (converting the type); the result is a view of b.
     pub fn cpy(&mut self, a: TensorId, b: TensorId) -> TensorId {
-        assert!(self[a].nelements() == self[b].nelements(), "cpy: element counts differ");
+        assert!(
+            self[a].nelements() == self[b].nelements(),
+            "cpy: element counts differ"
+        );
         let r = self.view_tensor(b);
         let name = if self[b].name.is_empty() {
             format!("{} (copy)", self[a].name)
@@ -426,7 +498,10 @@ impl Context {
         self.cont_4d(a, ne0, ne1, ne2, 1)
     }
     pub fn cont_4d(&mut self, a: TensorId, ne0: i64, ne1: i64, ne2: i64, ne3: i64) -> TensorId {
-        assert!(self[a].nelements() == ne0 * ne1 * ne2 * ne3, "cont: element counts differ");
+        assert!(
+            self[a].nelements() == ne0 * ne1 * ne2 * ne3,
+            "cont: element counts differ"
+        );
         let ty = self[a].ty;
         let r = self.new_impl(ty, [ne0, ne1, ne2, ne3], None, 0);
         let name = format!("{} (cont)", self[a].name);
@@ -436,8 +511,15 @@ impl Context {
 
     pub fn reshape(&mut self, a: TensorId, ne: &[i64]) -> TensorId {
         let ne = ne4(ne);
-        assert!(self[a].is_contiguous(), "reshape: '{}' is not contiguous", self[a].name);
-        assert!(self[a].nelements() == ne.iter().product::<i64>(), "reshape: element counts differ");
+        assert!(
+            self[a].is_contiguous(),
+            "reshape: '{}' is not contiguous",
+            self[a].name
+        );
+        assert!(
+            self[a].nelements() == ne.iter().product::<i64>(),
+            "reshape: element counts differ"
+        );
         let ty = self[a].ty;
         let r = self.new_impl(ty, ne, Some(a), 0);
         let name = format!("{} (reshaped)", self[a].name);
@@ -467,7 +549,14 @@ impl Context {
     pub fn view_1d(&mut self, a: TensorId, ne0: i64, offset: usize) -> TensorId {
         self.view_impl(a, &[ne0], offset)
     }
-    pub fn view_2d(&mut self, a: TensorId, ne0: i64, ne1: i64, nb1: usize, offset: usize) -> TensorId {
+    pub fn view_2d(
+        &mut self,
+        a: TensorId,
+        ne0: i64,
+        ne1: i64,
+        nb1: usize,
+        offset: usize,
+    ) -> TensorId {
         let r = self.view_impl(a, &[ne0, ne1], offset);
         let t = &mut self[r];
         t.nb[1] = nb1;
@@ -476,7 +565,16 @@ impl Context {
         r
     }
     #[allow(clippy::too_many_arguments)]
-    pub fn view_3d(&mut self, a: TensorId, ne0: i64, ne1: i64, ne2: i64, nb1: usize, nb2: usize, offset: usize) -> TensorId {
+    pub fn view_3d(
+        &mut self,
+        a: TensorId,
+        ne0: i64,
+        ne1: i64,
+        ne2: i64,
+        nb1: usize,
+        nb2: usize,
+        offset: usize,
+    ) -> TensorId {
         let r = self.view_impl(a, &[ne0, ne1, ne2], offset);
         let t = &mut self[r];
         t.nb[1] = nb1;
@@ -507,7 +605,10 @@ impl Context {
         let axes = [a0, a1, a2, a3];
         let mut seen = [false; 4];
         for &x in &axes {
-            assert!((0..4).contains(&x) && !seen[x as usize], "permute: axes {axes:?} are not a permutation");
+            assert!(
+                (0..4).contains(&x) && !seen[x as usize],
+                "permute: axes {axes:?} are not a permutation"
+            );
             seen[x as usize] = true;
         }
         let r = self.view_tensor(a);
@@ -539,9 +640,16 @@ impl Context {
     /// Rows of a picked by the i32 indices b: {a.ne0, b.ne0, b.ne1, b.ne2}.
     pub fn get_rows(&mut self, a: TensorId, b: TensorId) -> TensorId {
         let (ta, tb) = (&self[a], &self[b]);
-        assert!(ta.ne[2] == tb.ne[1] && ta.ne[3] == tb.ne[2] && tb.ne[3] == 1, "get_rows: shapes do not match");
+        assert!(
+            ta.ne[2] == tb.ne[1] && ta.ne[3] == tb.ne[2] && tb.ne[3] == 1,
+            "get_rows: shapes do not match"
+        );
         assert!(tb.ty == Type::I32, "get_rows: indices must be i32");
-        let ty = if ta.ty == Type::I32 { Type::I32 } else { Type::F32 };
+        let ty = if ta.ty == Type::I32 {
+            Type::I32
+        } else {
+            Type::F32
+        };
         let ne = [ta.ne[0], tb.ne[0], tb.ne[1], tb.ne[2]];
         let r = self.new_impl(ty, ne, None, 0);
         self.with_op(r, Op::GetRows, &[Some(a), Some(b)])
@@ -549,11 +657,25 @@ impl Context {
     /// Write the rows of b into a at the rows named by c; the result is a view of a.
     pub fn set_rows(&mut self, a: TensorId, b: TensorId, c: TensorId) -> TensorId {
         let (ta, tb, tc) = (&self[a], &self[b], &self[c]);
-        assert!(ta.ne[0] == tb.ne[0] && ta.ne[2] == tb.ne[2] && ta.ne[3] == tb.ne[3], "set_rows: a and b differ");
-        assert!(tb.ne[1] == tc.ne[0] && tb.ne[2] % tc.ne[1] == 0 && tb.ne[3] % tc.ne[2] == 0 && tc.ne[3] == 1);
+        assert!(
+            ta.ne[0] == tb.ne[0] && ta.ne[2] == tb.ne[2] && ta.ne[3] == tb.ne[3],
+            "set_rows: a and b differ"
+        );
+        assert!(
+            tb.ne[1] == tc.ne[0]
+                && tb.ne[2] % tc.ne[1] == 0
+                && tb.ne[3] % tc.ne[2] == 0
+                && tc.ne[3] == 1
+        );
         assert!(tb.ty == Type::F32, "set_rows: b must be f32");
-        assert!(tc.ty == Type::I64 || tc.ty == Type::I32, "set_rows: indices must be i64 or i32");
-        assert!(ta.is_contiguous_rows() && tb.is_contiguous_rows(), "set_rows: rows must be contiguous");
+        assert!(
+            tc.ty == Type::I64 || tc.ty == Type::I32,
+            "set_rows: indices must be i64 or i32"
+        );
+        assert!(
+            ta.is_contiguous_rows() && tb.is_contiguous_rows(),
+            "set_rows: rows must be contiguous"
+        );
         let r = self.view_tensor(a);
         self.with_op(r, Op::SetRows, &[Some(b), Some(c), Some(a)])
     }
@@ -563,15 +685,30 @@ impl Context {
     pub fn soft_max(&mut self, a: TensorId) -> TensorId {
         self.soft_max_ext(a, None, 1.0, 0.0)
     }
-    pub fn soft_max_ext(&mut self, a: TensorId, mask: Option<TensorId>, scale: f32, max_bias: f32) -> TensorId {
+    pub fn soft_max_ext(
+        &mut self,
+        a: TensorId,
+        mask: Option<TensorId>,
+        scale: f32,
+        max_bias: f32,
+    ) -> TensorId {
         assert!(self[a].is_contiguous(), "soft_max: a must be contiguous");
         if let Some(m) = mask {
             let (tm, ta) = (&self[m], &self[a]);
-            assert!(tm.ty == Type::F16 || tm.ty == Type::F32, "soft_max: mask must be f16 or f32");
+            assert!(
+                tm.ty == Type::F16 || tm.ty == Type::F32,
+                "soft_max: mask must be f16 or f32"
+            );
             assert!(tm.is_contiguous() && tm.ne[0] == ta.ne[0] && tm.ne[1] >= ta.ne[1]);
-            assert!(ta.ne[2] % tm.ne[2] == 0 && ta.ne[3] % tm.ne[3] == 0, "soft_max: mask cannot broadcast");
+            assert!(
+                ta.ne[2] % tm.ne[2] == 0 && ta.ne[3] % tm.ne[3] == 0,
+                "soft_max: mask cannot broadcast"
+            );
         }
-        assert!(max_bias <= 0.0 || mask.is_some(), "soft_max: max_bias needs a mask");
+        assert!(
+            max_bias <= 0.0 || mask.is_some(),
+            "soft_max: max_bias needs a mask"
+        );
         let r = self.dup_tensor(a);
         self.with_op(r, Op::SoftMax { scale, max_bias }, &[Some(a), mask])
     }
@@ -579,23 +716,56 @@ impl Context {
         self[t].src[2] = sinks;
     }
 
-    pub fn rope_ext(&mut self, a: TensorId, pos: TensorId, freq_factors: Option<TensorId>, p: RopeParams) -> TensorId {
+    pub fn rope_ext(
+        &mut self,
+        a: TensorId,
+        pos: TensorId,
+        freq_factors: Option<TensorId>,
+        p: RopeParams,
+    ) -> TensorId {
         self.rope_impl(a, pos, freq_factors, p, false)
     }
-    pub fn rope_ext_inplace(&mut self, a: TensorId, pos: TensorId, ff: Option<TensorId>, p: RopeParams) -> TensorId {
+    pub fn rope_ext_inplace(
+        &mut self,
+        a: TensorId,
+        pos: TensorId,
+        ff: Option<TensorId>,
+        p: RopeParams,
+    ) -> TensorId {
         self.rope_impl(a, pos, ff, p, true)
     }
-    fn rope_impl(&mut self, a: TensorId, pos: TensorId, ff: Option<TensorId>, p: RopeParams, inplace: bool) -> TensorId {
+    fn rope_impl(
+        &mut self,
+        a: TensorId,
+        pos: TensorId,
+        ff: Option<TensorId>,
+        p: RopeParams,
+        inplace: bool,
+    ) -> TensorId {
         assert!(p.mode & 1 == 0, "rope: mode & 1 is no longer supported");
         let (ta, tp) = (&self[a], &self[pos]);
-        assert!(tp.is_vector() && tp.ty == Type::I32, "rope: positions must be an i32 vector");
+        assert!(
+            tp.is_vector() && tp.ty == Type::I32,
+            "rope: positions must be an i32 vector"
+        );
         if p.mode & rope_mode::MROPE != 0 {
-            assert!(ta.ne[2] * 4 == tp.ne[0], "rope: mrope expects 4 positions per token");
+            assert!(
+                ta.ne[2] * 4 == tp.ne[0],
+                "rope: mrope expects 4 positions per token"
+            );
         } else {
-            assert!(ta.ne[2] == tp.ne[0], "rope: one position per token: {} vs {}", ta.ne[2], tp.ne[0]);
+            assert!(
+                ta.ne[2] == tp.ne[0],
+                "rope: one position per token: {} vs {}",
+                ta.ne[2],
+                tp.ne[0]
+            );
         }
         if let Some(f) = ff {
-            assert!(self[f].ty == Type::F32 && self[f].ne[0] >= p.n_dims as i64 / 2, "rope: bad freq factors");
+            assert!(
+                self[f].ty == Type::F32 && self[f].ne[0] >= p.n_dims as i64 / 2,
+                "rope: bad freq factors"
+            );
         }
         let r = self.result_like(a, inplace);
         self.with_op(r, Op::Rope(p), &[Some(a), Some(pos), ff])
@@ -615,19 +785,47 @@ impl Context {
         logit_softcap: f32,
     ) -> TensorId {
         let (tq, tk, tv) = (&self[q], &self[k], &self[v]);
-        assert!(tk.ne[0] == tq.ne[0], "flash_attn_ext: q and k head sizes differ");
-        assert!(tq.ne[2] % tk.ne[2] == 0 && tq.ne[3] % tk.ne[3] == 0, "flash_attn_ext: heads do not broadcast");
-        assert!(tk.ne[1] == tv.ne[1], "flash_attn_ext: k and v lengths differ");
+        assert!(
+            tk.ne[0] == tq.ne[0],
+            "flash_attn_ext: q and k head sizes differ"
+        );
+        assert!(
+            tq.ne[2] % tk.ne[2] == 0 && tq.ne[3] % tk.ne[3] == 0,
+            "flash_attn_ext: heads do not broadcast"
+        );
+        assert!(
+            tk.ne[1] == tv.ne[1],
+            "flash_attn_ext: k and v lengths differ"
+        );
         if let Some(m) = mask {
             let tm = &self[m];
-            assert!(tm.ne[0] == tk.ne[1], "flash_attn_ext: mask length {} != n_kv {}", tm.ne[0], tk.ne[1]);
-            assert!(tm.ne[1] >= tq.ne[1], "flash_attn_ext: mask has fewer rows than q");
-            assert!(tq.ne[2] % tm.ne[2] == 0 && tq.ne[3] % tm.ne[3] == 0, "flash_attn_ext: mask cannot broadcast");
+            assert!(
+                tm.ne[0] == tk.ne[1],
+                "flash_attn_ext: mask length {} != n_kv {}",
+                tm.ne[0],
+                tk.ne[1]
+            );
+            assert!(
+                tm.ne[1] >= tq.ne[1],
+                "flash_attn_ext: mask has fewer rows than q"
+            );
+            assert!(
+                tq.ne[2] % tm.ne[2] == 0 && tq.ne[3] % tm.ne[3] == 0,
+                "flash_attn_ext: mask cannot broadcast"
+            );
         }
-        assert!(max_bias <= 0.0 || mask.is_some(), "flash_attn_ext: max_bias needs a mask");
+        assert!(
+            max_bias <= 0.0 || mask.is_some(),
+            "flash_attn_ext: max_bias needs a mask"
+        );
         let ne = [tv.ne[0], tq.ne[2], tq.ne[1], tq.ne[3]];
         let r = self.new_impl(Type::F32, ne, None, 0);
-        let op = Op::FlashAttnExt { scale, max_bias, logit_softcap, prec: Prec::Default };
+        let op = Op::FlashAttnExt {
+            scale,
+            max_bias,
+            logit_softcap,
+            prec: Prec::Default,
+        };
         self.with_op(r, op, &[Some(q), Some(k), Some(v), mask])
     }
     pub fn flash_attn_ext_set_prec(&mut self, t: TensorId, p: Prec) {

@@ -14,7 +14,12 @@ pub struct Graph {
 
 impl Graph {
     pub fn new(ctx: Context) -> Graph {
-        Graph { ctx, nodes: Vec::new(), leafs: Vec::new(), visited: Vec::new() }
+        Graph {
+            ctx,
+            nodes: Vec::new(),
+            leafs: Vec::new(),
+            visited: Vec::new(),
+        }
     }
 
     pub fn n_nodes(&self) -> usize {

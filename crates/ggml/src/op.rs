@@ -138,28 +138,59 @@ pub enum Op {
     Mean,
     Argmax,
     Repeat,
-    Concat { dim: i32 },
-    Norm { eps: f32 },
-    RmsNorm { eps: f32 },
-    MulMat { prec: Prec },
+    Concat {
+        dim: i32,
+    },
+    Norm {
+        eps: f32,
+    },
+    RmsNorm {
+        eps: f32,
+    },
+    MulMat {
+        prec: Prec,
+    },
     MulMatId,
-    Scale { s: f32, b: f32 },
+    Scale {
+        s: f32,
+        b: f32,
+    },
     Cpy,
     Cont,
     Reshape,
     View,
-    Permute { axes: [i32; 4] },
+    Permute {
+        axes: [i32; 4],
+    },
     Transpose,
     GetRows,
     SetRows,
-    SoftMax { scale: f32, max_bias: f32 },
+    SoftMax {
+        scale: f32,
+        max_bias: f32,
+    },
     Rope(RopeParams),
-    Clamp { min: f32, max: f32 },
-    Argsort { order: SortOrder },
-    TopK { k: i32 },
-    FlashAttnExt { scale: f32, max_bias: f32, logit_softcap: f32, prec: Prec },
+    Clamp {
+        min: f32,
+        max: f32,
+    },
+    Argsort {
+        order: SortOrder,
+    },
+    TopK {
+        k: i32,
+    },
+    FlashAttnExt {
+        scale: f32,
+        max_bias: f32,
+        logit_softcap: f32,
+        prec: Prec,
+    },
     Unary(UnaryOp),
-    Glu { op: GluOp, swapped: bool },
+    Glu {
+        op: GluOp,
+        swapped: bool,
+    },
 }
 
 impl Op {
@@ -216,7 +247,10 @@ impl Op {
 
     /// ggml_is_view_op: ops whose result shares its source's memory.
     pub fn is_view(&self) -> bool {
-        matches!(self, Op::Reshape | Op::View | Op::Permute { .. } | Op::Transpose)
+        matches!(
+            self,
+            Op::Reshape | Op::View | Op::Permute { .. } | Op::Transpose
+        )
     }
 
     pub fn is_none(&self) -> bool {

@@ -187,7 +187,8 @@ impl Tensor {
     }
     /// b can be broadcast (repeated) to a's shape.
     pub fn can_repeat_to(&self, a: &Tensor) -> bool {
-        self.is_empty() && a.is_empty() || (0..MAX_DIMS).all(|i| self.ne[i] > 0 && a.ne[i] % self.ne[i] == 0)
+        self.is_empty() && a.is_empty()
+            || (0..MAX_DIMS).all(|i| self.ne[i] > 0 && a.ne[i] % self.ne[i] == 0)
     }
     pub fn is_view(&self) -> bool {
         self.view_src.is_some()

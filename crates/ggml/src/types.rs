@@ -94,7 +94,12 @@ impl Type {
             Type::F64 => ("f64", 1, 8, false),
             Type::Bf16 => ("bf16", 1, 2, false),
         };
-        TypeInfo { name, block_size, type_size, is_quantized }
+        TypeInfo {
+            name,
+            block_size,
+            type_size,
+            is_quantized,
+        }
     }
 
     pub fn name(self) -> &'static str {
@@ -102,7 +107,10 @@ impl Type {
     }
 
     pub fn from_name(name: &str) -> Option<Type> {
-        Type::ALL.iter().copied().find(|t| t.name().eq_ignore_ascii_case(name))
+        Type::ALL
+            .iter()
+            .copied()
+            .find(|t| t.name().eq_ignore_ascii_case(name))
     }
 
     pub fn block_size(self) -> usize {

@@ -52,7 +52,11 @@ pub struct Buffer {
 
 impl Buffer {
     pub fn new(buft: BufferTypeRef, imp: Box<dyn BufferImpl>) -> Buffer {
-        Buffer { buft, imp, usage: AtomicU8::new(BufferUsage::Any as u8) }
+        Buffer {
+            buft,
+            imp,
+            usage: AtomicU8::new(BufferUsage::Any as u8),
+        }
     }
     pub fn name(&self) -> &str {
         self.buft.name()
@@ -129,14 +133,24 @@ impl HostBuffer {
         if ptr.is_null() {
             return None;
         }
-        Some(HostBuffer { ptr: ptr as usize, size, owned: Some(layout), _keep: None })
+        Some(HostBuffer {
+            ptr: ptr as usize,
+            size,
+            owned: Some(layout),
+            _keep: None,
+        })
     }
     /// Borrow `size` bytes at `ptr`; `keep` owns that memory and outlives the buffer.
     ///
     /// # Safety
     /// `ptr..ptr+size` must stay valid and writable-or-unwritten while `keep` is alive.
     pub unsafe fn from_raw(ptr: usize, size: usize, keep: Arc<dyn Send + Sync>) -> HostBuffer {
-        HostBuffer { ptr, size, owned: None, _keep: Some(keep) }
+        HostBuffer {
+            ptr,
+            size,
+            owned: None,
+            _keep: Some(keep),
+        }
     }
 }
 

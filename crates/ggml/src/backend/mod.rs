@@ -5,7 +5,10 @@
 mod buffer;
 mod registry;
 
-pub use buffer::{same_buft, Buffer, BufferImpl, BufferType, BufferTypeRef, BufferUsage, HostBuffer, HostBufferType};
+pub use buffer::{
+    same_buft, Buffer, BufferImpl, BufferType, BufferTypeRef, BufferUsage, HostBuffer,
+    HostBufferType,
+};
 pub use registry::{dev_by_name, devices, register, regs};
 
 use crate::context::Context;
@@ -15,7 +18,11 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     #[error("failed to allocate {size} bytes in buffer type {buft}: {reason}")]
-    Alloc { buft: String, size: usize, reason: String },
+    Alloc {
+        buft: String,
+        size: usize,
+        reason: String,
+    },
     #[error("{0}")]
     Other(String),
 }
@@ -74,7 +81,12 @@ pub trait Device: Send + Sync {
     }
     /// As `buffer_from_host_ptr`, with the owner of the memory (a memory map) that the buffer
     /// keeps alive; devices that borrow host memory override this.
-    fn buffer_from_host_ptr_owned(&self, ptr: usize, size: usize, owner: Arc<dyn Send + Sync>) -> Option<Arc<Buffer>> {
+    fn buffer_from_host_ptr_owned(
+        &self,
+        ptr: usize,
+        size: usize,
+        owner: Arc<dyn Send + Sync>,
+    ) -> Option<Arc<Buffer>> {
         let _ = owner;
         self.buffer_from_host_ptr(ptr, size)
     }
@@ -140,26 +152,44 @@ fn buffer_of(t: &Tensor) -> &Arc<Buffer> {
 
 /// Write bytes into a tensor at `offset` (ggml_backend_tensor_set).
 pub fn set_tensor(t: &Tensor, data: &[u8], offset: usize) {
-    assert!(offset + data.len() <= t.nbytes(), "set_tensor: write out of bounds of '{}'", t.name);
+    assert!(
+        offset + data.len() <= t.nbytes(),
+        "set_tensor: write out of bounds of '{}'",
+        t.name
+    );
     buffer_of(t).set(t.addr() + offset, data);
 }
 
 /// Read bytes of a tensor from `offset` (ggml_backend_tensor_get).
 pub fn get_tensor(t: &Tensor, out: &mut [u8], offset: usize) {
-    assert!(offset + out.len() <= t.nbytes(), "get_tensor: read out of bounds of '{}'", t.name);
+    assert!(
+        offset + out.len() <= t.nbytes(),
+        "get_tensor: read out of bounds of '{}'",
+        t.name
+    );
     buffer_of(t).get(t.addr() + offset, out);
 }
 
 /// Fill a tensor's bytes with one value (ggml_backend_tensor_memset).
 pub fn memset_tensor(t: &Tensor, value: u8, offset: usize, size: usize) {
-    assert!(offset + size <= t.nbytes(), "memset_tensor: out of bounds of '{}'", t.name);
+    assert!(
+        offset + size <= t.nbytes(),
+        "memset_tensor: out of bounds of '{}'",
+        t.name
+    );
     buffer_of(t).memset(t.addr() + offset, value, size);
 }
 
 /// Copy src's bytes into dst (same size), through the host when the buffers differ.
 pub fn tensor_copy(src: &Tensor, dst: &Tensor) {
     let n = src.nbytes();
-    assert_eq!(n, dst.nbytes(), "tensor_copy: sizes differ ('{}' -> '{}')", src.name, dst.name);
+    assert_eq!(
+        n,
+        dst.nbytes(),
+        "tensor_copy: sizes differ ('{}' -> '{}')",
+        src.name,
+        dst.name
+    );
     if n == 0 {
         return;
     }
@@ -177,10 +207,17 @@ pub fn tensor_copy(src: &Tensor, dst: &Tensor) {
 
 /// Read a whole tensor as f32 values (the tensor must be F32 and contiguous).
 pub fn tensor_to_f32(t: &Tensor) -> Vec<f32> {
-    assert!(t.ty == crate::Type::F32 && t.is_contiguous(), "tensor_to_f32: '{}' is not contiguous f32", t.name);
+    assert!(
+        t.ty == crate::Type::F32 && t.is_contiguous(),
+        "tensor_to_f32: '{}' is not contiguous f32",
+        t.name
+    );
     let mut bytes = vec![0u8; t.nbytes()];
     get_tensor(t, &mut bytes, 0);
-    bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 
 /// Write f32 values into a contiguous F32 tensor.

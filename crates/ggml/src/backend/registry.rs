@@ -27,5 +27,7 @@ pub fn devices() -> Vec<DeviceRef> {
 }
 
 pub fn dev_by_name(name: &str) -> Option<DeviceRef> {
-    devices().into_iter().find(|d| d.name().eq_ignore_ascii_case(name))
+    devices()
+        .into_iter()
+        .find(|d| d.name().eq_ignore_ascii_case(name))
 }
