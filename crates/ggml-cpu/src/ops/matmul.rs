@@ -10,6 +10,27 @@ use ggml::{Context, Tensor, Type};
 use std::sync::atomic::Ordering;
 
 const TILE: usize = 16;
+/// How far ahead a matrix-vector product prefetches the weight.
+const PREFETCH_BYTES: usize = 4096;
+
+/// Asks for the cache lines of `len` bytes at `p` (a hint: never faults, even out of bounds).
+#[inline(always)]
+fn prefetch(p: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let mut off = 0;
+        while off < len {
+            // SAFETY: prefetch is a hint that does not access memory architecturally.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off) as *const i8) };
+            off += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (p, len);
+    }
+}
 
 /// Which register tile a matmul's chunks use for groups of columns.
 #[derive(Clone, Copy)]
@@ -130,6 +151,13 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         (ptr, i11, i12, i13)
     };
 
+    // one column streams the weight once: fetch rows ahead of the dot products (the hardware
+    // prefetcher stops at page boundaries), about PREFETCH_BYTES ahead
+    let prefetch_rows = if nr1 == 1 {
+        PREFETCH_BYTES.div_ceil(arow.max(1))
+    } else {
+        0
+    };
     let mut tmp = [0.0f32; TILE];
     let mut ch = p.ith;
     while ch < nc0 * nc1 {
@@ -188,6 +216,9 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                         let y = std::slice::from_raw_parts(bp, brow);
                         for ir0 in iir0..e0 {
                             let x = std::slice::from_raw_parts(a.row_ptr(ir0, i02, i03), arow);
+                            if prefetch_rows > 0 && ir0 + prefetch_rows < nr0 {
+                                prefetch(a.row_ptr(ir0 + prefetch_rows, i02, i03), arow);
+                            }
                             tmp[ir0 - iir0] = (tr.vec_dot)(k, x, y);
                         }
                         for ir0 in iir0..e0 {
