@@ -39,6 +39,8 @@ pub struct Context {
     pub(crate) cpu_backend: usize,
     /// n_outputs_max x n_vocab floats
     pub(crate) logits: Vec<f32>,
+    /// n_outputs x n_embd floats when the context computes embeddings
+    pub(crate) embd: Vec<f32>,
     /// rows of `logits` holding the last decode's outputs
     pub(crate) n_outputs: usize,
     /// batch index -> output row (-1: no logits requested)
@@ -355,6 +357,7 @@ impl Context {
             backend_devs: devs,
             cpu_backend,
             logits,
+            embd: Vec::new(),
             n_outputs: 0,
             output_ids: Vec::new(),
             prev: None,

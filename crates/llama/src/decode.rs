@@ -71,6 +71,10 @@ impl Context {
         if self.logits.len() < need {
             self.logits.resize(need, 0.0);
         }
+        if self.cparams.embeddings {
+            let n_embd = self.model.hparams.n_embd as usize;
+            self.embd.resize(n_outputs_all * n_embd, 0.0);
+        }
         self.output_ids = vec![-1; n_tokens_all];
 
         let mut n_outputs_prev = 0usize;
@@ -156,6 +160,15 @@ impl Context {
                 status
             );
             return status;
+        }
+        if let (true, true, Some(e)) = (n_outputs > 0, self.cparams.embeddings, built.embd) {
+            let n_embd = self.model.hparams.n_embd as usize;
+            let mut bytes = vec![0u8; n_outputs * n_embd * 4];
+            ggml::backend::get_tensor(&built.graph.ctx[e], &mut bytes, 0);
+            let dst = &mut self.embd[out_row * n_embd..(out_row + n_outputs) * n_embd];
+            for (d, c) in dst.iter_mut().zip(bytes.chunks_exact(4)) {
+                *d = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            }
         }
         if n_outputs > 0 {
             let t = &built.graph.ctx[built.logits];
@@ -251,6 +264,33 @@ impl Context {
             return None;
         }
         self.logits.get(row * n_vocab..(row + 1) * n_vocab)
+    }
+
+    /// The output row of batch token i (negative: from the last output).
+    fn output_row(&self, i: i32) -> Option<usize> {
+        let row = if i < 0 {
+            usize::try_from(self.n_outputs as i32 + i).ok()?
+        } else {
+            usize::try_from(*self.output_ids.get(i as usize)?).ok()?
+        };
+        (row < self.n_outputs).then_some(row)
+    }
+
+    /// Embeddings (final normalised hidden state) of the i-th token of the last batch, for a
+    /// context created with `embeddings: true` (every token is an output then).
+    pub fn get_embeddings_ith(&self, i: i32) -> Option<&[f32]> {
+        if !self.cparams.embeddings {
+            return None;
+        }
+        let n_embd = self.model.hparams.n_embd as usize;
+        let row = self.output_row(i)?;
+        self.embd.get(row * n_embd..(row + 1) * n_embd)
+    }
+
+    /// All embeddings of the last batch, n_outputs x n_embd (empty without `embeddings`).
+    pub fn get_embeddings(&self) -> &[f32] {
+        let n = self.n_outputs * self.model.hparams.n_embd as usize;
+        self.embd.get(..n).unwrap_or(&[])
     }
 
     /// All outputs of the last batch, n_outputs x n_vocab.

@@ -303,3 +303,44 @@ fn perf_and_memory_breakdown() {
     ctx.perf_reset();
     assert_eq!(ctx.perf().n_reused, 0);
 }
+
+#[test]
+fn embeddings_are_the_hidden_states_behind_the_logits() {
+    if common::model().is_none() {
+        return;
+    }
+    let loaded = common::model().unwrap();
+    let p = ContextParams {
+        n_ctx: 256,
+        embeddings: true,
+        n_threads: 2,
+        n_threads_batch: 2,
+        ..Default::default()
+    };
+    let mut ctx = common::capture(|| Context::new(loaded.model.clone(), p))
+        .0
+        .unwrap();
+    assert_eq!(ctx.decode(&Batch::get_one(&PROMPT)), 0);
+    // with embeddings every token is an output
+    assert_eq!(ctx.n_outputs(), 4);
+    assert_eq!(ctx.get_embeddings().len(), 4 * 256);
+    let e = ctx.get_embeddings_ith(-1).unwrap().to_vec();
+    let logits = ctx.get_logits_ith(-1).unwrap();
+    // logits = output.weight x embeddings, for a few vocabulary rows
+    let w = loaded.model.weights();
+    let out = &w[w.find("output.weight").unwrap()];
+    for row in [0usize, 26300, 151935] {
+        let mut bytes = vec![0u8; 256 * 4];
+        ggml::backend::get_tensor(out, &mut bytes, row * 256 * 4);
+        let dot: f32 = bytes
+            .chunks_exact(4)
+            .zip(&e)
+            .map(|(c, x)| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) * x)
+            .sum();
+        assert!(
+            (dot - logits[row]).abs() < 1e-3,
+            "row {row}: {dot} vs {}",
+            logits[row]
+        );
+    }
+}

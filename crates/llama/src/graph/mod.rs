@@ -59,6 +59,8 @@ pub(crate) struct BuiltGraph {
     pub graph: Graph,
     pub inputs: GraphInputs,
     pub logits: TensorId,
+    /// the final normalised hidden states (embeddings), when the architecture has them
+    pub embd: Option<TensorId>,
     pub params: GraphParams,
 }
 
@@ -70,6 +72,8 @@ pub(crate) struct GraphBuilder<'a> {
     weights: HashMap<TensorId, TensorId>,
     cache: HashMap<TensorId, TensorId>,
     pub inputs: GraphInputs,
+    /// set by the architecture to its final hidden states (llm_graph_result::t_embd)
+    pub t_embd: Option<TensorId>,
 }
 
 impl<'a> GraphBuilder<'a> {
@@ -82,6 +86,7 @@ impl<'a> GraphBuilder<'a> {
             weights: HashMap::new(),
             cache: HashMap::new(),
             inputs: GraphInputs::default(),
+            t_embd: None,
         }
     }
 
@@ -167,6 +172,7 @@ impl<'a> GraphBuilder<'a> {
             graph: self.g,
             inputs: self.inputs,
             logits,
+            embd: self.t_embd,
             params: self.p,
         }
     }
