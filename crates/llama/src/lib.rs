@@ -1,4 +1,5 @@
 //! llama
+pub mod sampling;
 pub mod arch;
 mod buffers;
 pub mod cfmt;
@@ -16,7 +17,6 @@ pub use hparams::HParams;
 pub use loader::LoadMode;
 pub use model::{Layer, Model, ModelParams, SplitMode};
 pub(crate) mod graph;
-pub mod sampling;
 mod batch;
 mod context;
 mod context_params;
@@ -26,16 +26,18 @@ mod kv_cells;
 mod kv_shift;
 mod perf;
 mod reserve;
+mod system_info;
+mod validate;
+
 pub use batch::Batch;
 pub use context::{Context, MemoryBreakdownRow};
 pub use context_params::{AbortCallback, ContextParams, EvalCallback, FlashAttnType};
 pub use perf::PerfContextData;
+pub use system_info::print_system_info;
+
 /// Registers the compiled backends (the CPU); safe to call more than once.
 pub fn backend_init() {
     ggml_cpu::init();
 }
 pub mod vocab;
 pub mod quant;
-mod system_info;
-pub use system_info::print_system_info;
-mod validate;
