@@ -124,9 +124,23 @@ pub struct HostBuffer {
 }
 
 pub const HOST_ALIGN: usize = 64;
+const ANON_MAP_MIN: usize = 1 << 20;
 
 impl HostBuffer {
     pub fn alloc(size: usize) -> Option<HostBuffer> {
+        // Large buffers (compute buffers of hundreds of MiB) come from an anonymous map: the
+        // kernel hands out zero pages lazily, where an aligned alloc_zeroed would memset every
+        // page up front and make context creation slow.
+        if size >= ANON_MAP_MIN {
+            let mut map = memmap2::MmapMut::map_anon(size).ok()?;
+            let ptr = map.as_mut_ptr() as usize;
+            return Some(HostBuffer {
+                ptr,
+                size,
+                owned: None,
+                _keep: Some(Arc::new(map)),
+            });
+        }
         let layout = std::alloc::Layout::from_size_align(size.max(1), HOST_ALIGN).ok()?;
         // SAFETY: the layout has a non-zero size; zeroed memory makes fresh buffers deterministic.
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
