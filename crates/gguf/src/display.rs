@@ -132,7 +132,7 @@ pub fn kv_line_string(index: usize, key: &str, v: &Value) -> String {
 /// llama_ftype values (`general.file_type`).
 pub const FTYPE_GUESSED: u32 = 1024;
 
-/// `llama_ftype_name`: "all F32", "Q4_K - Medium", "(guessed) F16", ...
+/// `llama_model_ftype_name`: "all F32", "Q4_K - Medium", "F16 (guessed)", ...
 pub fn ftype_name(ftype: u32) -> String {
     let name = match ftype & !FTYPE_GUESSED {
         0 => "all F32",
@@ -173,7 +173,7 @@ pub fn ftype_name(ftype: u32) -> String {
         _ => "unknown, may not work",
     };
     if ftype & FTYPE_GUESSED != 0 {
-        format!("(guessed) {name}")
+        format!("{name} (guessed)")
     } else {
         name.to_string()
     }
@@ -194,8 +194,13 @@ pub fn guess_ftype<'a>(tensors: impl IntoIterator<Item = (&'a str, ggml::Type)>)
             type_max = ty;
         }
     }
+    ftype_of_type(type_max) | FTYPE_GUESSED
+}
+
+/// The ftype a file whose most common tensor type is `ty` is taken to have (unguessed).
+pub fn ftype_of_type(ty: ggml::Type) -> u32 {
     use ggml::Type as T;
-    let ftype = match type_max {
+    match ty {
         T::F32 => 0,
         T::F16 => 1,
         T::Bf16 => 32,
@@ -211,8 +216,7 @@ pub fn guess_ftype<'a>(tensors: impl IntoIterator<Item = (&'a str, ggml::Type)>)
         T::Q6K => 18,
         T::Iq4Nl => 25,
         _ => 0,
-    };
-    ftype | FTYPE_GUESSED
+    }
 }
 
 /// print_info's parameter count: "80.61 M", "6.74 B".
@@ -336,7 +340,7 @@ mod tests {
         assert_eq!(format_file_size(3 << 30, 1 << 30), "3.00 GiB (24.00 BPW)");
         assert_eq!(ftype_name(0), "all F32");
         assert_eq!(ftype_name(15), "Q4_K - Medium");
-        assert_eq!(ftype_name(1 | FTYPE_GUESSED), "(guessed) F16");
+        assert_eq!(ftype_name(1 | FTYPE_GUESSED), "F16 (guessed)");
         assert_eq!(ftype_name(5), "unknown, may not work");
         let g = guess_ftype([
             ("a", ggml::Type::F32),

@@ -4,6 +4,7 @@
 
 use crate::error::{LlamaError, Result};
 use crate::ftype;
+use gguf::display::{self, version_name};
 use gguf::{GgufFile, TensorInfo, Value, ValueType};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -78,79 +79,6 @@ pub(crate) struct ModelLoader {
     pub n_bytes: u64,
 }
 
-const MAX_VALUE_LEN: usize = 40;
-
-fn version_name(v: u32) -> &'static str {
-    match v {
-        1 => "GGUF V1 (support until nov 2023)",
-        2 => "GGUF V2",
-        _ => "GGUF V3 (latest)",
-    }
-}
-
-fn scalar_to_string(v: &Value) -> String {
-    match v {
-        Value::U8(x) => x.to_string(),
-        Value::I8(x) => x.to_string(),
-        Value::U16(x) => x.to_string(),
-        Value::I16(x) => x.to_string(),
-        Value::U32(x) => x.to_string(),
-        Value::I32(x) => x.to_string(),
-        Value::U64(x) => x.to_string(),
-        Value::I64(x) => x.to_string(),
-        // std::to_string of a float is "%f"
-        Value::F32(x) => format!("{:.6}", x),
-        Value::F64(x) => format!("{:.6}", x),
-        Value::Bool(b) => (if *b { "true" } else { "false" }).to_string(),
-        Value::Str(s) => s.clone(),
-        Value::Array(_) => "???".to_string(),
-    }
-}
-
-/// gguf_kv_to_str, stopping early once the text is certainly longer than what the dump shows.
-fn value_to_string(v: &Value) -> String {
-    let Value::Array(arr) = v else {
-        return scalar_to_string(v);
-    };
-    let mut s = String::from("[");
-    for (j, e) in arr.values.iter().enumerate() {
-        if j > 0 {
-            s.push_str(", ");
-        }
-        match e {
-            Value::Str(x) => {
-                s.push('"');
-                s.push_str(&x.replace('\\', "\\\\").replace('"', "\\\""));
-                s.push('"');
-            }
-            Value::Array(_) => s.push_str("???"),
-            other => s.push_str(&scalar_to_string(other)),
-        }
-        if s.len() > 4 * MAX_VALUE_LEN {
-            return s;
-        }
-    }
-    s.push(']');
-    s
-}
-
-fn type_to_string(v: &Value) -> String {
-    match v {
-        Value::Array(a) => format!("arr[{},{}]", a.elem_type.name(), a.len()),
-        other => other.value_type().name().to_string(),
-    }
-}
-
-/// Cuts at a byte count as llama.cpp's substr does, then mends a split UTF-8 sequence.
-fn truncate_value(s: &str) -> String {
-    let s = s.replace('\n', "\\n");
-    if s.len() <= MAX_VALUE_LEN {
-        return s;
-    }
-    let cut = &s.as_bytes()[..MAX_VALUE_LEN - 3];
-    format!("{}...", String::from_utf8_lossy(cut))
-}
-
 impl ModelLoader {
     pub fn open(path: &Path, mode: LoadMode) -> Result<ModelLoader> {
         let opened = if mode.uses_mmap() {
@@ -203,11 +131,8 @@ impl ModelLoader {
         );
         for (i, (key, value)) in gguf.kv.iter().enumerate() {
             ggml::log_info!(
-                "llama_model_loader: - kv {:3}: {:>42} {:<16} = {}\n",
-                i,
-                key,
-                type_to_string(value),
-                truncate_value(&value_to_string(value))
+                "llama_model_loader: {}\n",
+                display::kv_line_string(i, key, value)
             );
         }
         counts.sort_by_key(|(ty, _)| ty.id());
@@ -276,7 +201,12 @@ impl ModelLoader {
             .kv
             .iter()
             .filter(|(_, v)| !matches!(v, Value::Array(a) if a.elem_type == ValueType::Array))
-            .map(|(k, v)| (k.clone(), value_to_string(v)))
+            .map(|(k, v)| {
+                (
+                    k.clone(),
+                    display::kv_to_str(v, Some(4 * display::MAX_VALUE_LEN)),
+                )
+            })
             .collect()
     }
 }
@@ -298,13 +228,5 @@ mod tests {
             assert_eq!(m.name().parse::<LoadMode>().unwrap(), m);
         }
         assert!("--mmap".parse::<LoadMode>().is_err());
-    }
-
-    #[test]
-    fn long_values_are_cut_at_40_bytes() {
-        assert_eq!(truncate_value("short"), "short");
-        let long = "x".repeat(50);
-        assert_eq!(truncate_value(&long), format!("{}...", "x".repeat(37)));
-        assert_eq!(truncate_value("a\nb"), "a\\nb");
     }
 }

@@ -118,17 +118,6 @@ fn shape_str(ne: &[u64; 4]) -> String {
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-/// printf's "%f" of a float that may not be finite.
-fn c_f(x: f32) -> String {
-    if x.is_nan() {
-        if x.is_sign_negative() { "-nan" } else { "nan" }.to_string()
-    } else if x.is_infinite() {
-        if x < 0.0 { "-inf" } else { "inf" }.to_string()
-    } else {
-        format!("{x:.6}")
-    }
-}
-
 /// The tensor's values as f32, dequantizing any other type.
 fn to_f32(t: &TensorInfo, data: &[u8]) -> Result<Vec<f32>, QuantError> {
     let n = t.n_elements() as usize;
@@ -250,7 +239,7 @@ pub fn model_quantize_with_progress(
             if !v.is_finite() {
                 return Err(failed(format!(
                     "imatrix contains non-finite value {}\n",
-                    c_f(*v)
+                    gguf::display::c_float(*v as f64)
                 )));
             }
         }
