@@ -114,6 +114,15 @@ pub enum InitError {
 /// `--ignore-eos`), create the context, announce the threadpool, and warm up (decode BOS+EOS
 /// once, then clear the memory and the timings).
 pub fn init_from_params(p: &mut Params) -> Result<Loaded, InitError> {
+    init_from_params_with(p, None)
+}
+
+/// `init_from_params` with `cb_eval` installed on the context, as llama.cpp's tools do by
+/// setting `params.cb_eval` before `common_init_from_params` (llama-eval-callback).
+pub fn init_from_params_with(
+    p: &mut Params,
+    cb_eval: Option<llama::EvalCallback>,
+) -> Result<Loaded, InitError> {
     let fail_model = |p: &Params| {
         crate::log_err!(
             "{}failed to load model '{}'\n",
@@ -136,6 +145,7 @@ pub fn init_from_params(p: &mut Params) -> Result<Loaded, InitError> {
         crate::log_trc!("{f}(for bugs during this step try to reproduce them with -fit off, or provide --verbose logs if the bug only occurs with -fit on)\n");
         fit::fit_params(p, &mparams, &mut cparams);
     }
+    cparams.cb_eval = cb_eval;
     let model = match Model::load(Path::new(&p.model), &mparams) {
         Ok(m) => m,
         Err(_) => return Err(fail_model(p)),

@@ -7,7 +7,7 @@ mod callback;
 
 use callback::CallbackOptions;
 use common::args::{Example, ParseEnv, ParseError, StdOutput};
-use common::{log_err, log_inf, log_out, log_trc};
+use common::{log_err, log_inf, log_out};
 use llama_eval_callback::graph::{self, GraphRecord};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -71,55 +71,6 @@ fn parse_env() -> ParseEnv {
     }
 }
 
-/// `common_init_from_params` with the eval callback installed (warmup is off for this tool).
-fn init(
-    p: &mut common::args::Params,
-    cb: llama::EvalCallback,
-) -> Option<(Arc<llama::Model>, llama::Context)> {
-    let cmn = |f: &str| format!("cmn  {f:>12}: ");
-    let mparams = match common::startup::model_params(p) {
-        Ok(m) => m,
-        Err(e) => {
-            log_err!("{}{}\n", cmn("common_init_"), e);
-            return None;
-        }
-    };
-    let Ok(model) = llama::Model::load(std::path::Path::new(&p.model), &mparams) else {
-        log_err!(
-            "{}failed to load model '{}'\n",
-            cmn("common_init_"),
-            p.model
-        );
-        return None;
-    };
-    let vocab = model.vocab();
-    for id in 0..vocab.n_tokens() as i32 {
-        if vocab.is_eog(id) {
-            log_trc!(
-                "{}added {} logit bias = -inf\n",
-                cmn("common_init_"),
-                common::startup::token_to_piece(vocab, id, true)
-            );
-        }
-    }
-    let mut cparams = common::startup::context_params(p);
-    cparams.cb_eval = Some(cb);
-    let Ok(ctx) = llama::Context::new(model.clone(), cparams) else {
-        log_err!(
-            "{}failed to create context with model '{}'\n",
-            cmn("common_init_"),
-            p.model
-        );
-        return None;
-    };
-    log_inf!(
-        "{}llama threadpool init, n_threads = {}\n",
-        cmn("init"),
-        p.n_threads
-    );
-    Some((model, ctx))
-}
-
 fn main() {
     std::process::exit(real_main());
 }
@@ -175,7 +126,9 @@ fn real_main() -> i32 {
     });
 
     params.warmup = false;
-    let Some((model, mut ctx)) = init(&mut params, cb) else {
+    let Ok(common::startup::Loaded { model, mut ctx }) =
+        common::startup::init_from_params_with(&mut params, Some(cb))
+    else {
         log_err!("main : failed to init\n");
         return 1;
     };
