@@ -1,31 +1,5 @@
-//! Records the git commit and commit count for the "build: <commit> (<n>)" footer, as
-//! llama.cpp's build-info does (LLAMA_COMMIT, LLAMA_BUILD_NUMBER).
-
-use std::path::Path;
-use std::process::Command;
-
-fn git(args: &[&str]) -> Option<String> {
-    let out = Command::new("git").args(args).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (!s.is_empty()).then_some(s)
-}
+//! The "build: <commit> (<n>)" footer's git info, shared with llama-quantize.
 
 fn main() {
-    let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".to_string());
-    let number = git(&["rev-list", "--count", "HEAD"]).unwrap_or_else(|| "0".to_string());
-    println!("cargo:rustc-env=LLAMA_BUILD_COMMIT={commit}");
-    println!("cargo:rustc-env=LLAMA_BUILD_NUMBER={number}");
-    if let Some(git_dir) = git(&["rev-parse", "--git-dir"]) {
-        let dir = Path::new(&git_dir);
-        for f in ["HEAD", "refs/heads", "packed-refs"] {
-            let p = dir.join(f);
-            if p.exists() {
-                println!("cargo:rerun-if-changed={}", p.display());
-            }
-        }
-    }
-    println!("cargo:rerun-if-changed=build.rs");
+    build_info::emit();
 }

@@ -106,8 +106,8 @@ fn main() -> ExitCode {
     eprintln!(
         "version: {} (build {}, commit {})",
         env!("CARGO_PKG_VERSION"),
-        env!("QUANTIZE_BUILD_NUMBER"),
-        env!("QUANTIZE_BUILD_COMMIT")
+        env!("LLAMA_BUILD_NUMBER"),
+        env!("LLAMA_BUILD_COMMIT")
     );
     eprintln!(
         "built with rustc for {} {}",
