@@ -24,63 +24,6 @@ fn print_usage(out: &mut dyn ParseOutput) {
     out.out("\n");
 }
 
-/// strtol(s, 16) over exactly two characters: the value when both are consumed.
-fn strtol_hex2(s: [u8; 2]) -> Option<u8> {
-    let mut i = 0;
-    while i < 2 && matches!(s[i], b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r') {
-        i += 1;
-    }
-    let neg = i < 2 && s[i] == b'-';
-    if i < 2 && (s[i] == b'-' || s[i] == b'+') {
-        i += 1;
-    }
-    let start = i;
-    let mut v: i64 = 0;
-    while i < 2 {
-        match (s[i] as char).to_digit(16) {
-            Some(d) => v = v * 16 + d as i64,
-            None => break,
-        }
-        i += 1;
-    }
-    (i == 2 && i > start).then_some((if neg { -v } else { v }) as u8)
-}
-
-/// `string_process_escapes` on raw bytes.
-fn process_escapes(input: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(input.len());
-    let mut i = 0;
-    while i < input.len() {
-        if input[i] == b'\\' && i + 1 < input.len() {
-            i += 1;
-            match input[i] {
-                b'n' => out.push(b'\n'),
-                b'r' => out.push(b'\r'),
-                b't' => out.push(b'\t'),
-                b'\'' => out.push(b'\''),
-                b'"' => out.push(b'"'),
-                b'\\' => out.push(b'\\'),
-                b'x' if i + 2 < input.len()
-                    && strtol_hex2([input[i + 1], input[i + 2]]).is_some() =>
-                {
-                    out.push(strtol_hex2([input[i + 1], input[i + 2]]).unwrap_or(0));
-                    i += 2;
-                }
-                c => {
-                    out.push(b'\\');
-                    out.push(c);
-                }
-            }
-        } else {
-            out.push(input[i]);
-        }
-        i += 1;
-    }
-    out
-}
-
-/// The `-p` value as the raw bytes of the command line (the parser keeps text lossily), when
-/// it is the one the parser took.
 fn raw_prompt(parsed: &str, escape: bool) -> Vec<u8> {
     #[cfg(unix)]
     {
@@ -98,7 +41,7 @@ fn raw_prompt(parsed: &str, escape: bool) -> Vec<u8> {
         }
         if let Some(raw) = raw {
             let bytes = if escape {
-                process_escapes(raw)
+                args::util::process_escapes_bytes(raw)
             } else {
                 raw.to_vec()
             };
@@ -132,7 +75,13 @@ fn main() {
         // Verbatim: the common -f handler drops one trailing newline, but a trailing newline
         // is itself a token.
         match std::fs::read(&p.prompt_file) {
-            Ok(b) => prompt = if p.escape { process_escapes(&b) } else { b },
+            Ok(b) => {
+                prompt = if p.escape {
+                    args::util::process_escapes_bytes(&b)
+                } else {
+                    b
+                }
+            }
             Err(_) => fail(&format!(
                 "error: could not open file '{}' for reading\n",
                 p.prompt_file
@@ -163,7 +112,11 @@ fn main() {
         if std::io::stdin().lock().read_to_end(&mut buf).is_err() {
             fail("error: could not read the entire standard input.\n");
         }
-        prompt = if p.escape { process_escapes(&buf) } else { buf };
+        prompt = if p.escape {
+            args::util::process_escapes_bytes(&buf)
+        } else {
+            buf
+        };
     }
 
     let add_bos = vocab.add_bos() && !p.tok_no_bos;
@@ -196,18 +149,5 @@ fn main() {
     }
     if out.write_all(&text).and_then(|_| out.flush()).is_err() {
         std::process::exit(1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escapes_follow_string_process_escapes() {
-        assert_eq!(process_escapes(br"a\nb\tc\\d\q"), b"a\nb\tc\\d\\q");
-        assert_eq!(process_escapes(br"\xff\x41\x4"), b"\xffA\\x4");
-        assert_eq!(process_escapes(br"\x 5\x+5\x-1\x0x"), b"\x05\x05\xff\\x0x");
-        assert_eq!(process_escapes(b"end\\"), b"end\\");
     }
 }

@@ -127,7 +127,12 @@ fn strtol_hex2(x: [u8; 2]) -> Option<u8> {
 
 /// `string_process_escapes`: \n \r \t \' \" \\ and \xHH; any other escape is kept as written.
 pub fn process_escapes(input: &str) -> String {
-    let b = input.as_bytes();
+    String::from_utf8_lossy(&process_escapes_bytes(input.as_bytes())).into_owned()
+}
+
+/// `string_process_escapes` on raw bytes, for text that need not be UTF-8 (llama-tokenize's
+/// prompt as the shell passed it).
+pub fn process_escapes_bytes(b: &[u8]) -> Vec<u8> {
     let mut out: Vec<u8> = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
@@ -154,7 +159,7 @@ pub fn process_escapes(input: &str) -> String {
         }
         i += 1;
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
 
 /// Physical cores, as `cpu_get_num_physical_cores` counts them on Linux (distinct
@@ -224,6 +229,15 @@ mod tests {
         // \x needs two more characters after it
         assert_eq!(process_escapes(r"\x4"), r"\x4");
         assert_eq!(process_escapes(r"\xzz"), r"\xzz");
+    }
+
+    #[test]
+    fn byte_escapes_keep_non_utf8() {
+        let p = process_escapes_bytes;
+        assert_eq!(p(br"a\nb\tc\\d\q"), b"a\nb\tc\\d\\q");
+        assert_eq!(p(br"\xff\x41\x4"), b"\xffA\\x4");
+        assert_eq!(p(br"\x 5\x+5\x-1\x0x"), b"\x05\x05\xff\\x0x");
+        assert_eq!(p(b"end\\"), b"end\\");
     }
 
     #[test]
