@@ -46,31 +46,6 @@ fn take_extra(argv: &[String]) -> Result<(Vec<String>, Extra), String> {
     Ok((rest, extra))
 }
 
-fn parse_env() -> ParseEnv {
-    let devs = ggml::backend::devices();
-    let mut buft_names: Vec<String> = devs
-        .iter()
-        .map(|d| d.buffer_type().name().to_string())
-        .collect();
-    buft_names.dedup();
-    ParseEnv {
-        supports_gpu_offload: devs
-            .iter()
-            .any(|d| d.kind() != ggml::backend::DeviceKind::Cpu),
-        devices: llama_list_devices::offload_devices(&devs)
-            .into_iter()
-            .map(|d| common::args::DeviceInfo {
-                name: d.name,
-                description: d.description,
-                total_bytes: d.total as u64,
-                free_bytes: d.free as u64,
-            })
-            .collect(),
-        buft_names,
-        ..ParseEnv::default()
-    }
-}
-
 fn main() {
     std::process::exit(real_main());
 }
@@ -87,7 +62,7 @@ fn real_main() -> i32 {
         }
     };
     llama::backend_init();
-    let env = parse_env();
+    let env = ParseEnv::detect();
     let mut params = match common::args::parse(&argv, Example::Common, &env, &mut StdOutput, None) {
         Ok(p) => p,
         Err(ParseError::Exit(code)) => return code,

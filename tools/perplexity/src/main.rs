@@ -8,31 +8,6 @@ use llama_perplexity::ppl::{perplexity, PplOptions};
 use llama_perplexity::tasks;
 use std::path::PathBuf;
 
-fn parse_env() -> ParseEnv {
-    let devs = ggml::backend::devices();
-    let mut buft_names: Vec<String> = devs
-        .iter()
-        .map(|d| d.buffer_type().name().to_string())
-        .collect();
-    buft_names.dedup();
-    ParseEnv {
-        supports_gpu_offload: devs
-            .iter()
-            .any(|d| d.kind() != ggml::backend::DeviceKind::Cpu),
-        devices: llama_list_devices::offload_devices(&devs)
-            .into_iter()
-            .map(|d| common::args::DeviceInfo {
-                name: d.name,
-                description: d.description,
-                total_bytes: d.total as u64,
-                free_bytes: d.free as u64,
-            })
-            .collect(),
-        buft_names,
-        ..ParseEnv::default()
-    }
-}
-
 /// Whether the command line names one of these flags (long flags may use `_`).
 fn given(argv: &[String], names: &[&str]) -> bool {
     argv.iter()
@@ -75,7 +50,7 @@ fn real_main() -> i32 {
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     llama::backend_init();
-    let env = parse_env();
+    let env = ParseEnv::detect();
     let mut params =
         match common::args::parse(&argv, Example::Perplexity, &env, &mut StdOutput, None) {
             Ok(p) => p,
