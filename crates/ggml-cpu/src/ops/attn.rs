@@ -8,6 +8,8 @@ use crate::tref::{load_scalar, split, TRef};
 use crate::{fp, simd};
 use ggml::{Context, Tensor, Type};
 
+mod tiled;
+
 pub(crate) fn soft_max(p: &mut Params, n: &Node, scale: f32, max_bias: f32) {
     let (a, d) = (n.s(0), n.dst);
     let (mask, sinks) = (n.src[1], n.src[2]);
@@ -68,6 +70,19 @@ pub(crate) fn work_size(ctx: &Context, t: &Tensor, nth: usize) -> usize {
 pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32, softcap: f32) {
     let (q, k, v, d) = (n.s(0), n.s(1), n.s(2), n.dst);
     let (mask, sinks) = (n.src[3], n.src[4]);
+    if tiled::applies(&q, &k, &v) {
+        let (r0, r1) = split(q.ne[1] * q.ne[2] * q.ne[3], p.ith, p.nth);
+        let buf = p.scratch(tiled::scratch_len(q.ne[0], v.ne[0], k.ne[1]));
+        let pr = tiled::Params {
+            scale,
+            max_bias,
+            softcap,
+        };
+        // SAFETY: shapes checked by the constructor; split gives this thread its own rows;
+        // buf has scratch_len floats.
+        unsafe { tiled::rows(&q, &k, &v, mask, sinks, &d, &pr, r0, r1, buf) };
+        return;
+    }
     let ktr = match mm_traits(k.ty) {
         Some(t) => t,
         None => panic!("flash_attn_ext: no dot product for K type {}", k.ty),
