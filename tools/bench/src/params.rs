@@ -59,40 +59,8 @@ impl SplitMode {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LoadMode {
-    Auto,
-    None,
-    Mmap,
-    Mlock,
-    MmapMlock,
-    Dio,
-}
-
-impl LoadMode {
-    pub fn parse(s: &str) -> Option<LoadMode> {
-        Some(match s {
-            "auto" => LoadMode::Auto,
-            "none" => LoadMode::None,
-            "mmap" => LoadMode::Mmap,
-            "mlock" => LoadMode::Mlock,
-            "mmap+mlock" => LoadMode::MmapMlock,
-            "dio" => LoadMode::Dio,
-            _ => return None,
-        })
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            LoadMode::Auto => "auto",
-            LoadMode::None => "none",
-            LoadMode::Mmap => "mmap",
-            LoadMode::Mlock => "mlock",
-            LoadMode::MmapMlock => "mmap+mlock",
-            LoadMode::Dio => "dio",
-        }
-    }
-}
+/// `-lm`: the same modes, names and parsing as the loader.
+pub use llama::LoadMode;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LazyMode {
@@ -671,7 +639,7 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
                 let v = value()?;
                 for m in v.split(',').filter(|s| !s.is_empty()) {
                     p.load_mode
-                        .push(LoadMode::parse(m).ok_or_else(|| invalid(None))?);
+                        .push(m.parse::<LoadMode>().map_err(|_| invalid(None))?);
                 }
             }
             "-mmp" | "--mmap" | "-dio" | "--direct-io" => {

@@ -72,7 +72,7 @@ impl Instance {
             },
             main_gpu: self.main_gpu,
             tensor_split: self.tensor_split.clone(),
-            load_mode: self.load_mode.name().parse().map_err(|e: String| e)?,
+            load_mode: self.load_mode,
             use_extra_bufts: self.repack,
             devices: match &self.devices {
                 Devices::Auto => None,
