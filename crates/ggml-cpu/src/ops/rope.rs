@@ -104,8 +104,10 @@ pub(crate) fn rope(p: &mut Params, n: &Node, rp: &RopeParams) {
                     (i0, i0 + 1)
                 };
                 let (x0, x1) = (x[j0], x[j1]);
-                y[j0] = x0 * c - x1 * s;
-                y[j1] = x0 * s + x1 * c;
+                // ggml's build contracts these into one fused multiply-add each (GCC's
+                // default -ffp-contract=fast): the first product fused, the second rounded
+                y[j0] = x0.mul_add(c, -(x1 * s));
+                y[j1] = x0.mul_add(s, x1 * c);
             }
             d.store_row(i1, i2, i3, y);
         }

@@ -174,21 +174,50 @@ pub(crate) unsafe fn rows(
 }
 
 /// x[i] = exp(x[i] - max) with ggml's vectorised expf, returning the sum as ggml's
-/// `ggml_vec_soft_max_f32` forms it: per vector a horizontal sum in f32 (sixteen lanes
-/// folded in halves where the reference build has AVX-512, eight otherwise), added in f64.
+/// `ggml_vec_soft_max_f32` forms it: per vector a horizontal sum in f32, added in f64. Where
+/// the reference build has AVX-512 (F and DQ) that is the sixteen-lane `ggml_v_expf` (which
+/// rounds differently from the eight-lane one) and `_mm512_reduce_add_ps`.
 fn exp_sum(x: &mut [f32], max: f32) -> f64 {
-    let sum8 = simd::exp_sub_sum(x, max);
     if !wide_sum() || x.len() % 16 != 0 {
-        return sum8;
+        return simd::exp_sub_sum(x, max);
     }
     let mut sum = 0.0f64;
-    for c in x.chunks_exact(16) {
+    for c in x.chunks_exact_mut(16) {
+        for v in c.iter_mut() {
+            *v = v_expf_512(*v - max);
+        }
         let t1: [f32; 8] = std::array::from_fn(|i| c[i + 8] + c[i]);
         let t2: [f32; 4] = std::array::from_fn(|i| t1[i + 4] + t1[i]);
         let (a, b) = (t2[0] + t2[2], t2[1] + t2[3]);
         sum += (a + b) as f64;
     }
     sum
+}
+
+/// One lane of ggml's AVX-512 `ggml_v_expf`, operation for operation (each fused
+/// multiply-add rounds once; `_mm512_scalef_ps` scales by 2^n with a single rounding).
+fn v_expf_512(x: f32) -> f32 {
+    let r = f32::from_bits(0x4b40_0000); // 0x1.8p23
+    let z = x.mul_add(f32::from_bits(0x3fb8_aa3b), r); // 0x1.715476p+0
+    let n = z - r;
+    let b = (-n).mul_add(
+        f32::from_bits(0x35bf_be8e),                  // 0x1.7f7d1cp-20
+        (-n).mul_add(f32::from_bits(0x3f31_7200), x), // 0x1.62e4p-1
+    );
+    if n.abs() > 192.0 {
+        return if n <= 0.0 { 0.0 } else { f32::INFINITY };
+    }
+    let u = b * b;
+    let j = f32::from_bits(0x3c07_2010) // 0x1.0e4020p-7
+        .mul_add(b, f32::from_bits(0x3d2b_9f17)) // 0x1.573e2ep-5
+        .mul_add(
+            u,
+            f32::from_bits(0x3e2a_af33).mul_add(b, f32::from_bits(0x3eff_fedb)), // 0x1.555e66p-3, 0x1.fffdb6p-2
+        )
+        .mul_add(u, f32::from_bits(0x3f7f_fff6).mul_add(b, 1.0)); // 0x1.ffffecp-1
+                                                                  // j has 24 significant bits and 2^n is exact in f64: the f64 product is exact and the
+                                                                  // one rounding to f32 is scalef's
+    (j as f64 * 2f64.powi(n as i32)) as f32
 }
 
 /// Whether ggml's soft_max sum uses sixteen lanes on this CPU (AVX512F and AVX512DQ).
