@@ -178,7 +178,7 @@ pub(crate) unsafe fn rows(
 /// the reference build has AVX-512 (F and DQ) that is the sixteen-lane `ggml_v_expf` (which
 /// rounds differently from the eight-lane one) and `_mm512_reduce_add_ps`.
 fn exp_sum(x: &mut [f32], max: f32) -> f64 {
-    if !wide_sum() || x.len() % 16 != 0 {
+    if !wide_sum() || !x.len().is_multiple_of(16) {
         return simd::exp_sub_sum(x, max);
     }
     let mut sum = 0.0f64;
@@ -233,5 +233,43 @@ fn wide_sum() -> bool {
     #[cfg(not(target_arch = "x86_64"))]
     {
         false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn avx512_expf_lane_is_exp_within_two_ulp_and_saturates() {
+        for i in -2000..=800 {
+            let x = i as f32 * 0.1;
+            let got = v_expf_512(x);
+            let want = (x as f64).exp();
+            if want < f32::MIN_POSITIVE as f64 || want > f32::MAX as f64 {
+                continue;
+            }
+            let ulp = f32::EPSILON as f64 * want;
+            assert!(
+                (got as f64 - want).abs() <= 2.0 * ulp,
+                "exp({x}) = {got}, want {want}"
+            );
+        }
+        assert_eq!(v_expf_512(f32::NEG_INFINITY), 0.0);
+        assert_eq!(v_expf_512(-1000.0), 0.0);
+        assert_eq!(v_expf_512(1000.0), f32::INFINITY);
+    }
+
+    #[test]
+    fn softmax_sum_matches_the_exponentials() {
+        let mut x: Vec<f32> = (0..KV_TILE)
+            .map(|i| (i as f32 * 0.37).sin() * 5.0)
+            .collect();
+        x[KV_TILE - 1] = f32::NEG_INFINITY;
+        let max = x.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+        let want: f64 = x.iter().map(|&v| ((v - max) as f64).exp()).sum();
+        let got = exp_sum(&mut x, max);
+        assert!((got - want).abs() < 1e-5 * want, "{got} vs {want}");
+        assert_eq!(x[KV_TILE - 1], 0.0);
     }
 }
