@@ -407,11 +407,9 @@ fn q8_0_model_matches_llama_cpp() {
     quantized_model_matches_llama_cpp("q8_0");
 }
 
-/// Known gap: on x86 llama.cpp repacks Q4_0 weights into its CPU_REPACK buffer type (q4_0_8x8)
-/// and sums a 32-value block's integer dot into one float lane; our kernels keep 8 lanes, which
-/// moves this random model's perplexity by 0.05-0.1%. Run with `--ignored` to see it.
+/// On x86 llama.cpp repacks Q4_0 weights (q4_0_8x8) and fuses each block's whole integer dot
+/// into one float accumulator; ggml-cpu follows that order for such weights.
 #[test]
-#[ignore = "needs llama.cpp's CPU_REPACK q4_0_8x8 kernels (0.05-0.1% off)"]
 fn q4_0_model_matches_llama_cpp() {
     quantized_model_matches_llama_cpp("q4_0");
 }

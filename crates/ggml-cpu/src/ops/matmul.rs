@@ -110,7 +110,16 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
 
     // register tiles serve float weights whose partner has the same type, and Q8_0 / Q4_0
     // weights with Q8_0 activations
+    // llama.cpp repacks 2-D Q4_0 weights with rows % 8 == 0 on AVX2 CPUs (q4_0_8x8) and its
+    // repacked kernels sum in another order than the plain dot product: follow them
+    let q4_repacked = a.ty == Type::Q4_0
+        && tr.vec_dot_type == Type::Q8_0
+        && qtile::available()
+        && nr0 % 8 == 0
+        && a.ne[2] == 1
+        && a.ne[3] == 1;
     let tile_kind = match (a.ty, tr.vec_dot_type) {
+        _ if q4_repacked => Some(Tile::Quant(qtile::QElem::Q4_0Repacked)),
         (Type::F32, Type::F32) if gemm::available(gemm::Elem::F32) => {
             Some(Tile::Float(gemm::Elem::F32))
         }
@@ -219,7 +228,11 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                             if prefetch_rows > 0 && ir0 + prefetch_rows < nr0 {
                                 prefetch(a.row_ptr(ir0 + prefetch_rows, i02, i03), arow);
                             }
-                            tmp[ir0 - iir0] = (tr.vec_dot)(k, x, y);
+                            tmp[ir0 - iir0] = if q4_repacked {
+                                qtile::q4_0_repacked_dot(k / 32, x.as_ptr(), y.as_ptr())
+                            } else {
+                                (tr.vec_dot)(k, x, y)
+                            };
                         }
                         for ir0 in iir0..e0 {
                             (d.ptr(ir0, i11, i12, i13) as *mut f32)

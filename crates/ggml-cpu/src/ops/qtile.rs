@@ -3,7 +3,8 @@
 //! columns and each activation block once for RM rows. Every cell is accumulated exactly as
 //! the AVX2 dot kernels do (per block: f32(dx) * f32(dy) times the exact integer block sum,
 //! fused into 8 f32 lanes, summed across lanes at the end), so a tile's results equal the
-//! dot products of those kernels.
+//! dot products of those kernels. The exception is `QElem::Q4_0Repacked`, which follows
+//! llama.cpp's repacked q4_0_8x8 gemm/gemv instead.
 
 use super::gemm::{RM, RN};
 
@@ -11,6 +12,10 @@ use super::gemm::{RM, RN};
 pub(crate) enum QElem {
     Q8_0,
     Q4_0,
+    /// Q4_0 weights that llama.cpp repacks at load (q4_0_8x8, rows % 8 == 0 on AVX2): its
+    /// gemm/gemv take the exact integer sum of each block and fuse it, times f32(dx) * f32(dy),
+    /// into one f32 accumulator per output in block order.
+    Q4_0Repacked,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -55,11 +60,29 @@ pub(crate) unsafe fn tile(
             (QElem::Q8_0, true) => x86::q8_0_vnni(nb, a, b, out),
             (QElem::Q4_0, false) => x86::q4_0(nb, a, b, out),
             (QElem::Q4_0, true) => x86::q4_0_vnni(nb, a, b, out),
+            (QElem::Q4_0Repacked, _) => x86::q4_0_repacked(nb, a, b, out),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (e, nb, a, b, out);
+        unreachable!("quantized tiles are x86-only");
+    }
+}
+
+/// One Q4_0 row times one Q8_0 column over `nb` blocks in the order of
+/// `QElem::Q4_0Repacked` (llama.cpp's gemv for repacked Q4_0).
+///
+/// # Safety
+/// `available()` must hold; x covers nb Q4_0 blocks and y nb Q8_0 blocks.
+pub(crate) unsafe fn q4_0_repacked_dot(nb: usize, x: *const u8, y: *const u8) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        x86::q4_0_repacked_dot(nb, x, y)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (nb, x, y);
         unreachable!("quantized tiles are x86-only");
     }
 }
@@ -151,6 +174,61 @@ mod x86 {
         };
     }
 
+    #[inline(always)]
+    unsafe fn hsum_i32(v: __m256i) -> i32 {
+        let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+        let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+        let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+        _mm_cvtsi128_si32(s)
+    }
+
+    /// # Safety
+    /// The CPU supports AVX2 and FMA; pointers cover nb blocks.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn q4_0_repacked(
+        nb: usize,
+        a: &[*const u8; RM],
+        b: &[*const u8; RN],
+        out: &mut [f32; RM * RN],
+    ) {
+        let mut acc = [0.0f32; RM * RN];
+        for ib in 0..nb {
+            let mut qy = [_mm256_setzero_si256(); RN];
+            let mut dy = [0.0f32; RN];
+            for c in 0..RN {
+                let yb = b[c].add(34 * ib);
+                qy[c] = load_q8(yb.add(2));
+                dy[c] = scale(yb);
+            }
+            for r in 0..RM {
+                let xb = a[r].add(18 * ib);
+                let dx = scale(xb);
+                let qx = unpack_q4(xb.add(2));
+                let ax = _mm256_sign_epi8(qx, qx);
+                for c in 0..RN {
+                    let s = hsum_i32(dot_i8(ax, qx, qy[c])) as f32;
+                    acc[r * RN + c] = s.mul_add(dx * dy[c], acc[r * RN + c]);
+                }
+            }
+        }
+        *out = acc;
+    }
+
+    /// # Safety
+    /// The CPU supports AVX2 and FMA; x covers nb Q4_0 blocks, y nb Q8_0 blocks.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn q4_0_repacked_dot(nb: usize, x: *const u8, y: *const u8) -> f32 {
+        let mut acc = 0.0f32;
+        for ib in 0..nb {
+            let (xb, yb) = (x.add(18 * ib), y.add(34 * ib));
+            let qx = unpack_q4(xb.add(2));
+            let ax = _mm256_sign_epi8(qx, qx);
+            let s = hsum_i32(dot_i8(ax, qx, load_q8(yb.add(2)))) as f32;
+            acc = s.mul_add(scale(xb) * scale(yb), acc);
+        }
+        acc
+    }
+
     qtile!(q8_0, "avx2,fma", 34, 2, load_q8, dot_i8);
     qtile!(
         q8_0_vnni,
@@ -176,6 +254,59 @@ mod tests {
     use super::*;
     use crate::dot::{traits_for, SimdLevel};
     use ggml::Type;
+
+    #[test]
+    fn repacked_q4_0_sums_whole_blocks_into_one_accumulator() {
+        if !available() {
+            return;
+        }
+        let k = 32 * 9;
+        let nb = k / 32;
+        let tr = traits_for(SimdLevel::Avx2, Type::Q4_0).expect("traits");
+        let quant = |ty: Type, seed: usize| -> Vec<u8> {
+            let v: Vec<f32> = (0..k)
+                .map(|i| (((i * 37 + seed * 11) % 101) as f32 - 50.0) / 7.0)
+                .collect();
+            let mut out = vec![0u8; ty.row_size(k as i64)];
+            if ty == Type::Q8_0 {
+                (tr.from_float)(&v, &mut out);
+            } else {
+                ggml::quants::quantize_row_ref(ty, &v, &mut out);
+            }
+            out
+        };
+        let half = |p: &[u8]| crate::fp::f16_to_f32(u16::from_le_bytes([p[0], p[1]]));
+        // llama.cpp's q4_0_8x8 order: exact integer block sum, then one FMA per block
+        let reference = |x: &[u8], y: &[u8]| -> f32 {
+            let mut acc = 0.0f32;
+            for ib in 0..nb {
+                let (xb, yb) = (&x[18 * ib..18 * ib + 18], &y[34 * ib..34 * ib + 34]);
+                let mut isum = 0i32;
+                for j in 0..16 {
+                    let (lo, hi) = ((xb[2 + j] & 0x0F) as i32 - 8, (xb[2 + j] >> 4) as i32 - 8);
+                    isum += lo * yb[2 + j] as i8 as i32 + hi * yb[18 + j] as i8 as i32;
+                }
+                acc = (isum as f32).mul_add(half(xb) * half(yb), acc);
+            }
+            acc
+        };
+        let rows: Vec<Vec<u8>> = (0..RM).map(|r| quant(Type::Q4_0, r)).collect();
+        let cols: Vec<Vec<u8>> = (0..RN).map(|c| quant(Type::Q8_0, 20 + c)).collect();
+        let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
+        let b: [*const u8; RN] = std::array::from_fn(|c| cols[c].as_ptr());
+        let mut out = [0.0f32; RM * RN];
+        // SAFETY: available() holds and every pointer covers nb blocks.
+        unsafe { tile(QElem::Q4_0Repacked, nb, &a, &b, &mut out) };
+        for r in 0..RM {
+            for c in 0..RN {
+                let want = reference(&rows[r], &cols[c]);
+                assert_eq!(out[r * RN + c].to_bits(), want.to_bits(), "row {r} col {c}");
+                // SAFETY: as above.
+                let one = unsafe { q4_0_repacked_dot(nb, rows[r].as_ptr(), cols[c].as_ptr()) };
+                assert_eq!(one.to_bits(), want.to_bits(), "gemv row {r} col {c}");
+            }
+        }
+    }
 
     #[test]
     fn tiles_equal_the_avx2_dot_products() {
