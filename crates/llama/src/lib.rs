@@ -1,5 +1,4 @@
 //! llama
-pub mod sampling;
 pub mod arch;
 mod buffers;
 pub mod cfmt;
@@ -11,16 +10,17 @@ pub mod loader;
 pub mod model;
 mod model_print;
 mod model_tensors;
+pub mod sampling;
 
 pub use error::LlamaError;
 pub use hparams::HParams;
 pub use loader::LoadMode;
 pub use model::{Layer, Model, ModelParams, SplitMode};
-pub(crate) mod graph;
 mod batch;
 mod context;
 mod context_params;
 mod decode;
+pub(crate) mod graph;
 mod kv_cache;
 mod kv_cells;
 mod kv_shift;
@@ -39,5 +39,5 @@ pub use system_info::print_system_info;
 pub fn backend_init() {
     ggml_cpu::init();
 }
-pub mod vocab;
 pub mod quant;
+pub mod vocab;
