@@ -46,21 +46,20 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs()
 }
 
-#[test]
-fn matches_llama_cpp_per_chunk_and_final() {
-    let Some(m) = testutil::reference_model_or_skip() else {
-        return;
-    };
-    let reference =
-        std::fs::read_to_string(testutil::shared_dir().join("reference/logs/perplexity-f32.log"))
-            .unwrap();
+/// Runs `-c 128 -b 128 --chunks 8` on `model` and checks every chunk value and the final
+/// estimate against llama.cpp's reference/logs/perplexity-<ty>.log within 0.01%; returns stderr.
+fn assert_matches_reference(model: &std::path::Path, ty: &str) -> String {
+    let reference = std::fs::read_to_string(
+        testutil::shared_dir().join(format!("reference/logs/perplexity-{ty}.log")),
+    )
+    .unwrap();
     let want_chunks = chunk_values(reference.lines().find(|l| l.starts_with("[1]")).unwrap());
     let want_final = final_estimate(&reference).unwrap();
     assert_eq!(want_chunks.len(), 8);
 
     let out = ppl(&[
         "-m",
-        m.to_str().unwrap(),
+        model.to_str().unwrap(),
         "-f",
         &gpl3(),
         "-c",
@@ -71,20 +70,37 @@ fn matches_llama_cpp_per_chunk_and_final() {
         "8",
     ]);
     let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stderr}");
+    assert!(out.status.success(), "{ty}: {stderr}");
     // stdout also carries the end of the ETA line ("0.12 minutes")
     let got = chunk_values(stdout.lines().find(|l| l.starts_with("[1]")).unwrap_or(""));
-    assert_eq!(got.len(), 8, "stdout: {stdout}");
+    assert_eq!(got.len(), 8, "{ty}: stdout: {stdout}");
     for (i, (g, w)) in got.iter().zip(&want_chunks).enumerate() {
-        assert!(close(*g, *w, 1e-4), "chunk {}: {g} vs llama.cpp {w}", i + 1);
+        assert!(
+            close(*g, *w, 1e-4),
+            "{ty} chunk {}: {g} vs llama.cpp {w}",
+            i + 1
+        );
     }
     let (p, u) = final_estimate(&stderr).expect("final estimate on stderr");
-    assert!(close(p, want_final.0, 1e-4), "PPL {p} vs {}", want_final.0);
+    assert!(
+        close(p, want_final.0, 1e-4),
+        "{ty}: PPL {p} vs {}",
+        want_final.0
+    );
     assert!(
         close(u, want_final.1, 1e-4),
-        "uncertainty {u} vs {}",
+        "{ty}: uncertainty {u} vs {}",
         want_final.1
     );
+    stderr
+}
+
+#[test]
+fn matches_llama_cpp_per_chunk_and_final() {
+    let Some(m) = testutil::reference_model_or_skip() else {
+        return;
+    };
+    let stderr = assert_matches_reference(&m, "f32");
     assert!(stderr.contains(
         "perplexity: calculating perplexity over 8 chunks, n_ctx=128, batch_size=128, n_seq=1"
     ));
@@ -427,62 +443,18 @@ fn quantized_model_matches_llama_cpp(ty: &str) {
         return;
     };
     let dir = testutil::scratch_dir(&format!("ppl_quantized_{ty}"));
-    let quantize = testutil::bin("llama-quantize", "llama-quantize");
-    {
-        let out_model = dir.join(format!("tiny-{ty}.gguf"));
-        let q = Command::new(&quantize)
-            .arg(&m)
-            .arg(&out_model)
-            .arg(ty)
-            .output()
-            .expect("run llama-quantize");
-        assert!(
-            q.status.success(),
-            "llama-quantize {ty}: {}",
-            text(&q.stderr)
-        );
-
-        let reference = std::fs::read_to_string(
-            testutil::shared_dir().join(format!("reference/logs/perplexity-{ty}.log")),
-        )
-        .unwrap();
-        let want_chunks = chunk_values(reference.lines().find(|l| l.starts_with("[1]")).unwrap());
-        let want_final = final_estimate(&reference).unwrap();
-
-        let out = ppl(&[
-            "-m",
-            out_model.to_str().unwrap(),
-            "-f",
-            &gpl3(),
-            "-c",
-            "128",
-            "-b",
-            "128",
-            "--chunks",
-            "8",
-        ]);
-        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-        assert!(out.status.success(), "{ty}: {stderr}");
-        let got = chunk_values(stdout.lines().find(|l| l.starts_with("[1]")).unwrap_or(""));
-        assert_eq!(got.len(), 8, "{ty}: {stdout}");
-        for (i, (g, w)) in got.iter().zip(&want_chunks).enumerate() {
-            assert!(
-                close(*g, *w, 1e-4),
-                "{ty} chunk {}: {g} vs llama.cpp {w}",
-                i + 1
-            );
-        }
-        let (p, u) = final_estimate(&stderr).expect("final estimate");
-        assert!(
-            close(p, want_final.0, 1e-4),
-            "{ty}: PPL {p} vs {}",
-            want_final.0
-        );
-        assert!(
-            close(u, want_final.1, 1e-4),
-            "{ty}: uncertainty {u} vs {}",
-            want_final.1
-        );
-        let _ = std::fs::remove_file(&out_model);
-    }
+    let out_model = dir.join(format!("tiny-{ty}.gguf"));
+    let q = Command::new(testutil::bin("llama-quantize", "llama-quantize"))
+        .arg(&m)
+        .arg(&out_model)
+        .arg(ty)
+        .output()
+        .expect("run llama-quantize");
+    assert!(
+        q.status.success(),
+        "llama-quantize {ty}: {}",
+        text(&q.stderr)
+    );
+    assert_matches_reference(&out_model, ty);
+    let _ = std::fs::remove_file(&out_model);
 }
