@@ -11,6 +11,14 @@ fn ppl(args: &[&str]) -> Output {
         .expect("run llama-perplexity")
 }
 
+/// Runs llama-perplexity, asserts it succeeded and returns (stdout, stderr).
+fn ppl_ok(args: &[&str]) -> (String, String) {
+    let out = ppl(args);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stderr}");
+    (stdout, stderr)
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -147,7 +155,7 @@ fn kl_divergence_of_a_model_with_itself_is_zero() {
     let nv = 2 * n_vocab.div_ceil(2) + 4;
     assert_eq!(bytes.len(), 20 + 2 * 128 * 4 + 2 * 63 * nv * 2);
 
-    let out = ppl(&[
+    let (stdout, stderr) = ppl_ok(&[
         "-m",
         &m,
         "-c",
@@ -158,8 +166,6 @@ fn kl_divergence_of_a_model_with_itself_is_zero() {
         base_s,
         "--kl-divergence",
     ]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stderr}");
     assert!(
         stderr
             .contains("kl_divergence: computing over 2 chunks, n_ctx=128, batch_size=128, n_seq=1"),
@@ -208,7 +214,7 @@ fn output_type_one_and_batched_chunks() {
         return;
     };
     // -b 256 holds two chunks of 128: decoded together as two sequences, same values
-    let out = ppl(&[
+    let (stdout, stderr) = ppl_ok(&[
         "-m",
         m.to_str().unwrap(),
         "-f",
@@ -222,8 +228,6 @@ fn output_type_one_and_batched_chunks() {
         "--ppl-output-type",
         "1",
     ]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains("n_ctx=128, batch_size=256, n_seq=2"),
         "{stderr}"
@@ -315,7 +319,7 @@ fn task_modes_score_every_task() {
     }
     let hs_path = dir.join("hs.txt");
     std::fs::write(&hs_path, hs).unwrap();
-    let out = ppl(&[
+    let (stdout, stderr) = ppl_ok(&[
         "-m",
         &m,
         "-f",
@@ -326,8 +330,6 @@ fn task_modes_score_every_task() {
         "-c",
         "256",
     ]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("hellaswag_score : loaded 5 tasks from prompt."));
     assert!(stdout.contains("\ntask\tacc_norm\t95% confidence interval\n"));
     let rows: Vec<&str> = stdout.lines().filter(|l| l.contains("%\t[")).collect();
@@ -339,7 +341,7 @@ fn task_modes_score_every_task() {
         .collect();
     let wg_path = dir.join("wg.csv");
     std::fs::write(&wg_path, wg).unwrap();
-    let out = ppl(&[
+    let (stdout, stderr) = ppl_ok(&[
         "-m",
         &m,
         "-f",
@@ -348,8 +350,6 @@ fn task_modes_score_every_task() {
         "-c",
         "256",
     ]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stderr}");
     // llama.cpp's reader drops the last line once -f has removed the final newline
     assert!(
         stderr.contains("winogrande_score : loaded 4 tasks from prompt."),
@@ -394,7 +394,7 @@ fn task_modes_score_every_task() {
     }
     let mc_path = dir.join("mc.bin");
     std::fs::write(&mc_path, bin).unwrap();
-    let out = ppl(&[
+    let (stdout, stderr) = ppl_ok(&[
         "-m",
         &m,
         "-bf",
@@ -403,8 +403,6 @@ fn task_modes_score_every_task() {
         "-c",
         "256",
     ]);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stderr}");
     assert!(
         stderr.contains("multiple_choice_score: there are 3 tasks in prompt"),
         "{stderr}"
