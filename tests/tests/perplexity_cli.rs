@@ -428,10 +428,9 @@ fn q4_0_model_matches_llama_cpp() {
     quantized_model_matches_llama_cpp("q4_0");
 }
 
-/// Known gap: llama.cpp repacks Q4_K (q4_K_8x8_q8_K) and runs Q6_K / Q5_0 through its tiled and
-/// tinyBLAS kernels, whose float summation orders we do not reproduce yet (0.05-0.11% off).
+/// On x86 llama.cpp repacks Q4_K weights (q4_K_8x8 gemm / gemv) and runs Q6_K through its tiled
+/// K-quant kernels for batches >= 8; ggml-cpu follows their float orders (ops/ktile.rs).
 #[test]
-#[ignore = "needs llama.cpp's CPU_REPACK q4_K and tiled Q6_K kernels (0.05-0.11% off)"]
 fn q4_k_m_model_matches_llama_cpp() {
     quantized_model_matches_llama_cpp("q4_k_m");
 }

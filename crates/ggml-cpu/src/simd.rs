@@ -46,7 +46,10 @@ pub(crate) fn silu_inplace(x: &mut [f32]) {
     let mut i = 0;
     #[cfg(target_arch = "x86_64")]
     {
-        if x86::has_avx2_fma() {
+        if x86::has_avx512dq() {
+            // SAFETY: AVX-512F/DQ and FMA are available (checked above).
+            i = unsafe { x86::silu_512(x) };
+        } else if x86::has_avx2_fma() {
             // SAFETY: AVX2 and FMA are available (checked above).
             i = unsafe { x86::silu(x) };
         }
@@ -62,7 +65,10 @@ pub(crate) fn swiglu(y: &mut [f32], x: &[f32], g: &[f32]) {
     let mut i = 0;
     #[cfg(target_arch = "x86_64")]
     {
-        if x86::has_avx2_fma() {
+        if x86::has_avx512dq() {
+            // SAFETY: AVX-512F/DQ and FMA are available (checked above); all slices hold n.
+            i = unsafe { x86::swiglu_512(&mut y[..n], &x[..n], &g[..n]) };
+        } else if x86::has_avx2_fma() {
             // SAFETY: AVX2 and FMA are available (checked above); all slices hold n.
             i = unsafe { x86::swiglu(&mut y[..n], &x[..n], &g[..n]) };
         }
@@ -78,7 +84,10 @@ pub(crate) fn exp_sub_sum(x: &mut [f32], max: f32) -> f64 {
     let mut sum = 0.0f64;
     #[cfg(target_arch = "x86_64")]
     {
-        if x86::has_avx2_fma() {
+        if x86::has_avx512dq() {
+            // SAFETY: AVX-512F/DQ and FMA are available (checked above).
+            (i, sum) = unsafe { x86::exp_sub_sum_512(x, max) };
+        } else if x86::has_avx2_fma() {
             // SAFETY: AVX2 and FMA are available (checked above).
             (i, sum) = unsafe { x86::exp_sub_sum(x, max) };
         }
@@ -139,6 +148,114 @@ mod x86 {
         }
         // SAFETY: the caller's features cover mad_f16's; the tails have equal lengths.
         unsafe { mad_f16(&mut y[n..], &x[n..], v) }
+    }
+
+    /// ggml takes its 16-lane exp, SILU and SOFT_MAX paths on CPUs with AVX-512F and DQ;
+    /// their exp is another polynomial and the tail is scalar, so results differ from the
+    /// 8-lane path in the last bit.
+    pub fn has_avx512dq() -> bool {
+        static F: OnceLock<bool> = OnceLock::new();
+        *F.get_or_init(|| {
+            is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512dq")
+                && is_x86_feature_detected!("fma")
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn c16(bits: u32) -> __m512 {
+        _mm512_set1_ps(f32::from_bits(bits))
+    }
+
+    /// ggml_v_expf (AVX-512): scalef of the polynomial; |n| > 192 gives 0 or inf.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,fma")]
+    unsafe fn v_expf_512(x: __m512) -> __m512 {
+        let r = c16(0x4b40_0000);
+        let z = _mm512_fmadd_ps(x, c16(0x3fb8_aa3b), r);
+        let n = _mm512_sub_ps(z, r);
+        let b = _mm512_fnmadd_ps(
+            n,
+            c16(0x35bf_be8e),
+            _mm512_fnmadd_ps(n, c16(0x3f31_7200), x),
+        );
+        let d = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(_mm512_abs_ps(n), _mm512_set1_ps(192.0));
+        let u = _mm512_mul_ps(b, b);
+        let j = _mm512_fmadd_ps(
+            _mm512_fmadd_ps(
+                _mm512_fmadd_ps(c16(0x3c07_2010), b, c16(0x3d2b_9f17)),
+                u,
+                _mm512_fmadd_ps(c16(0x3e2a_af33), b, c16(0x3eff_fedb)),
+            ),
+            u,
+            _mm512_fmadd_ps(c16(0x3f7f_fff6), b, _mm512_set1_ps(1.0)),
+        );
+        let res = _mm512_scalef_ps(j, n);
+        if d == 0 {
+            return res;
+        }
+        let le0 = _mm512_cmp_ps_mask::<_CMP_LE_OQ>(n, _mm512_setzero_ps());
+        let alt = _mm512_mask_blend_ps(le0, _mm512_set1_ps(f32::INFINITY), _mm512_setzero_ps());
+        _mm512_mask_blend_ps(d, res, alt)
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512dq,fma")]
+    unsafe fn v_silu_512(x: __m512) -> __m512 {
+        let neg = _mm512_sub_ps(_mm512_setzero_ps(), x);
+        _mm512_div_ps(x, _mm512_add_ps(_mm512_set1_ps(1.0), v_expf_512(neg)))
+    }
+
+    /// # Safety
+    /// Requires AVX-512F/DQ and FMA.
+    #[target_feature(enable = "avx512f,avx512dq,fma")]
+    pub unsafe fn silu_512(x: &mut [f32]) -> usize {
+        let p = x.as_mut_ptr();
+        let mut i = 0;
+        while i + 16 <= x.len() {
+            _mm512_storeu_ps(p.add(i), v_silu_512(_mm512_loadu_ps(p.add(i))));
+            i += 16;
+        }
+        i
+    }
+
+    /// # Safety
+    /// Requires AVX-512F/DQ and FMA; the slices have the same length.
+    #[target_feature(enable = "avx512f,avx512dq,fma")]
+    pub unsafe fn swiglu_512(y: &mut [f32], x: &[f32], g: &[f32]) -> usize {
+        let (py, px, pg) = (y.as_mut_ptr(), x.as_ptr(), g.as_ptr());
+        let mut i = 0;
+        while i + 16 <= y.len() {
+            let v = _mm512_mul_ps(
+                v_silu_512(_mm512_loadu_ps(px.add(i))),
+                _mm512_loadu_ps(pg.add(i)),
+            );
+            _mm512_storeu_ps(py.add(i), v);
+            i += 16;
+        }
+        i
+    }
+
+    /// # Safety
+    /// Requires AVX-512F/DQ and FMA.
+    #[target_feature(enable = "avx512f,avx512dq,fma")]
+    pub unsafe fn exp_sub_sum_512(x: &mut [f32], max: f32) -> (usize, f64) {
+        let p = x.as_mut_ptr();
+        let m = _mm512_set1_ps(max);
+        let mut sum = 0.0f64;
+        let mut i = 0;
+        while i + 16 <= x.len() {
+            let v = v_expf_512(_mm512_sub_ps(_mm512_loadu_ps(p.add(i)), m));
+            _mm512_storeu_ps(p.add(i), v);
+            // _mm512_reduce_add_ps as GCC expands it: halves, then quarters, then pairs
+            let h8 = _mm256_add_ps(_mm512_extractf32x8_ps::<1>(v), _mm512_castps512_ps256(v));
+            let h = _mm_add_ps(_mm256_extractf128_ps::<1>(h8), _mm256_castps256_ps128(h8));
+            let h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+            let h = _mm_add_ss(h, _mm_movehdup_ps(h));
+            sum += _mm_cvtss_f32(h) as f64;
+            i += 16;
+        }
+        (i, sum)
     }
 
     pub fn has_avx2_fma() -> bool {

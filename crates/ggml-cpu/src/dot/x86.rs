@@ -501,7 +501,10 @@ macro_rules! q4_k_kernel {
         unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
             let m4 = _mm256_set1_epi8(0x0F);
             let (px, py) = (x.as_ptr(), y.as_ptr());
-            let mut sumf = 0.0f32;
+            // ggml's float order: 8 lanes of d * (scaled code sums) fused per block, 4 lanes of
+            // -dmin * (mins x activation sums, pairs of subblocks) likewise, lanes summed last
+            let mut accf = _mm256_setzero_ps();
+            let mut acc_m = _mm_setzero_ps();
             for i in 0..nb {
                 // SAFETY: block i of both operands is within the nb blocks the caller checked;
                 // every offset below stays inside its 144- or 292-byte block.
@@ -509,11 +512,11 @@ macro_rules! q4_k_kernel {
                     let (bx, by) = (px.add(144 * i), py.add(292 * i));
                     let yd = std::ptr::read_unaligned(by as *const f32);
                     let (scales, mins) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
-                    let mut summ = 0i32;
-                    for j in 0..8 {
-                        summ +=
-                            (rd_i16(by, 260 + 4 * j) + rd_i16(by, 262 + 4 * j)) * mins[j] as i32;
-                    }
+                    acc_m = _mm_fmadd_ps(
+                        _mm_set1_ps(-yd * h2f_f16c(bx.add(2))),
+                        _mm_cvtepi32_ps(min_pairs(&mins, by)),
+                        acc_m,
+                    );
                     let mut acc = _mm256_setzero_si256();
                     for g in 0..4 {
                         let q4 = load32(bx.add(16 + 32 * g));
@@ -524,14 +527,33 @@ macro_rules! q4_k_kernel {
                         acc = _mm256_add_epi32(acc, $dot(lo, y0, $bcast(scales[2 * g] as i32)));
                         acc = _mm256_add_epi32(acc, $dot(hi, y1, $bcast(scales[2 * g + 1] as i32)));
                     }
-                    let d = h2f_f16c(bx) * yd;
-                    let dmin = h2f_f16c(bx.add(2)) * yd;
-                    sumf += d * hsum_epi32(acc) as f32 - dmin * summ as f32;
+                    let d = _mm256_set1_ps(yd * h2f_f16c(bx));
+                    accf = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(acc), accf);
                 }
             }
-            sumf
+            let m = _mm_add_ps(acc_m, _mm_movehl_ps(acc_m, acc_m));
+            let m = _mm_add_ss(m, _mm_movehdup_ps(m));
+            hsum_ps(accf) + _mm_cvtss_f32(m)
         }
     };
+}
+
+/// Lane l: mins[2l] * (sums of subblock 2l's activations) + the same for subblock 2l + 1.
+///
+/// # Safety
+/// `by` points at a Q8_K block.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn min_pairs(mins: &[u8; 8], by: *const u8) -> __m128i {
+    let mut v = [0i32; 4];
+    for (l, o) in v.iter_mut().enumerate() {
+        for j in [2 * l, 2 * l + 1] {
+            // SAFETY: the bsums lie inside the block.
+            let b = unsafe { rd_i16(by, 260 + 4 * j) + rd_i16(by, 262 + 4 * j) };
+            *o += mins[j] as i32 * b;
+        }
+    }
+    _mm_loadu_si128(v.as_ptr() as *const __m128i)
 }
 
 macro_rules! q5_k_kernel {
@@ -543,7 +565,10 @@ macro_rules! q5_k_kernel {
             let m4 = _mm256_set1_epi8(0x0F);
             let one = _mm256_set1_epi8(1);
             let (px, py) = (x.as_ptr(), y.as_ptr());
-            let mut sumf = 0.0f32;
+            // ggml's float order: 8 lanes of d * (scaled code sums) fused per block, the mins
+            // term fused into one scalar, lanes summed last
+            let mut accf = _mm256_setzero_ps();
+            let mut summs = 0.0f32;
             for i in 0..nb {
                 // SAFETY: block i of both operands is within the nb blocks the caller checked;
                 // every offset below stays inside its 176- or 292-byte block.
@@ -580,12 +605,13 @@ macro_rules! q5_k_kernel {
                         acc = _mm256_add_epi32(acc, $dot(lo, y0, $bcast(scales[2 * g] as i32)));
                         acc = _mm256_add_epi32(acc, $dot(hi, y1, $bcast(scales[2 * g + 1] as i32)));
                     }
-                    let d = h2f_f16c(bx) * yd;
-                    let dmin = h2f_f16c(bx.add(2)) * yd;
-                    sumf += d * hsum_epi32(acc) as f32 - dmin * summ as f32;
+                    let dmin = -yd * h2f_f16c(bx.add(2));
+                    summs = (summ as f32).mul_add(dmin, summs);
+                    let d = _mm256_set1_ps(yd * h2f_f16c(bx));
+                    accf = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(acc), accf);
                 }
             }
-            sumf
+            hsum_ps(accf) + summs
         }
     };
 }
@@ -640,17 +666,22 @@ macro_rules! q6_k_kernel {
             let m4 = _mm256_set1_epi8(0x0F);
             let m3 = _mm256_set1_epi8(0x03);
             let (px, py) = (x.as_ptr(), y.as_ptr());
-            let mut sumf = 0.0f32;
+            // ggml's float order: per block, 8 lanes of integer sums (minus their lanes of the
+            // +32 code bias) fused times d into 8 float lanes, summed last
+            let mut accf = _mm256_setzero_ps();
             for i in 0..nb {
                 // SAFETY: block i of both operands is within the nb blocks the caller checked;
                 // every offset below stays inside its 210- or 292-byte block.
                 unsafe {
                     let (bx, by) = (px.add(210 * i), py.add(292 * i));
                     let sc = |j: usize| *bx.add(192 + j) as i8 as i32;
-                    // The quants are stored +32; subtract 32 * sum(scale * q8) at the end.
-                    let mut bias = 0i32;
-                    for j in 0..16 {
-                        bias += sc(j) * rd_i16(by, 260 + 2 * j);
+                    // The quants are stored +32: lane l loses 32 * (scale x activation sum) of
+                    // subblocks 2l and 2l + 1.
+                    let mut bias = [0i32; 8];
+                    for (l, b) in bias.iter_mut().enumerate() {
+                        *b = 32
+                            * (sc(2 * l) * rd_i16(by, 260 + 4 * l)
+                                + sc(2 * l + 1) * rd_i16(by, 262 + 4 * l));
                     }
                     let mut acc = _mm256_setzero_si256();
                     for g in 0..2 {
@@ -678,11 +709,13 @@ macro_rules! q6_k_kernel {
                             acc = _mm256_add_epi32(acc, $dot(*qk, q8, s));
                         }
                     }
-                    let d = h2f_f16c(bx.add(208)) * std::ptr::read_unaligned(by as *const f32);
-                    sumf += d * (hsum_epi32(acc) - 32 * bias) as f32;
+                    let acc =
+                        _mm256_sub_epi32(acc, _mm256_loadu_si256(bias.as_ptr() as *const __m256i));
+                    let d = std::ptr::read_unaligned(by as *const f32) * h2f_f16c(bx.add(208));
+                    accf = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(acc), accf);
                 }
             }
-            sumf
+            hsum_ps(accf)
         }
     };
 }

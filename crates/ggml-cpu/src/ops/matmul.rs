@@ -3,7 +3,7 @@
 //! chunks of weight rows x activation columns that threads take from a shared counter, each
 //! chunk walked in 16 x 16 tiles so a weight row stays in cache across several columns.
 
-use super::{gemm, qtile, Node, Params};
+use super::{gemm, ktile, qtile, Node, Params};
 use crate::quant::{mm_traits, MmTraits};
 use crate::tref::{split, TRef};
 use ggml::{Context, Tensor, Type};
@@ -37,6 +37,7 @@ fn prefetch(p: *const u8, len: usize) {
 enum Tile {
     Float(gemm::Elem),
     Quant(qtile::QElem),
+    KQuant(ktile::Plan),
 }
 
 /// Whether src 1 must be converted (its type differs from the dot type, or its rows have gaps).
@@ -118,8 +119,12 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         && nr0 % 8 == 0
         && a.ne[2] == 1
         && a.ne[3] == 1;
+    // K-quant weights follow llama.cpp's repacked Q4_K and tiled K-quant kernels likewise
+    let flat = a.ne[2] == 1 && a.ne[3] == 1;
+    let kplan = ktile::plan(a.ty, nr0, flat, b.ne[1], b.ty);
     let tile_kind = match (a.ty, tr.vec_dot_type) {
         _ if q4_repacked => Some(Tile::Quant(qtile::QElem::Q4_0Repacked)),
+        _ if kplan.is_some() => kplan.map(Tile::KQuant),
         (Type::F32, Type::F32) if gemm::available(gemm::Elem::F32) => {
             Some(Tile::Float(gemm::Elem::F32))
         }
@@ -202,6 +207,10 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                         Tile::Quant(q) => {
                                             qtile::tile(q, k / 32, &ap, &bp, &mut out)
                                         }
+                                        Tile::KQuant(kp) => {
+                                            let orders = cols.map(|c| kp.order(c.1, b.ne[1]));
+                                            ktile::tile(kp, k / 256, &ap, &bp, &orders, &mut out)
+                                        }
                                     }
                                     for (c, col) in cols.iter().enumerate() {
                                         for r in 0..rows {
@@ -230,6 +239,9 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                             }
                             tmp[ir0 - iir0] = if q4_repacked {
                                 qtile::q4_0_repacked_dot(k / 32, x.as_ptr(), y.as_ptr())
+                            } else if let Some(kp) = kplan {
+                                let order = kp.order(i11, b.ne[1]);
+                                ktile::dot(kp, order, k / 256, x.as_ptr(), y.as_ptr())
                             } else {
                                 (tr.vec_dot)(k, x, y)
                             };

@@ -5,6 +5,7 @@ mod attn;
 mod binary;
 mod copy;
 mod gemm;
+mod ktile;
 mod layout;
 mod matmul;
 mod norm;

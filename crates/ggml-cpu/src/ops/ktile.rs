@@ -1,0 +1,576 @@
+//! K-quant weights (Q4_K, Q5_K, Q6_K) times Q8_K activations in the float order of the kernels
+//! llama.cpp runs for them on x86, so results (and perplexities) agree to the last bit:
+//!
+//! - 2-D Q4_K weights with rows % 8 == 0 are repacked at load (q4_K_8x8_q8_K); the first
+//!   ne11 - ne11 % 4 activation columns of a plane go through its gemm, which fuses the exact
+//!   integer sums of every 64 values into two accumulators (codes x scales, and mins x
+//!   activation sums), the other columns through its gemv, which does the same once per
+//!   256-value block; the result is their difference.
+//! - Other K-quant weights times batches of >= 8 columns go through the tiled K-quant path:
+//!   per block r = f32(S) * dx, minus dmin * f32(M) in one rounding, fused times dy into the
+//!   output.
+//!
+//! The integer parts are exact in every kernel (no i16 saturation for these code ranges), so
+//! only the float steps above decide the result; `block_sums_ref` is their scalar reference.
+
+use super::gemm::{RM, RN};
+use ggml::Type;
+
+/// How one output cell accumulates, after the llama.cpp kernel that computes it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Order {
+    /// q4_K_8x8 gemm: per 64 values, fma(f32(S), dx*dy, acc) and fma(f32(M), dmin*dy, acc_min).
+    RepackGemm,
+    /// q4_K_8x8 gemv: the same once per block of 256 values.
+    RepackGemv,
+    /// Tiled path: per block r = f32(S)*dx; r = fma(-dmin, f32(M), r); acc = fma(r, dy, acc).
+    Tiled,
+}
+
+/// A matmul whose weight follows one of the orders above.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Plan {
+    pub ty: Type,
+    repack: bool,
+}
+
+impl Plan {
+    /// The order of activation column `i11` of a plane of `ne11` columns.
+    pub(crate) fn order(&self, i11: usize, ne11: usize) -> Order {
+        match self.repack {
+            true if i11 < ne11 - ne11 % 4 => Order::RepackGemm,
+            true => Order::RepackGemv,
+            false => Order::Tiled,
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn available() -> bool {
+    use std::sync::OnceLock;
+    static F: OnceLock<bool> = OnceLock::new();
+    *F.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn available() -> bool {
+    false
+}
+
+/// Which order llama.cpp (x86, AVX2) uses for a weight of type `ty` with `rows` rows (`flat`:
+/// 2-D) times `ne11` activation columns per plane of type `src1`; None: the plain dot
+/// product, as everywhere else.
+pub(crate) fn plan(ty: Type, rows: usize, flat: bool, ne11: usize, src1: Type) -> Option<Plan> {
+    if !available() || !matches!(ty, Type::Q4K | Type::Q5K | Type::Q6K) {
+        return None;
+    }
+    if ty == Type::Q4K && rows % 8 == 0 && flat && src1 == Type::F32 {
+        return Some(Plan { ty, repack: true });
+    }
+    let tiled = ne11 >= 8 && matches!(src1, Type::F32 | Type::Q8K);
+    tiled.then_some(Plan { ty, repack: false })
+}
+
+/// Bytes of one block of `ty`.
+fn block_bytes(ty: Type) -> usize {
+    match ty {
+        Type::Q4K => 144,
+        Type::Q5K => 176,
+        _ => 210,
+    }
+}
+
+const Q8K_BYTES: usize = 292;
+
+/// One output cell's accumulators.
+#[derive(Clone, Copy, Default)]
+struct Cell {
+    acc: f32,
+    acc_min: f32,
+}
+
+impl Cell {
+    /// Adds one block: `s`/`m` are the exact integer sums per 64 values.
+    #[inline(always)]
+    fn step(&mut self, o: Order, s: &[i32; 4], m: &[i32; 4], dx: f32, dmin: f32, dy: f32) {
+        match o {
+            Order::RepackGemm => {
+                let (ds, dm) = (dx * dy, dmin * dy);
+                for p in 0..4 {
+                    self.acc = (s[p] as f32).mul_add(ds, self.acc);
+                    self.acc_min = (m[p] as f32).mul_add(dm, self.acc_min);
+                }
+            }
+            Order::RepackGemv => {
+                let (ss, mm) = (s.iter().sum::<i32>(), m.iter().sum::<i32>());
+                self.acc = (ss as f32).mul_add(dx * dy, self.acc);
+                self.acc_min = (mm as f32).mul_add(dmin * dy, self.acc_min);
+            }
+            Order::Tiled => {
+                let mut r = s.iter().sum::<i32>() as f32 * dx;
+                if dmin != 0.0 {
+                    r = (-dmin).mul_add(m.iter().sum::<i32>() as f32, r);
+                }
+                self.acc = r.mul_add(dy, self.acc);
+            }
+        }
+    }
+
+    fn result(&self) -> f32 {
+        self.acc - self.acc_min
+    }
+}
+
+#[cfg(test)]
+fn half(p: &[u8], o: usize) -> f32 {
+    crate::fp::f16_to_f32(u16::from_le_bytes([p[o], p[o + 1]]))
+}
+
+/// Scales and mins of a Q4_K/Q5_K block from its 12 packed bytes.
+fn k4_scales(sc: &[u8]) -> ([u8; 8], [u8; 8]) {
+    let mut scales = [0u8; 8];
+    let mut mins = [0u8; 8];
+    for j in 0..4 {
+        scales[j] = sc[j] & 63;
+        mins[j] = sc[j + 4] & 63;
+        scales[j + 4] = (sc[j + 8] & 0x0F) | ((sc[j] >> 6) << 4);
+        mins[j + 4] = (sc[j + 8] >> 4) | ((sc[j + 4] >> 6) << 4);
+    }
+    (scales, mins)
+}
+
+#[cfg(test)]
+/// The 256 unsigned codes of a block and its per-16 scales (Q4_K/Q5_K repeat each of their 8
+/// scales twice), mins per 32 and the code bias subtracted from every code (32 for Q6_K).
+fn codes_ref(ty: Type, x: &[u8]) -> ([u8; 256], [i32; 16], [i32; 8], i32) {
+    let mut q = [0u8; 256];
+    let mut sc16 = [0i32; 16];
+    let mut mins = [0i32; 8];
+    match ty {
+        Type::Q4K | Type::Q5K => {
+            let (s, m) = k4_scales(&x[4..16]);
+            let (qs, qh) = if ty == Type::Q4K {
+                (&x[16..144], None)
+            } else {
+                (&x[48..176], Some(&x[16..48]))
+            };
+            for g in 0..4 {
+                for l in 0..32 {
+                    let b = qs[32 * g + l];
+                    let (mut lo, mut hi) = (b & 0x0F, b >> 4);
+                    if let Some(qh) = qh {
+                        lo |= ((qh[l] >> (2 * g)) & 1) << 4;
+                        hi |= ((qh[l] >> (2 * g + 1)) & 1) << 4;
+                    }
+                    q[64 * g + l] = lo;
+                    q[64 * g + 32 + l] = hi;
+                }
+            }
+            for j in 0..8 {
+                sc16[2 * j] = s[j] as i32;
+                sc16[2 * j + 1] = s[j] as i32;
+                mins[j] = m[j] as i32;
+            }
+            (q, sc16, mins, 0)
+        }
+        _ => {
+            let (ql, qh) = (&x[0..128], &x[128..192]);
+            for n in 0..2 {
+                for l in 0..32 {
+                    let h = qh[32 * n + l];
+                    let (a, b) = (ql[64 * n + l], ql[64 * n + 32 + l]);
+                    q[128 * n + l] = (a & 0x0F) | ((h & 3) << 4);
+                    q[128 * n + 32 + l] = (b & 0x0F) | (((h >> 2) & 3) << 4);
+                    q[128 * n + 64 + l] = (a >> 4) | (((h >> 4) & 3) << 4);
+                    q[128 * n + 96 + l] = (b >> 4) | (((h >> 6) & 3) << 4);
+                }
+            }
+            for (j, s) in sc16.iter_mut().enumerate() {
+                *s = x[192 + j] as i8 as i32;
+            }
+            (q, sc16, mins, 32)
+        }
+    }
+}
+
+#[cfg(test)]
+/// Exact integer parts of one block of `ty` times one Q8_K block, per 64 values: the codes
+/// times the activations with the subblock scales applied (S), and the subblock mins times
+/// the activation sums (M, zero for Q6_K).
+pub(crate) fn block_sums_ref(ty: Type, x: &[u8], y: &[u8]) -> ([i32; 4], [i32; 4]) {
+    let (q, sc16, mins, bias) = codes_ref(ty, x);
+    let yq = |i: usize| y[4 + i] as i8 as i32;
+    let bsum = |j: usize| i16::from_le_bytes([y[260 + 2 * j], y[261 + 2 * j]]) as i32;
+    let mut s = [0i32; 4];
+    let mut m = [0i32; 4];
+    for j in 0..16 {
+        let raw: i32 = (16 * j..16 * j + 16)
+            .map(|i| (q[i] as i32 - bias) * yq(i))
+            .sum();
+        s[j / 4] += sc16[j] * raw;
+    }
+    for j in 0..8 {
+        m[j / 2] += mins[j] * (bsum(2 * j) + bsum(2 * j + 1));
+    }
+    (s, m)
+}
+
+#[cfg(test)]
+/// (dx, dmin) of a block of `ty`.
+fn block_scales(ty: Type, x: &[u8]) -> (f32, f32) {
+    match ty {
+        Type::Q4K | Type::Q5K => (half(x, 0), half(x, 2)),
+        _ => (half(x, 208), 0.0),
+    }
+}
+
+#[cfg(test)]
+/// One weight row times one Q8_K column over `nb` blocks in `order` (scalar reference).
+pub(crate) fn dot_ref(ty: Type, order: Order, nb: usize, x: &[u8], y: &[u8]) -> f32 {
+    let (bx, by) = (block_bytes(ty), Q8K_BYTES);
+    let mut cell = Cell::default();
+    for ib in 0..nb {
+        let (xb, yb) = (&x[bx * ib..bx * (ib + 1)], &y[by * ib..by * (ib + 1)]);
+        let (s, m) = block_sums_ref(ty, xb, yb);
+        let (dx, dmin) = block_scales(ty, xb);
+        let dy = f32::from_le_bytes([yb[0], yb[1], yb[2], yb[3]]);
+        cell.step(order, &s, &m, dx, dmin, dy);
+    }
+    cell.result()
+}
+
+/// out[r * RN + c] = row a[r] times column b[c] over `nb` blocks, column c in `orders[c]`.
+///
+/// # Safety
+/// `plan` came from `plan()`; each a[r] points at nb blocks of `plan.ty`, each b[c] at nb
+/// Q8_K blocks.
+pub(crate) unsafe fn tile(
+    plan: Plan,
+    nb: usize,
+    a: &[*const u8; RM],
+    b: &[*const u8; RN],
+    orders: &[Order; RN],
+    out: &mut [f32; RM * RN],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: plan() checked the CPU features; the caller vouches for the pointers.
+        unsafe { x86::run::<RM, RN>(plan.ty, nb, a, b, orders, out) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (plan, nb, a, b, orders, out);
+        unreachable!("plan() is None off x86");
+    }
+}
+
+/// One weight row times one Q8_K column over `nb` blocks in `order`.
+///
+/// # Safety
+/// As for `tile`, with one row and one column.
+pub(crate) unsafe fn dot(plan: Plan, order: Order, nb: usize, x: *const u8, y: *const u8) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut out = [0.0f32; 1];
+        // SAFETY: as for tile.
+        unsafe { x86::run::<1, 1>(plan.ty, nb, &[x], &[y], &[order], &mut out) };
+        out[0]
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (plan, order, nb, x, y);
+        unreachable!("plan() is None off x86");
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::{block_bytes, k4_scales, Cell, Order, Q8K_BYTES};
+    use crate::fp::f16_to_f32;
+    use ggml::Type;
+    use std::arch::x86_64::*;
+
+    #[inline(always)]
+    unsafe fn load(p: *const u8) -> __m256i {
+        _mm256_loadu_si256(p as *const __m256i)
+    }
+
+    #[inline(always)]
+    unsafe fn half(p: *const u8) -> f32 {
+        f16_to_f32((p as *const u16).read_unaligned())
+    }
+
+    #[inline(always)]
+    unsafe fn bsum(y: *const u8, j: usize) -> i32 {
+        (y.add(260 + 2 * j) as *const i16).read_unaligned() as i32
+    }
+
+    /// The four 8-lane vectors' totals, in order.
+    #[inline(always)]
+    unsafe fn reduce4(p: &[__m256i; 4]) -> [i32; 4] {
+        let h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+        let r = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        let mut out = [0i32; 4];
+        _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, r);
+        out
+    }
+
+    /// A block unpacked once for several columns: 8 vectors of 32 unsigned codes (values
+    /// 32v..32v+32), a 16-bit scale per vector half, mins per 32 values, the code bias.
+    struct Row {
+        codes: [__m256i; 8],
+        scales: [__m256i; 8],
+        mins: [i32; 8],
+        sc16: [i32; 16],
+        bias: i32,
+        dx: f32,
+        dmin: f32,
+    }
+
+    #[inline(always)]
+    unsafe fn unpack(ty: Type, x: *const u8) -> Row {
+        let m4 = _mm256_set1_epi8(0x0F);
+        let mut codes = [_mm256_setzero_si256(); 8];
+        let mut scales = [_mm256_setzero_si256(); 8];
+        let mut mins = [0i32; 8];
+        let mut sc16 = [0i32; 16];
+        match ty {
+            Type::Q4K | Type::Q5K => {
+                let (s, m) = k4_scales(std::slice::from_raw_parts(x.add(4), 12));
+                let (qs, qh) = if ty == Type::Q4K {
+                    (x.add(16), None)
+                } else {
+                    (x.add(48), Some(load(x.add(16))))
+                };
+                let one = _mm256_set1_epi8(1);
+                for g in 0..4 {
+                    let q = load(qs.add(32 * g));
+                    let mut lo = _mm256_and_si256(q, m4);
+                    let mut hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+                    if let Some(h) = qh {
+                        let sh = |n: i32| _mm256_srl_epi16(h, _mm_cvtsi32_si128(n));
+                        let bit = |v: __m256i| _mm256_slli_epi16(_mm256_and_si256(v, one), 4);
+                        lo = _mm256_or_si256(lo, bit(sh(2 * g as i32)));
+                        hi = _mm256_or_si256(hi, bit(sh(2 * g as i32 + 1)));
+                    }
+                    codes[2 * g] = lo;
+                    codes[2 * g + 1] = hi;
+                }
+                for j in 0..8 {
+                    scales[j] = _mm256_set1_epi16(s[j] as i16);
+                    mins[j] = m[j] as i32;
+                    sc16[2 * j] = s[j] as i32;
+                    sc16[2 * j + 1] = s[j] as i32;
+                }
+                Row {
+                    codes,
+                    scales,
+                    mins,
+                    sc16,
+                    bias: 0,
+                    dx: half(x),
+                    dmin: half(x.add(2)),
+                }
+            }
+            _ => {
+                let m3 = _mm256_set1_epi8(0x03);
+                for n in 0..2 {
+                    let ql0 = load(x.add(64 * n));
+                    let ql1 = load(x.add(64 * n + 32));
+                    let qh = load(x.add(128 + 32 * n));
+                    let hi = |s: i32| {
+                        let h = _mm256_srl_epi16(qh, _mm_cvtsi32_si128(s));
+                        _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)
+                    };
+                    codes[4 * n] = _mm256_or_si256(_mm256_and_si256(ql0, m4), hi(0));
+                    codes[4 * n + 1] = _mm256_or_si256(_mm256_and_si256(ql1, m4), hi(2));
+                    codes[4 * n + 2] =
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hi(4));
+                    codes[4 * n + 3] =
+                        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hi(6));
+                }
+                for (j, s) in sc16.iter_mut().enumerate() {
+                    *s = *x.add(192 + j) as i8 as i32;
+                }
+                for v in 0..8 {
+                    scales[v] = _mm256_set_m128i(
+                        _mm_set1_epi16(sc16[2 * v + 1] as i16),
+                        _mm_set1_epi16(sc16[2 * v] as i16),
+                    );
+                }
+                Row {
+                    codes,
+                    scales,
+                    mins,
+                    sc16,
+                    bias: 32,
+                    dx: half(x.add(208)),
+                    dmin: 0.0,
+                }
+            }
+        }
+    }
+
+    /// S and M per 64 values of an unpacked block times the Q8_K block at `y`.
+    #[inline(always)]
+    unsafe fn sums(row: &Row, y: *const u8) -> ([i32; 4], [i32; 4]) {
+        let mut p = [_mm256_setzero_si256(); 4];
+        for (c, pc) in p.iter_mut().enumerate() {
+            let v0 = _mm256_maddubs_epi16(row.codes[2 * c], load(y.add(4 + 64 * c)));
+            let v1 = _mm256_maddubs_epi16(row.codes[2 * c + 1], load(y.add(36 + 64 * c)));
+            *pc = _mm256_add_epi32(
+                _mm256_madd_epi16(v0, row.scales[2 * c]),
+                _mm256_madd_epi16(v1, row.scales[2 * c + 1]),
+            );
+        }
+        let mut s = reduce4(&p);
+        let mut m = [0i32; 4];
+        if row.bias != 0 {
+            for (c, sc) in s.iter_mut().enumerate() {
+                let mut b = 0;
+                for j in 4 * c..4 * c + 4 {
+                    b += row.sc16[j] * bsum(y, j);
+                }
+                *sc -= row.bias * b;
+            }
+        } else {
+            for (c, mc) in m.iter_mut().enumerate() {
+                let (j0, j1) = (2 * c, 2 * c + 1);
+                *mc = row.mins[j0] * (bsum(y, 2 * j0) + bsum(y, 2 * j0 + 1))
+                    + row.mins[j1] * (bsum(y, 2 * j1) + bsum(y, 2 * j1 + 1));
+            }
+        }
+        (s, m)
+    }
+
+    /// # Safety
+    /// AVX2 and FMA are available; each a[r] covers nb blocks of `ty`, each b[c] nb Q8_K blocks.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn run<const R: usize, const C: usize>(
+        ty: Type,
+        nb: usize,
+        a: &[*const u8; R],
+        b: &[*const u8; C],
+        orders: &[Order; C],
+        out: &mut [f32],
+    ) {
+        let bx = block_bytes(ty);
+        let mut cells = [[Cell::default(); C]; R];
+        for ib in 0..nb {
+            let ys: [*const u8; C] = std::array::from_fn(|c| b[c].add(Q8K_BYTES * ib));
+            let dy: [f32; C] = std::array::from_fn(|c| (ys[c] as *const f32).read_unaligned());
+            for r in 0..R {
+                let row = unpack(ty, a[r].add(bx * ib));
+                for c in 0..C {
+                    let (s, m) = sums(&row, ys[c]);
+                    cells[r][c].step(orders[c], &s, &m, row.dx, row.dmin, dy[c]);
+                }
+            }
+        }
+        for r in 0..R {
+            for c in 0..C {
+                out[r * C + c] = cells[r][c].result();
+            }
+        }
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    fn quant_rows(ty: Type, k: usize, n: usize, seed: usize) -> Vec<Vec<u8>> {
+        (0..n)
+            .map(|r| {
+                let v: Vec<f32> = (0..k)
+                    .map(|i| {
+                        let h = (i * 2654435761 + (r + seed) * 40503) % 1000;
+                        (h as f32 - 500.0) / 97.0
+                    })
+                    .collect();
+                let mut out = vec![0u8; ty.row_size(k as i64)];
+                ggml::quants::quantize_row_ref(ty, &v, &mut out);
+                out
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tiles_and_dots_equal_the_scalar_reference_bit_for_bit() {
+        if !available() {
+            return;
+        }
+        let k = 256 * 3;
+        let nb = k / 256;
+        for ty in [Type::Q4K, Type::Q5K, Type::Q6K] {
+            let rows = quant_rows(ty, k, RM, 1);
+            let cols = quant_rows(Type::Q8K, k, RN, 7);
+            let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
+            let b: [*const u8; RN] = std::array::from_fn(|c| cols[c].as_ptr());
+            let plan = Plan { ty, repack: false };
+            for orders in [
+                [Order::Tiled; RN],
+                [Order::RepackGemm, Order::RepackGemv, Order::RepackGemm],
+            ] {
+                let mut out = [0.0f32; RM * RN];
+                // SAFETY: available() holds; pointers cover nb blocks.
+                unsafe { tile(plan, nb, &a, &b, &orders, &mut out) };
+                for r in 0..RM {
+                    for c in 0..RN {
+                        let want = dot_ref(ty, orders[c], nb, &rows[r], &cols[c]);
+                        assert_eq!(out[r * RN + c].to_bits(), want.to_bits(), "{ty} {r} {c}");
+                        // SAFETY: as above.
+                        let one = unsafe { dot(plan, orders[c], nb, a[r], b[c]) };
+                        assert_eq!(one.to_bits(), want.to_bits(), "{ty} dot {r} {c}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reference_sums_equal_the_dequantized_product() {
+        // S and M scaled by the block scales give the float dot product of the dequantized
+        // rows (up to rounding): checks the code, scale and min layouts of each type
+        let k = 256;
+        for ty in [Type::Q4K, Type::Q5K, Type::Q6K] {
+            let x = &quant_rows(ty, k, 1, 3)[0];
+            let y = &quant_rows(Type::Q8K, k, 1, 5)[0];
+            let mut xf = vec![0.0f32; k];
+            let mut yf = vec![0.0f32; k];
+            ggml::quants::dequantize_row(ty, x, &mut xf);
+            ggml::quants::dequantize_row(Type::Q8K, y, &mut yf);
+            let want: f64 = xf.iter().zip(&yf).map(|(a, b)| *a as f64 * *b as f64).sum();
+            let (s, m) = block_sums_ref(ty, x, y);
+            let (dx, dmin) = block_scales(ty, x);
+            let dy = f32::from_le_bytes([y[0], y[1], y[2], y[3]]) as f64;
+            let got = dy
+                * (dx as f64 * s.iter().sum::<i32>() as f64
+                    - dmin as f64 * m.iter().sum::<i32>() as f64);
+            assert!(
+                (got - want).abs() <= 1e-3 * want.abs().max(1.0),
+                "{ty}: {got} vs {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn plans_follow_llama_cpp_dispatch() {
+        if !available() {
+            return;
+        }
+        let p = plan(Type::Q4K, 64, true, 5, Type::F32).expect("repacked");
+        assert_eq!(p.order(3, 5), Order::RepackGemm);
+        assert_eq!(p.order(4, 5), Order::RepackGemv);
+        assert_eq!(p.order(0, 1), Order::RepackGemv);
+        // rows % 8 != 0: the tiled path, only for batches of 8 or more
+        assert_eq!(plan(Type::Q4K, 12, true, 7, Type::F32), None);
+        assert_eq!(
+            plan(Type::Q4K, 12, true, 8, Type::F32).map(|p| p.order(0, 8)),
+            Some(Order::Tiled)
+        );
+        assert_eq!(plan(Type::Q6K, 64, true, 7, Type::F32), None);
+        assert!(plan(Type::Q6K, 64, true, 128, Type::F32).is_some());
+        assert_eq!(plan(Type::Q8_0, 64, true, 128, Type::F32), None);
+    }
+}
