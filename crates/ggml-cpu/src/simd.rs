@@ -100,6 +100,9 @@ pub(crate) fn exp_sub_sum(x: &mut [f32], max: f32) -> f64 {
 }
 
 #[cfg(target_arch = "x86_64")]
+pub(crate) use x86::has_avx2_fma;
+
+#[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
     use std::sync::OnceLock;

@@ -9,7 +9,7 @@ mod scalar;
 #[cfg(test)]
 mod tests;
 #[cfg(target_arch = "x86_64")]
-mod x86;
+pub(crate) mod x86;
 #[cfg(target_arch = "x86_64")]
 mod x86_k23;
 

@@ -322,7 +322,7 @@ fn bits_to_bytes(p: *const u8) -> __m256i {
 /// Q5_0's 32 signed values: the nibble, minus 16 where the fifth bit (qh) is clear.
 #[inline]
 #[target_feature(enable = "avx2")]
-fn unpack_q5_0(p: *const u8) -> __m256i {
+pub(crate) fn unpack_q5_0(p: *const u8) -> __m256i {
     // SAFETY: `p` points at the block's 4 qh bytes followed by its 16 quant bytes.
     let (set, nibbles) = unsafe { (bits_to_bytes(p), unpack_nibbles(p.add(4))) };
     // 0xF0 | nibble is nibble - 16 as a signed byte.

@@ -30,7 +30,7 @@ pub(crate) fn soft_max(p: &mut Params, n: &Node, scale: f32, max_bias: f32) {
                 *v *= scale;
             }
             if let Some(m) = mask {
-                load_mask_row(&m, i1, i2, i3, slope, mbuf);
+                load_mask_row(&m, i1, i2, i3, 0, slope, mbuf);
                 for (v, &mv) in buf.iter_mut().zip(mbuf.iter()) {
                     *v += mv;
                 }
@@ -130,7 +130,7 @@ pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32
             (ktr.from_float)(qf, q_q);
             // the mask row as slope * m, converted once per query row (not once per key)
             if let Some(m) = mask {
-                load_mask_row(&m, iq1, iq2, iq3, slope, mrow);
+                load_mask_row(&m, iq1, iq2, iq3, 0, slope, mrow);
             }
             for ic in 0..n_kv {
                 // without a mask the row is empty
@@ -200,16 +200,24 @@ pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32
     }
 }
 
-/// out[i] = slope * mask[i] for the mask row (i1, i2 % ne2, i3 % ne3), the same products the
-/// per-element loads gave; F16 and F32 rows are converted in bulk.
+/// out[i] = slope * mask[c0 + i] for the mask row (i1, i2 % ne2, i3 % ne3), the same products
+/// the per-element loads gave; F16 and F32 rows are converted in bulk.
 ///
 /// # Safety
-/// The row exists in `m` and `out` holds `m.ne[0]` floats or fewer.
-unsafe fn load_mask_row(m: &TRef, i1: usize, i2: usize, i3: usize, slope: f32, out: &mut [f32]) {
+/// The row exists in `m` and c0 + out.len() <= `m.ne[0]`.
+unsafe fn load_mask_row(
+    m: &TRef,
+    i1: usize,
+    i2: usize,
+    i3: usize,
+    c0: usize,
+    slope: f32,
+    out: &mut [f32],
+) {
     let n = out.len();
-    // SAFETY: the caller guarantees the row; n elements of it are read.
+    // SAFETY: the caller guarantees the row; elements c0..c0 + n of it are read.
     unsafe {
-        let mp = m.row_ptr(i1, i2 % m.ne[2], i3 % m.ne[3]) as *const u8;
+        let mp = (m.row_ptr(i1, i2 % m.ne[2], i3 % m.ne[3]) as *const u8).add(c0 * m.nb[0]);
         match m.ty {
             Type::F16 if m.nb[0] == 2 => {
                 fp::f16_to_f32_row(std::slice::from_raw_parts(mp as *const u16, n), out)

@@ -64,7 +64,7 @@ pub(crate) fn plan(ty: Type, rows: usize, flat: bool, ne11: usize, src1: Type) -
     if !available() || !matches!(ty, Type::Q4K | Type::Q5K | Type::Q6K) {
         return None;
     }
-    if ty == Type::Q4K && rows % 8 == 0 && flat && src1 == Type::F32 {
+    if ty == Type::Q4K && rows.is_multiple_of(8) && flat && src1 == Type::F32 {
         return Some(Plan { ty, repack: true });
     }
     let tiled = ne11 >= 8 && matches!(src1, Type::F32 | Type::Q8K);
@@ -300,29 +300,69 @@ mod x86 {
         f16_to_f32((p as *const u16).read_unaligned())
     }
 
-    #[inline(always)]
-    unsafe fn bsum(y: *const u8, j: usize) -> i32 {
-        (y.add(260 + 2 * j) as *const i16).read_unaligned() as i32
-    }
-
     /// The four 8-lane vectors' totals, in order.
     #[inline(always)]
     unsafe fn reduce4(p: &[__m256i; 4]) -> [i32; 4] {
         let h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-        let r = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+        store4(_mm_add_epi32(
+            _mm256_castsi256_si128(h),
+            _mm256_extracti128_si256(h, 1),
+        ))
+    }
+
+    #[inline(always)]
+    unsafe fn store4(v: __m128i) -> [i32; 4] {
         let mut out = [0i32; 4];
-        _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, r);
+        _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, v);
         out
     }
 
+    #[inline(always)]
+    unsafe fn hsum8(v: __m256i) -> i32 {
+        hsum4(_mm_add_epi32(
+            _mm256_castsi256_si128(v),
+            _mm256_extracti128_si256(v, 1),
+        ))
+    }
+
+    #[inline(always)]
+    unsafe fn hsum4(v: __m128i) -> i32 {
+        let v = _mm_add_epi32(v, _mm_unpackhi_epi64(v, v));
+        _mm_cvtsi128_si32(_mm_add_epi32(v, _mm_shuffle_epi32(v, 1)))
+    }
+
+    /// A Q8_K block's scale and activation sums: per 16 values (16 x i16) and per 32 (8 x i16).
+    struct Col {
+        p: *const u8,
+        dy: f32,
+        bs16: __m256i,
+        bs32: __m128i,
+    }
+
+    #[inline(always)]
+    unsafe fn col(y: *const u8) -> Col {
+        let bs16 = load(y.add(260));
+        let bs32 = _mm_hadd_epi16(
+            _mm256_castsi256_si128(bs16),
+            _mm256_extracti128_si256(bs16, 1),
+        );
+        Col {
+            p: y,
+            dy: (y as *const f32).read_unaligned(),
+            bs16,
+            bs32,
+        }
+    }
+
     /// A block unpacked once for several columns: 8 vectors of 32 unsigned codes (values
-    /// 32v..32v+32), a 16-bit scale per vector half, mins per 32 values, the code bias.
+    /// 32v..32v+32) with a 16-bit scale per vector half; Q4_K/Q5_K mins as 8 x i16, Q6_K
+    /// scales as 16 x i16 (its codes carry a +32 bias).
     struct Row {
         codes: [__m256i; 8],
         scales: [__m256i; 8],
-        mins: [i32; 8],
-        sc16: [i32; 16],
-        bias: i32,
+        mins16: __m128i,
+        sc16: __m256i,
+        biased: bool,
         dx: f32,
         dmin: f32,
     }
@@ -332,8 +372,6 @@ mod x86 {
         let m4 = _mm256_set1_epi8(0x0F);
         let mut codes = [_mm256_setzero_si256(); 8];
         let mut scales = [_mm256_setzero_si256(); 8];
-        let mut mins = [0i32; 8];
-        let mut sc16 = [0i32; 16];
         match ty {
             Type::Q4K | Type::Q5K => {
                 let (s, m) = k4_scales(std::slice::from_raw_parts(x.add(4), 12));
@@ -358,16 +396,14 @@ mod x86 {
                 }
                 for j in 0..8 {
                     scales[j] = _mm256_set1_epi16(s[j] as i16);
-                    mins[j] = m[j] as i32;
-                    sc16[2 * j] = s[j] as i32;
-                    sc16[2 * j + 1] = s[j] as i32;
                 }
+                let mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(m.as_ptr() as *const __m128i));
                 Row {
                     codes,
                     scales,
-                    mins,
-                    sc16,
-                    bias: 0,
+                    mins16,
+                    sc16: _mm256_setzero_si256(),
+                    biased: false,
                     dx: half(x),
                     dmin: half(x.add(2)),
                 }
@@ -389,21 +425,17 @@ mod x86 {
                     codes[4 * n + 3] =
                         _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hi(6));
                 }
-                for (j, s) in sc16.iter_mut().enumerate() {
-                    *s = *x.add(192 + j) as i8 as i32;
-                }
-                for v in 0..8 {
-                    scales[v] = _mm256_set_m128i(
-                        _mm_set1_epi16(sc16[2 * v + 1] as i16),
-                        _mm_set1_epi16(sc16[2 * v] as i16),
-                    );
+                let sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(x.add(192) as *const __m128i));
+                for (v, sv) in scales.iter_mut().enumerate() {
+                    let (a, b) = (*x.add(192 + 2 * v) as i8, *x.add(193 + 2 * v) as i8);
+                    *sv = _mm256_set_m128i(_mm_set1_epi16(b as i16), _mm_set1_epi16(a as i16));
                 }
                 Row {
                     codes,
                     scales,
-                    mins,
+                    mins16: _mm_setzero_si128(),
                     sc16,
-                    bias: 32,
+                    biased: true,
                     dx: half(x.add(208)),
                     dmin: 0.0,
                 }
@@ -411,36 +443,41 @@ mod x86 {
         }
     }
 
-    /// S and M per 64 values of an unpacked block times the Q8_K block at `y`.
+    /// S and M of an unpacked block times a Q8_K block: per 64 values when `pairs`, else
+    /// their totals in element 0 (the orders that fuse once per block need no more).
     #[inline(always)]
-    unsafe fn sums(row: &Row, y: *const u8) -> ([i32; 4], [i32; 4]) {
+    unsafe fn sums(row: &Row, y: &Col, pairs: bool) -> ([i32; 4], [i32; 4]) {
         let mut p = [_mm256_setzero_si256(); 4];
         for (c, pc) in p.iter_mut().enumerate() {
-            let v0 = _mm256_maddubs_epi16(row.codes[2 * c], load(y.add(4 + 64 * c)));
-            let v1 = _mm256_maddubs_epi16(row.codes[2 * c + 1], load(y.add(36 + 64 * c)));
+            let v0 = _mm256_maddubs_epi16(row.codes[2 * c], load(y.p.add(4 + 64 * c)));
+            let v1 = _mm256_maddubs_epi16(row.codes[2 * c + 1], load(y.p.add(36 + 64 * c)));
             *pc = _mm256_add_epi32(
                 _mm256_madd_epi16(v0, row.scales[2 * c]),
                 _mm256_madd_epi16(v1, row.scales[2 * c + 1]),
             );
         }
-        let mut s = reduce4(&p);
-        let mut m = [0i32; 4];
-        if row.bias != 0 {
-            for (c, sc) in s.iter_mut().enumerate() {
-                let mut b = 0;
-                for j in 4 * c..4 * c + 4 {
-                    b += row.sc16[j] * bsum(y, j);
+        // lane l of the min sums: mins[2l] * sum32[2l] + mins[2l + 1] * sum32[2l + 1], i.e.
+        // the mins term of values 64l..64l + 64
+        let m4 = _mm_madd_epi16(row.mins16, y.bs32);
+        if pairs {
+            let mut s = reduce4(&p);
+            if row.biased {
+                // (llama.cpp repacks only Q4_K; kept general for the reference tests)
+                let mut b = [0i32; 8];
+                let bias = _mm256_madd_epi16(row.sc16, y.bs16);
+                _mm256_storeu_si256(b.as_mut_ptr() as *mut __m256i, bias);
+                for (c, sc) in s.iter_mut().enumerate() {
+                    *sc -= 32 * (b[2 * c] + b[2 * c + 1]);
                 }
-                *sc -= row.bias * b;
             }
-        } else {
-            for (c, mc) in m.iter_mut().enumerate() {
-                let (j0, j1) = (2 * c, 2 * c + 1);
-                *mc = row.mins[j0] * (bsum(y, 2 * j0) + bsum(y, 2 * j0 + 1))
-                    + row.mins[j1] * (bsum(y, 2 * j1) + bsum(y, 2 * j1 + 1));
-            }
+            return (s, store4(m4));
         }
-        (s, m)
+        let mut t = _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3]));
+        if row.biased {
+            // codes are stored +32: subtract 32 * sum(scale x activation sum) per 16 values
+            t = _mm256_sub_epi32(t, _mm256_slli_epi32(_mm256_madd_epi16(row.sc16, y.bs16), 5));
+        }
+        ([hsum8(t), 0, 0, 0], [hsum4(m4), 0, 0, 0])
     }
 
     /// # Safety
@@ -457,13 +494,12 @@ mod x86 {
         let bx = block_bytes(ty);
         let mut cells = [[Cell::default(); C]; R];
         for ib in 0..nb {
-            let ys: [*const u8; C] = std::array::from_fn(|c| b[c].add(Q8K_BYTES * ib));
-            let dy: [f32; C] = std::array::from_fn(|c| (ys[c] as *const f32).read_unaligned());
+            let cols: [Col; C] = std::array::from_fn(|c| col(b[c].add(Q8K_BYTES * ib)));
             for r in 0..R {
                 let row = unpack(ty, a[r].add(bx * ib));
                 for c in 0..C {
-                    let (s, m) = sums(&row, ys[c]);
-                    cells[r][c].step(orders[c], &s, &m, row.dx, row.dmin, dy[c]);
+                    let (s, m) = sums(&row, &cols[c], orders[c] == Order::RepackGemm);
+                    cells[r][c].step(orders[c], &s, &m, row.dx, row.dmin, cols[c].dy);
                 }
             }
         }

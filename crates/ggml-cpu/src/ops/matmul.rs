@@ -109,8 +109,8 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     let arow = a.ty.row_size(k as i64);
     let brow = tr.vec_dot_type.row_size(k as i64);
 
-    // register tiles serve float weights whose partner has the same type, and Q8_0 / Q4_0
-    // weights with Q8_0 activations
+    // register tiles serve float weights whose partner has the same type, and Q8_0 / Q4_0 /
+    // Q5_0 weights with Q8_0 activations
     // llama.cpp repacks 2-D Q4_0 weights with rows % 8 == 0 on AVX2 CPUs (q4_0_8x8) and its
     // repacked kernels sum in another order than the plain dot product: follow them
     let q4_repacked = a.ty == Type::Q4_0
@@ -133,6 +133,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         }
         (Type::Q8_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q8_0)),
         (Type::Q4_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q4_0)),
+        (Type::Q5_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q5_0)),
         _ => None,
     };
     let chunk = if nr0 == 1 || nr1 == 1 { 64 } else { TILE };

@@ -1,4 +1,4 @@
-//! Register tiles for Q8_0 and Q4_0 weights times Q8_0 activations: RM weight rows by RN
+//! Register tiles for Q8_0, Q4_0 and Q5_0 weights times Q8_0 activations: RM weight rows by RN
 //! columns per pass, so each weight block is loaded (and for Q4_0 unpacked) once for RN
 //! columns and each activation block once for RM rows. Every cell is accumulated exactly as
 //! the AVX2 dot kernels do (per block: f32(dx) * f32(dy) times the exact integer block sum,
@@ -12,6 +12,7 @@ use super::gemm::{RM, RN};
 pub(crate) enum QElem {
     Q8_0,
     Q4_0,
+    Q5_0,
     /// Q4_0 weights that llama.cpp repacks at load (q4_0_8x8, rows % 8 == 0 on AVX2): its
     /// gemm/gemv take the exact integer sum of each block and fuse it, times f32(dx) * f32(dy),
     /// into one f32 accumulator per output in block order.
@@ -60,6 +61,8 @@ pub(crate) unsafe fn tile(
             (QElem::Q8_0, true) => x86::q8_0_vnni(nb, a, b, out),
             (QElem::Q4_0, false) => x86::q4_0(nb, a, b, out),
             (QElem::Q4_0, true) => x86::q4_0_vnni(nb, a, b, out),
+            (QElem::Q5_0, false) => x86::q5_0(nb, a, b, out),
+            (QElem::Q5_0, true) => x86::q5_0_vnni(nb, a, b, out),
             (QElem::Q4_0Repacked, _) => x86::q4_0_repacked(nb, a, b, out),
         }
     }
@@ -90,6 +93,7 @@ pub(crate) unsafe fn q4_0_repacked_dot(nb: usize, x: *const u8, y: *const u8) ->
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{RM, RN};
+    use crate::dot::x86::unpack_q5_0;
     use crate::fp::f16_to_f32;
     use std::arch::x86_64::*;
 
@@ -239,6 +243,15 @@ mod x86 {
         dot_i8_vnni
     );
     qtile!(q4_0, "avx2,fma", 18, 2, unpack_q4, dot_i8);
+    qtile!(q5_0, "avx2,fma", 22, 2, unpack_q5_0, dot_i8);
+    qtile!(
+        q5_0_vnni,
+        "avx2,fma,avx512vnni,avx512vl",
+        22,
+        2,
+        unpack_q5_0,
+        dot_i8_vnni
+    );
     qtile!(
         q4_0_vnni,
         "avx2,fma,avx512vnni,avx512vl",
@@ -319,7 +332,11 @@ mod tests {
                 .map(|i| (((i * 31 + seed * 17) % 97) as f32 - 48.0) / 13.0)
                 .collect()
         };
-        for (ty, q) in [(Type::Q8_0, QElem::Q8_0), (Type::Q4_0, QElem::Q4_0)] {
+        for (ty, q) in [
+            (Type::Q8_0, QElem::Q8_0),
+            (Type::Q4_0, QElem::Q4_0),
+            (Type::Q5_0, QElem::Q5_0),
+        ] {
             let tr = traits_for(SimdLevel::Avx2, ty).expect("traits");
             let rows: Vec<Vec<u8>> = (0..RM)
                 .map(|r| {
