@@ -153,8 +153,44 @@ fn q8_blocks(
     }
 }
 
+/// Q8_K activations, bit for bit ggml's quantize_row_q8_K (its reference quantizer on every
+/// CPU), in loops the compiler vectorises: the block's largest |x| (its first occurrence
+/// gives the sign), codes round(-127 / max * x) half to even (the 1.5 * 2^23 trick), at most
+/// 127, then the sums of every 16 codes.
 fn q8_k_from_float(src: &[f32], dst: &mut [u8]) {
-    quants::quantize_row_q8_k_ref(src, dst);
+    assert_eq!(src.len() % 256, 0, "quantize_row_q8_K: length not a multiple of 256");
+    assert!(
+        dst.len() >= src.len() / 256 * 292,
+        "quantize_row_q8_K: destination too small"
+    );
+    for (x, out) in src.chunks_exact(256).zip(dst.chunks_exact_mut(292)) {
+        let mut lanes = [0.0f32; 8];
+        for c in x.chunks_exact(8) {
+            for (m, v) in lanes.iter_mut().zip(c) {
+                *m = m.max(v.abs());
+            }
+        }
+        let amax = lanes.iter().fold(0.0f32, |a, &b| a.max(b));
+        if amax == 0.0 {
+            out.fill(0);
+            continue;
+        }
+        let max = x.iter().copied().find(|v| v.abs() == amax).unwrap_or(amax);
+        let iscale = -127.0f32 / max;
+        let mut q = [0i8; 256];
+        for (o, &v) in q.iter_mut().zip(x) {
+            let r = ((iscale * v + 12_582_912.0f32).to_bits() as i32 & 0x007f_ffff) - 0x0040_0000;
+            *o = r.min(127) as i8;
+        }
+        out[0..4].copy_from_slice(&(1.0 / iscale).to_le_bytes());
+        for (o, &v) in out[4..260].iter_mut().zip(&q) {
+            *o = v as u8;
+        }
+        for (j, c) in q.chunks_exact(16).enumerate() {
+            let s: i16 = c.iter().map(|&v| v as i16).sum();
+            out[260 + 2 * j..262 + 2 * j].copy_from_slice(&s.to_le_bytes());
+        }
+    }
 }
 
 const fn t(

@@ -134,3 +134,21 @@ fn short_operands_are_rejected() {
     let tr = cpu_traits(Type::Q8_0);
     (tr.vec_dot)(64, &[0u8; 34], &[0u8; 68]);
 }
+
+#[test]
+fn q8_k_activations_equal_the_reference_quantizer() {
+    let mut x = data(256 * 6, 11);
+    // a zero block, a block whose largest |x| appears with both signs (the first one wins),
+    // and exact halves that must round to even
+    x[256..512].fill(0.0);
+    x[600] = -9.0;
+    x[700] = 9.0;
+    for (i, v) in x[1024..1280].iter_mut().enumerate() {
+        *v = (i as f32 - 128.0) * 0.5;
+    }
+    let mut got = vec![0u8; 6 * 292];
+    let mut want = vec![0u8; 6 * 292];
+    (cpu_traits(Type::Q4K).from_float)(&x, &mut got);
+    ggml::quants::quantize_row_ref(Type::Q8K, &x, &mut want);
+    assert_eq!(got, want);
+}

@@ -65,7 +65,7 @@ pub(crate) unsafe fn rows(
         }
     }
     // SAFETY: the caller's promise.
-    unsafe { rows_impl(q, k, v, mask, sinks, d, pr, r0, r1, buf) }
+    unsafe { rows_impl::<false>(q, k, v, mask, sinks, d, pr, r0, r1, buf) }
 }
 
 /// `rows` compiled with FMA: mul_add becomes one instruction and the lane loops vectorise.
@@ -87,15 +87,16 @@ unsafe fn rows_fma(
     r1: usize,
     buf: &mut [f32],
 ) {
-    // SAFETY: as for rows.
-    unsafe { rows_impl(q, k, v, mask, sinks, d, pr, r0, r1, buf) }
+    // SAFETY: as for rows; FMA is available.
+    unsafe { rows_impl::<true>(q, k, v, mask, sinks, d, pr, r0, r1, buf) }
 }
 
 /// Query rows go in groups of up to `Q_TILE` rows of one head, so each K/V tile is widened
 /// once per group; every row's arithmetic is the one ggml does for it.
+/// `FMA`: AVX2 and FMA are available (the caller runs with them enabled).
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn rows_impl(
+unsafe fn rows_impl<const FMA: bool>(
     q: &TRef,
     k: &TRef,
     v: &TRef,
@@ -154,7 +155,7 @@ unsafe fn rows_impl(
                     for t in 0..nrows {
                         let mt = &mut mtile[t * KV_TILE..t * KV_TILE + kv_tile];
                         load_mask_row(m, iq1 + t, iq2, iq3, ic, slope, mt);
-                        all_masked &= mt.iter().all(|&x| x == f32::NEG_INFINITY);
+                        all_masked &= mt.iter().fold(true, |a, &x| a & (x == f32::NEG_INFINITY));
                     }
                     if all_masked {
                         ic += KV_TILE;
@@ -192,9 +193,7 @@ unsafe fn rows_impl(
                         }
                         *o = s;
                     }
-                    let tile_max = kq
-                        .iter()
-                        .fold(f32::NEG_INFINITY, |m, &x| if m > x { m } else { x });
+                    let tile_max = max_of(kq);
                     if tile_max == f32::NEG_INFINITY {
                         continue;
                     }
@@ -216,12 +215,7 @@ unsafe fn rows_impl(
                         }
                         v_loaded = true;
                     }
-                    for tk in 0..kv_tile {
-                        let w = kq[tk];
-                        for (a, &x) in arow.iter_mut().zip(&v32[tk * dv..(tk + 1) * dv]) {
-                            *a = w.mul_add(x, *a);
-                        }
-                    }
+                    accumulate::<FMA>(arow, &kq[..kv_tile], v32, dv);
                 }
                 ic += KV_TILE;
             }
@@ -251,6 +245,97 @@ unsafe fn rows_impl(
     }
 }
 
+/// The largest of `x` (no NaN here: scores are finite or -inf); eight running lanes so the
+/// loop vectorises.
+#[inline(always)]
+fn max_of(x: &[f32]) -> f32 {
+    let mut m = [f32::NEG_INFINITY; 8];
+    let mut chunks = x.chunks_exact(8);
+    for c in &mut chunks {
+        for (a, &b) in m.iter_mut().zip(c) {
+            *a = if *a > b { *a } else { b };
+        }
+    }
+    let tail = chunks.remainder().iter();
+    m.iter()
+        .chain(tail)
+        .fold(f32::NEG_INFINITY, |a, &b| if a > b { a } else { b })
+}
+
+/// acc[j] = fma(w[t], v[t * dv + j], acc[j]) for t = 0, 1, ... in order (ggml's simd_gemm of
+/// the weights times the V tile), with the accumulators held in registers under FMA.
+///
+/// # Safety
+/// With `FMA`, AVX2 and FMA are available; v holds w.len() rows of dv >= acc.len() floats.
+#[inline(always)]
+unsafe fn accumulate<const FMA: bool>(acc: &mut [f32], w: &[f32], v: &[f32], dv: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if FMA {
+            // SAFETY: the caller's promise.
+            unsafe { x86::accumulate(acc, w, v, dv) };
+            return;
+        }
+    }
+    for (t, &wt) in w.iter().enumerate() {
+        for (a, &x) in acc.iter_mut().zip(&v[t * dv..(t + 1) * dv]) {
+            *a = wt.mul_add(x, *a);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// `accumulate` 32 (then 8, then 1) columns at a time.
+    ///
+    /// # Safety
+    /// AVX2 and FMA are available; v holds w.len() rows of dv >= acc.len() floats.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn accumulate(acc: &mut [f32], w: &[f32], v: &[f32], dv: usize) {
+        let n = acc.len();
+        assert!(n <= dv && v.len() >= w.len() * dv);
+        let (pa, pv) = (acc.as_mut_ptr(), v.as_ptr());
+        let mut j = 0;
+        // SAFETY: j + 32 <= n (then j + 8 <= n) columns of acc and of each v row exist.
+        unsafe {
+            while j + 32 <= n {
+                let mut a = [
+                    _mm256_loadu_ps(pa.add(j)),
+                    _mm256_loadu_ps(pa.add(j + 8)),
+                    _mm256_loadu_ps(pa.add(j + 16)),
+                    _mm256_loadu_ps(pa.add(j + 24)),
+                ];
+                for (t, &wt) in w.iter().enumerate() {
+                    let wb = _mm256_set1_ps(wt);
+                    let row = pv.add(t * dv + j);
+                    for (i, ai) in a.iter_mut().enumerate() {
+                        *ai = _mm256_fmadd_ps(wb, _mm256_loadu_ps(row.add(8 * i)), *ai);
+                    }
+                }
+                for (i, ai) in a.iter().enumerate() {
+                    _mm256_storeu_ps(pa.add(j + 8 * i), *ai);
+                }
+                j += 32;
+            }
+            while j + 8 <= n {
+                let mut a = _mm256_loadu_ps(pa.add(j));
+                for (t, &wt) in w.iter().enumerate() {
+                    a = _mm256_fmadd_ps(_mm256_set1_ps(wt), _mm256_loadu_ps(pv.add(t * dv + j)), a);
+                }
+                _mm256_storeu_ps(pa.add(j), a);
+                j += 8;
+            }
+        }
+        for (jj, a) in acc.iter_mut().enumerate().skip(j) {
+            for (t, &wt) in w.iter().enumerate() {
+                *a = wt.mul_add(v[t * dv + jj], *a);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,5 +351,24 @@ mod tests {
         let got = simd::exp_sub_sum(&mut x, max);
         assert!((got - want).abs() < 1e-5 * want, "{got} vs {want}");
         assert_eq!(x[KV_TILE - 1], 0.0);
+    }
+
+    #[test]
+    fn vector_accumulate_equals_the_fma_chain() {
+        let (dv, n) = (45, 13);
+        let w: Vec<f32> = (0..n).map(|i| (i as f32 * 0.61).cos()).collect();
+        let v: Vec<f32> = (0..n * dv).map(|i| (i as f32 * 0.13).sin() * 3.0).collect();
+        let acc0: Vec<f32> = (0..dv).map(|i| i as f32 * 0.01).collect();
+        let mut want = acc0.clone();
+        // SAFETY: FMA = false takes the portable path; v holds n rows of dv.
+        unsafe { accumulate::<false>(&mut want, &w, &v, dv) };
+        #[cfg(target_arch = "x86_64")]
+        if crate::simd::has_avx2_fma() {
+            let mut got = acc0.clone();
+            // SAFETY: AVX2 and FMA are available.
+            unsafe { accumulate::<true>(&mut got, &w, &v, dv) };
+            assert_eq!(got, want);
+        }
+        assert_eq!(max_of(&w), w.iter().cloned().fold(f32::NEG_INFINITY, f32::max));
     }
 }
