@@ -141,7 +141,9 @@ fn q8_blocks(
         let qs = &mut out[bs - 32..];
         let mut sum = 0i32;
         for (q, v) in qs.iter_mut().zip(x) {
-            let r = (v * id).round_ties_even() as i32;
+            // |v * id| <= 127: adding 1.5 * 2^23 rounds to an integer, half to even, as
+            // round_ties_even does (without a libm call on CPUs lacking SSE4.1's roundps)
+            let r = ((v * id + 12_582_912.0f32).to_bits() as i32 & 0x007f_ffff) - 0x0040_0000;
             sum += r;
             *q = r as i8 as u8;
         }
@@ -158,7 +160,11 @@ fn q8_blocks(
 /// gives the sign), codes round(-127 / max * x) half to even (the 1.5 * 2^23 trick), at most
 /// 127, then the sums of every 16 codes.
 fn q8_k_from_float(src: &[f32], dst: &mut [u8]) {
-    assert_eq!(src.len() % 256, 0, "quantize_row_q8_K: length not a multiple of 256");
+    assert_eq!(
+        src.len() % 256,
+        0,
+        "quantize_row_q8_K: length not a multiple of 256"
+    );
     assert!(
         dst.len() >= src.len() / 256 * 292,
         "quantize_row_q8_K: destination too small"

@@ -82,17 +82,29 @@ fn block_bytes(ty: Type) -> usize {
 
 const Q8K_BYTES: usize = 292;
 
-/// One output cell's accumulators.
+/// One output cell's accumulators: the scalar reference of the kernels' float steps.
+#[cfg(test)]
 #[derive(Clone, Copy, Default)]
 struct Cell {
     acc: f32,
     acc_min: f32,
 }
 
+#[cfg(test)]
 impl Cell {
-    /// Adds one block: `s`/`m` are the exact integer sums per 64 values.
-    #[inline(always)]
-    fn step(&mut self, o: Order, s: &[i32; 4], m: &[i32; 4], dx: f32, dmin: f32, dy: f32) {
+    /// Adds one block: `s`/`m` are the exact integer sums per 64 values; `has_min`: the type
+    /// has mins (all but Q6_K).
+    #[allow(clippy::too_many_arguments)]
+    fn step(
+        &mut self,
+        o: Order,
+        has_min: bool,
+        s: &[i32; 4],
+        m: &[i32; 4],
+        dx: f32,
+        dmin: f32,
+        dy: f32,
+    ) {
         match o {
             Order::RepackGemm => {
                 let (ds, dm) = (dx * dy, dmin * dy);
@@ -108,7 +120,7 @@ impl Cell {
             }
             Order::Tiled => {
                 let mut r = s.iter().sum::<i32>() as f32 * dx;
-                if dmin != 0.0 {
+                if has_min {
                     r = (-dmin).mul_add(m.iter().sum::<i32>() as f32, r);
                 }
                 self.acc = r.mul_add(dy, self.acc);
@@ -234,7 +246,7 @@ pub(crate) fn dot_ref(ty: Type, order: Order, nb: usize, x: &[u8], y: &[u8]) -> 
         let (s, m) = block_sums_ref(ty, xb, yb);
         let (dx, dmin) = block_scales(ty, xb);
         let dy = f32::from_le_bytes([yb[0], yb[1], yb[2], yb[3]]);
-        cell.step(order, &s, &m, dx, dmin, dy);
+        cell.step(order, ty != Type::Q6K, &s, &m, dx, dmin, dy);
     }
     cell.result()
 }
@@ -285,7 +297,7 @@ pub(crate) unsafe fn dot(plan: Plan, order: Order, nb: usize, x: *const u8, y: *
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{block_bytes, k4_scales, Cell, Order, Q8K_BYTES};
+    use super::{block_bytes, k4_scales, Order, Q8K_BYTES};
     use crate::fp::f16_to_f32;
     use ggml::Type;
     use std::arch::x86_64::*;
@@ -298,37 +310,6 @@ mod x86 {
     #[inline(always)]
     unsafe fn half(p: *const u8) -> f32 {
         f16_to_f32((p as *const u16).read_unaligned())
-    }
-
-    /// The four 8-lane vectors' totals, in order.
-    #[inline(always)]
-    unsafe fn reduce4(p: &[__m256i; 4]) -> [i32; 4] {
-        let h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
-        store4(_mm_add_epi32(
-            _mm256_castsi256_si128(h),
-            _mm256_extracti128_si256(h, 1),
-        ))
-    }
-
-    #[inline(always)]
-    unsafe fn store4(v: __m128i) -> [i32; 4] {
-        let mut out = [0i32; 4];
-        _mm_storeu_si128(out.as_mut_ptr() as *mut __m128i, v);
-        out
-    }
-
-    #[inline(always)]
-    unsafe fn hsum8(v: __m256i) -> i32 {
-        hsum4(_mm_add_epi32(
-            _mm256_castsi256_si128(v),
-            _mm256_extracti128_si256(v, 1),
-        ))
-    }
-
-    #[inline(always)]
-    unsafe fn hsum4(v: __m128i) -> i32 {
-        let v = _mm_add_epi32(v, _mm_unpackhi_epi64(v, v));
-        _mm_cvtsi128_si32(_mm_add_epi32(v, _mm_shuffle_epi32(v, 1)))
     }
 
     /// A Q8_K block's scale and activation sums: per 16 values (16 x i16) and per 32 (8 x i16).
@@ -362,7 +343,6 @@ mod x86 {
         scales: [__m256i; 8],
         mins16: __m128i,
         sc16: __m256i,
-        biased: bool,
         dx: f32,
         dmin: f32,
     }
@@ -403,7 +383,6 @@ mod x86 {
                     scales,
                     mins16,
                     sc16: _mm256_setzero_si256(),
-                    biased: false,
                     dx: half(x),
                     dmin: half(x.add(2)),
                 }
@@ -435,7 +414,6 @@ mod x86 {
                     scales,
                     mins16: _mm_setzero_si128(),
                     sc16,
-                    biased: true,
                     dx: half(x.add(208)),
                     dmin: 0.0,
                 }
@@ -443,10 +421,10 @@ mod x86 {
         }
     }
 
-    /// S and M of an unpacked block times a Q8_K block: per 64 values when `pairs`, else
-    /// their totals in element 0 (the orders that fuse once per block need no more).
+    /// The scaled code sums of an unpacked block times a Q8_K block, one 8-lane vector per 64
+    /// values (Q6_K's +32 code bias not yet taken off).
     #[inline(always)]
-    unsafe fn sums(row: &Row, y: &Col, pairs: bool) -> ([i32; 4], [i32; 4]) {
+    unsafe fn pair_vectors(row: &Row, y: &Col) -> [__m256i; 4] {
         let mut p = [_mm256_setzero_si256(); 4];
         for (c, pc) in p.iter_mut().enumerate() {
             let v0 = _mm256_maddubs_epi16(row.codes[2 * c], load(y.p.add(4 + 64 * c)));
@@ -456,32 +434,32 @@ mod x86 {
                 _mm256_madd_epi16(v1, row.scales[2 * c + 1]),
             );
         }
-        // lane l of the min sums: mins[2l] * sum32[2l] + mins[2l + 1] * sum32[2l + 1], i.e.
-        // the mins term of values 64l..64l + 64
-        let m4 = _mm_madd_epi16(row.mins16, y.bs32);
-        if pairs {
-            let mut s = reduce4(&p);
-            if row.biased {
-                // (llama.cpp repacks only Q4_K; kept general for the reference tests)
-                let mut b = [0i32; 8];
-                let bias = _mm256_madd_epi16(row.sc16, y.bs16);
-                _mm256_storeu_si256(b.as_mut_ptr() as *mut __m256i, bias);
-                for (c, sc) in s.iter_mut().enumerate() {
-                    *sc -= 32 * (b[2 * c] + b[2 * c + 1]);
-                }
-            }
-            return (s, store4(m4));
-        }
-        let mut t = _mm256_add_epi32(_mm256_add_epi32(p[0], p[1]), _mm256_add_epi32(p[2], p[3]));
-        if row.biased {
-            // codes are stored +32: subtract 32 * sum(scale x activation sum) per 16 values
-            t = _mm256_sub_epi32(t, _mm256_slli_epi32(_mm256_madd_epi16(row.sc16, y.bs16), 5));
-        }
-        ([hsum8(t), 0, 0, 0], [hsum4(m4), 0, 0, 0])
+        p
     }
 
+    /// Four rows' 4-lane vectors transposed: out[j] lane r = v[r] lane j.
+    #[inline(always)]
+    unsafe fn transpose4(v: &[__m128i; 4]) -> [__m128i; 4] {
+        let t0 = _mm_unpacklo_epi32(v[0], v[1]);
+        let t1 = _mm_unpacklo_epi32(v[2], v[3]);
+        let t2 = _mm_unpackhi_epi32(v[0], v[1]);
+        let t3 = _mm_unpackhi_epi32(v[2], v[3]);
+        [
+            _mm_unpacklo_epi64(t0, t1),
+            _mm_unpackhi_epi64(t0, t1),
+            _mm_unpacklo_epi64(t2, t3),
+            _mm_unpackhi_epi64(t2, t3),
+        ]
+    }
+
+    /// Up to four rows times C columns: each column's cells sit in the lanes (one per row) of
+    /// 4-lane float accumulators, so every float step of a row's chain is one vector op and
+    /// the integer sums of four rows are reduced together. Lane r does exactly the scalar
+    /// steps of `Cell::step` for row r.
+    ///
     /// # Safety
-    /// AVX2 and FMA are available; each a[r] covers nb blocks of `ty`, each b[c] nb Q8_K blocks.
+    /// AVX2 and FMA are available; each a[r] covers nb blocks of `ty`, each b[c] nb Q8_K
+    /// blocks; R <= 4.
     #[target_feature(enable = "avx2,fma")]
     pub(super) unsafe fn run<const R: usize, const C: usize>(
         ty: Type,
@@ -491,23 +469,101 @@ mod x86 {
         orders: &[Order; C],
         out: &mut [f32],
     ) {
+        assert!(R <= 4);
         let bx = block_bytes(ty);
-        let mut cells = [[Cell::default(); C]; R];
+        let has_min = ty != Type::Q6K;
+        let mut acc = [_mm_setzero_ps(); C];
+        let mut acc_min = [_mm_setzero_ps(); C];
+        let zero = _mm256_setzero_si256();
         for ib in 0..nb {
             let cols: [Col; C] = std::array::from_fn(|c| col(b[c].add(Q8K_BYTES * ib)));
-            for r in 0..R {
-                let row = unpack(ty, a[r].add(bx * ib));
-                for c in 0..C {
-                    let (s, m) = sums(&row, &cols[c], orders[c] == Order::RepackGemm);
-                    cells[r][c].step(orders[c], &s, &m, row.dx, row.dmin, cols[c].dy);
+            let rows: [Row; R] = std::array::from_fn(|r| unpack(ty, a[r].add(bx * ib)));
+            let lanes = |f: &dyn Fn(&Row) -> f32| {
+                let mut v = [0.0f32; 4];
+                for (o, row) in v.iter_mut().zip(&rows) {
+                    *o = f(row);
+                }
+                _mm_loadu_ps(v.as_ptr())
+            };
+            let (dx, dmin) = (lanes(&|r| r.dx), lanes(&|r| r.dmin));
+            for c in 0..C {
+                let y = &cols[c];
+                let dy = _mm_set1_ps(y.dy);
+                let mut p = [[zero; 4]; 4];
+                let mut m4 = [_mm_setzero_si128(); 4];
+                for r in 0..R {
+                    p[r] = pair_vectors(&rows[r], y);
+                    // lane l: mins[2l] * sum32[2l] + mins[2l + 1] * sum32[2l + 1], the mins
+                    // term of values 64l..64l + 64
+                    m4[r] = _mm_madd_epi16(rows[r].mins16, y.bs32);
+                }
+                // Q6_K stores codes +32: 32 * (scale x activation sum) per 16 values comes off
+                let mut bias = [zero; 4];
+                if !has_min {
+                    for r in 0..R {
+                        bias[r] = _mm256_madd_epi16(rows[r].sc16, y.bs16);
+                    }
+                }
+                if orders[c] == Order::RepackGemm {
+                    let (ds, dm) = (_mm_mul_ps(dx, dy), _mm_mul_ps(dmin, dy));
+                    let mt = transpose4(&m4);
+                    // lane pair (2p, 2p + 1) of the bias vectors covers values 64p..64p + 64
+                    let bt = if has_min {
+                        [_mm_setzero_si128(); 4]
+                    } else {
+                        transpose4(&bias.map(|v| {
+                            let h = _mm256_hadd_epi32(v, v);
+                            _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b1000>(h))
+                        }))
+                    };
+                    for pi in 0..4 {
+                        let mut sp = store4_v(&[p[0][pi], p[1][pi], p[2][pi], p[3][pi]]);
+                        if !has_min {
+                            sp = _mm_sub_epi32(sp, _mm_slli_epi32::<5>(bt[pi]));
+                        }
+                        acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(sp), ds, acc[c]);
+                        acc_min[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(mt[pi]), dm, acc_min[c]);
+                    }
+                    continue;
+                }
+                let t: [__m256i; 4] = std::array::from_fn(|r| {
+                    let s = _mm256_add_epi32(
+                        _mm256_add_epi32(p[r][0], p[r][1]),
+                        _mm256_add_epi32(p[r][2], p[r][3]),
+                    );
+                    _mm256_sub_epi32(s, _mm256_slli_epi32::<5>(bias[r]))
+                });
+                let st = _mm_cvtepi32_ps(store4_v(&t));
+                let mt = _mm_cvtepi32_ps(_mm_hadd_epi32(
+                    _mm_hadd_epi32(m4[0], m4[1]),
+                    _mm_hadd_epi32(m4[2], m4[3]),
+                ));
+                if orders[c] == Order::RepackGemv {
+                    acc[c] = _mm_fmadd_ps(st, _mm_mul_ps(dx, dy), acc[c]);
+                    acc_min[c] = _mm_fmadd_ps(mt, _mm_mul_ps(dmin, dy), acc_min[c]);
+                } else {
+                    let mut rv = _mm_mul_ps(st, dx);
+                    if has_min {
+                        rv = _mm_fnmadd_ps(dmin, mt, rv);
+                    }
+                    acc[c] = _mm_fmadd_ps(rv, dy, acc[c]);
                 }
             }
         }
-        for r in 0..R {
-            for c in 0..C {
-                out[r * C + c] = cells[r][c].result();
+        for c in 0..C {
+            let mut v = [0.0f32; 4];
+            _mm_storeu_ps(v.as_mut_ptr(), _mm_sub_ps(acc[c], acc_min[c]));
+            for r in 0..R {
+                out[r * C + c] = v[r];
             }
         }
+    }
+
+    /// The four 8-lane vectors' totals as one 4-lane vector.
+    #[inline(always)]
+    unsafe fn store4_v(p: &[__m256i; 4]) -> __m128i {
+        let h = _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+        _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1))
     }
 }
 

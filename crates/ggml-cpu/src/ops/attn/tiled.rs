@@ -369,6 +369,9 @@ mod tests {
             unsafe { accumulate::<true>(&mut got, &w, &v, dv) };
             assert_eq!(got, want);
         }
-        assert_eq!(max_of(&w), w.iter().cloned().fold(f32::NEG_INFINITY, f32::max));
+        assert_eq!(
+            max_of(&w),
+            w.iter().cloned().fold(f32::NEG_INFINITY, f32::max)
+        );
     }
 }
