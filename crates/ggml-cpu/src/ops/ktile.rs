@@ -13,7 +13,9 @@
 //! The integer parts are exact in every kernel (no i16 saturation for these code ranges), so
 //! only the float steps above decide the result; `block_sums_ref` is their scalar reference.
 
-use super::gemm::{RM, RN};
+use super::gemm::RM;
+#[cfg(test)]
+use super::gemm::RN;
 use ggml::Type;
 
 /// How one output cell accumulates, after the llama.cpp kernel that computes it.
@@ -251,23 +253,26 @@ pub(crate) fn dot_ref(ty: Type, order: Order, nb: usize, x: &[u8], y: &[u8]) -> 
     cell.result()
 }
 
-/// out[r * RN + c] = row a[r] times column b[c] over `nb` blocks, column c in `orders[c]`.
+/// Columns per K-quant tile: each unpacked weight block serves this many columns.
+pub(crate) const COLS: usize = 6;
+
+/// out[r * C + c] = row a[r] times column b[c] over `nb` blocks, column c in `orders[c]`.
 ///
 /// # Safety
 /// `plan` came from `plan()`; each a[r] points at nb blocks of `plan.ty`, each b[c] at nb
-/// Q8_K blocks.
-pub(crate) unsafe fn tile(
+/// Q8_K blocks; out holds RM * C floats.
+pub(crate) unsafe fn tile<const C: usize>(
     plan: Plan,
     nb: usize,
     a: &[*const u8; RM],
-    b: &[*const u8; RN],
-    orders: &[Order; RN],
-    out: &mut [f32; RM * RN],
+    b: &[*const u8; C],
+    orders: &[Order; C],
+    out: &mut [f32],
 ) {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: plan() checked the CPU features; the caller vouches for the pointers.
-        unsafe { x86::run::<RM, RN>(plan.ty, nb, a, b, orders, out) }
+        unsafe { x86::run::<RM, C>(plan.ty, nb, a, b, orders, out) }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

@@ -187,6 +187,38 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                 let e1 = (iir1 + tcols).min(ir1e);
                 let mut ir1 = iir1;
                 while ir1 < e1 {
+                    // K-quant weights take wider tiles: unpacking a block costs more
+                    if let Some(Tile::KQuant(kp)) = tile_kind {
+                        const KC: usize = ktile::COLS;
+                        if ir1 + KC <= e1 && ir1 / b.ne[1] == (ir1 + KC - 1) / b.ne[1] {
+                            let cols: [_; KC] = std::array::from_fn(|c| b_row(ir1 + c));
+                            let (i02, i03) = (cols[0].2 / r2, cols[0].3 / r3);
+                            let bp = cols.map(|c| c.0);
+                            let orders = cols.map(|c| kp.order(c.1, b.ne[1]));
+                            let mut out = [0.0f32; gemm::RM * KC];
+                            let mut ir0 = iir0;
+                            while ir0 < e0 {
+                                let rows = (e0 - ir0).min(gemm::RM);
+                                // SAFETY: as below; a short last tile repeats its last row,
+                                // whose extra results are not stored
+                                unsafe {
+                                    let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
+                                        a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
+                                    });
+                                    ktile::tile(kp, k / 256, &ap, &bp, &orders, &mut out);
+                                    for (c, col) in cols.iter().enumerate() {
+                                        for r in 0..rows {
+                                            (d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)
+                                                .write_unaligned(out[r * KC + c]);
+                                        }
+                                    }
+                                }
+                                ir0 += rows;
+                            }
+                            ir1 += KC;
+                            continue;
+                        }
+                    }
                     // RN columns of the same matrix go through the register tile
                     if let Some(kind) = tile_kind {
                         if ir1 + gemm::RN <= e1 && ir1 / b.ne[1] == (ir1 + gemm::RN - 1) / b.ne[1] {

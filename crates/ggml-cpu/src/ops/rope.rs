@@ -95,21 +95,49 @@ pub(crate) fn rope(p: &mut Params, n: &Node, rp: &RopeParams) {
         unsafe {
             a.load_row(i1, i2, i3, x);
             y.copy_from_slice(x);
-            let half = n_dims / 2;
-            for i0 in (0..n_dims).step_by(2) {
-                let (c, s) = (cache[i0], cache[i0 + 1]);
-                let (j0, j1) = if neox {
-                    (i0 / 2, i0 / 2 + half)
-                } else {
-                    (i0, i0 + 1)
-                };
-                let (x0, x1) = (x[j0], x[j1]);
-                // ggml's build contracts these into one fused multiply-add each (GCC's
-                // default -ffp-contract=fast): the first product fused, the second rounded
-                y[j0] = x0.mul_add(c, -(x1 * s));
-                y[j1] = x0.mul_add(s, x1 * c);
-            }
+            rotate(x, y, cache, n_dims, neox);
             d.store_row(i1, i2, i3, y);
         }
+    }
+}
+
+/// Rotates the first n_dims values of x into y by the cached (cos, sin) pairs.
+fn rotate(x: &[f32], y: &mut [f32], cache: &[f32], n_dims: usize, neox: bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if crate::simd::has_avx2_fma() {
+            // SAFETY: FMA is available.
+            unsafe { rotate_fma(x, y, cache, n_dims, neox) };
+            return;
+        }
+    }
+    rotate_impl(x, y, cache, n_dims, neox)
+}
+
+/// `rotate` with hardware FMA (mul_add is otherwise a libm call per element).
+///
+/// # Safety
+/// FMA is available.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn rotate_fma(x: &[f32], y: &mut [f32], cache: &[f32], n_dims: usize, neox: bool) {
+    rotate_impl(x, y, cache, n_dims, neox)
+}
+
+#[inline(always)]
+fn rotate_impl(x: &[f32], y: &mut [f32], cache: &[f32], n_dims: usize, neox: bool) {
+    let half = n_dims / 2;
+    for i0 in (0..n_dims).step_by(2) {
+        let (c, s) = (cache[i0], cache[i0 + 1]);
+        let (j0, j1) = if neox {
+            (i0 / 2, i0 / 2 + half)
+        } else {
+            (i0, i0 + 1)
+        };
+        let (x0, x1) = (x[j0], x[j1]);
+        // ggml's build contracts these into one fused multiply-add each (GCC's default
+        // -ffp-contract=fast): the first product fused, the second rounded
+        y[j0] = x0.mul_add(c, -(x1 * s));
+        y[j1] = x0.mul_add(s, x1 * c);
     }
 }
