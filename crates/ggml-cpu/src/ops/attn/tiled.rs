@@ -179,19 +179,20 @@ unsafe fn rows_impl<const FMA: bool>(
                             *s = qd.mul_add(kx, *s);
                         }
                     }
-                    for (tk, (o, &s0)) in kq.iter_mut().zip(&sc).enumerate() {
-                        if tk >= kv_tile {
-                            *o = f32::NEG_INFINITY;
-                            continue;
+                    for (o, &s0) in kq.iter_mut().zip(&sc) {
+                        *o = s0 * scale;
+                    }
+                    if softcap_on {
+                        for o in kq.iter_mut() {
+                            *o = o.tanh() * pr.softcap;
                         }
-                        let mut s = s0 * scale;
-                        if softcap_on {
-                            s = s.tanh() * pr.softcap;
+                    }
+                    kq[kv_tile..].fill(f32::NEG_INFINITY);
+                    if mask.is_some() {
+                        let mt = &mtile[t * KV_TILE..t * KV_TILE + kv_tile];
+                        for (o, &m) in kq[..kv_tile].iter_mut().zip(mt) {
+                            *o += m;
                         }
-                        if mask.is_some() {
-                            s += mtile[t * KV_TILE + tk];
-                        }
-                        *o = s;
                     }
                     let tile_max = max_of(kq);
                     if tile_max == f32::NEG_INFINITY {
@@ -288,7 +289,7 @@ unsafe fn accumulate<const FMA: bool>(acc: &mut [f32], w: &[f32], v: &[f32], dv:
 mod x86 {
     use std::arch::x86_64::*;
 
-    /// `accumulate` 32 (then 8, then 1) columns at a time.
+    /// `accumulate` 64 (then 32, 8, 1) columns at a time.
     ///
     /// # Safety
     /// AVX2 and FMA are available; v holds w.len() rows of dv >= acc.len() floats.
@@ -298,8 +299,24 @@ mod x86 {
         assert!(n <= dv && v.len() >= w.len() * dv);
         let (pa, pv) = (acc.as_mut_ptr(), v.as_ptr());
         let mut j = 0;
-        // SAFETY: j + 32 <= n (then j + 8 <= n) columns of acc and of each v row exist.
+        // SAFETY: j + 64 <= n (then 32, then 8) columns of acc and of each v row exist.
         unsafe {
+            // eight independent chains keep both FMA ports busy
+            while j + 64 <= n {
+                let mut a: [__m256; 8] =
+                    std::array::from_fn(|i| _mm256_loadu_ps(pa.add(j + 8 * i)));
+                for (t, &wt) in w.iter().enumerate() {
+                    let wb = _mm256_set1_ps(wt);
+                    let row = pv.add(t * dv + j);
+                    for (i, ai) in a.iter_mut().enumerate() {
+                        *ai = _mm256_fmadd_ps(wb, _mm256_loadu_ps(row.add(8 * i)), *ai);
+                    }
+                }
+                for (i, ai) in a.iter().enumerate() {
+                    _mm256_storeu_ps(pa.add(j + 8 * i), *ai);
+                }
+                j += 64;
+            }
             while j + 32 <= n {
                 let mut a = [
                     _mm256_loadu_ps(pa.add(j)),
@@ -355,7 +372,7 @@ mod tests {
 
     #[test]
     fn vector_accumulate_equals_the_fma_chain() {
-        let (dv, n) = (45, 13);
+        let (dv, n) = (109, 13);
         let w: Vec<f32> = (0..n).map(|i| (i as f32 * 0.61).cos()).collect();
         let v: Vec<f32> = (0..n * dv).map(|i| (i as f32 * 0.13).sin() * 3.0).collect();
         let acc0: Vec<f32> = (0..dv).map(|i| i as f32 * 0.01).collect();
