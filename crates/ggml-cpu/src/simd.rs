@@ -1,7 +1,8 @@
 //! Vector helpers chosen at run time: the f16 accumulations of FLASH_ATTN_EXT
 //! (ggml_vec_mad_f16, ggml_vec_scale_f16; each element rounded to f16 after every step, the
 //! multiply-add fused as in ggml's SIMD path) and ggml's vectorised expf (ggml_v_expf, within
-//! 1.5 ulp of expf) for SILU, SWIGLU and SOFT_MAX, with expf for the tail as ggml does.
+//! 1.5 ulp of expf) for SILU, SWIGLU and SOFT_MAX, with expf for the tail as ggml does: its
+//! 16-lane AVX-512 variant on CPUs with AVX-512F/DQ, its 8-lane AVX2 one otherwise.
 
 use crate::fp;
 
