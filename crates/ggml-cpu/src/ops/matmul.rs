@@ -81,13 +81,21 @@ fn convert_src1(p: &mut Params, b: &TRef, tr: &MmTraits) -> Option<usize> {
     let wdata = p.wdata;
     let (r0, r1) = split(b.nrows(), p.ith, p.nth);
     let buf = p.scratch(b.ne[0]);
+    // F32 rows with adjacent elements are quantized in place, others widened first
+    let direct = b.ty == Type::F32 && b.nb[0] == 4;
     for r in r0..r1 {
         let (i1, i2, i3) = b.unflat_row(r);
-        // SAFETY: wdata holds rs bytes per row of b (work_size); this thread owns rows r0..r1.
+        // SAFETY: wdata holds rs bytes per row of b (work_size); this thread owns rows r0..r1;
+        // a direct row holds ne[0] adjacent f32.
         unsafe {
-            b.load_row(i1, i2, i3, buf);
             let out = std::slice::from_raw_parts_mut(wdata.add(r * rs), rs);
-            (tr.from_float)(buf, out);
+            if direct {
+                let row = b.row_ptr(i1, i2, i3) as *const f32;
+                (tr.from_float)(std::slice::from_raw_parts(row, b.ne[0]), out);
+            } else {
+                b.load_row(i1, i2, i3, buf);
+                (tr.from_float)(buf, out);
+            }
         }
     }
     Some(rs)
