@@ -197,33 +197,22 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                 while ir1 < e1 {
                     // K-quant weights take wider tiles: unpacking a block costs more
                     if let Some(Tile::KQuant(kp)) = tile_kind {
-                        const KC: usize = ktile::COLS;
-                        if ir1 + KC <= e1 && ir1 / b.ne[1] == (ir1 + KC - 1) / b.ne[1] {
-                            let cols: [_; KC] = std::array::from_fn(|c| b_row(ir1 + c));
-                            let (i02, i03) = (cols[0].2 / r2, cols[0].3 / r3);
-                            let bp = cols.map(|c| c.0);
-                            let orders = cols.map(|c| kp.order(c.1, b.ne[1]));
-                            let mut out = [0.0f32; gemm::RM * KC];
-                            let mut ir0 = iir0;
-                            while ir0 < e0 {
-                                let rows = (e0 - ir0).min(gemm::RM);
-                                // SAFETY: as below; a short last tile repeats its last row,
-                                // whose extra results are not stored
-                                unsafe {
-                                    let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
-                                        a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
-                                    });
-                                    ktile::tile(kp, k / 256, &ap, &bp, &orders, &mut out);
-                                    for (c, col) in cols.iter().enumerate() {
-                                        for r in 0..rows {
-                                            (d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)
-                                                .write_unaligned(out[r * KC + c]);
-                                        }
-                                    }
-                                }
-                                ir0 += rows;
-                            }
-                            ir1 += KC;
+                        let kt = KTile {
+                            kp,
+                            k,
+                            a: &a,
+                            b_ne1: b.ne[1],
+                            d: &d,
+                            r2,
+                            r3,
+                        };
+                        // SAFETY: as below.
+                        let done = unsafe {
+                            kt.cols::<{ 3 * ktile::COLS }>(ir1, e1, iir0, e0, &b_row)
+                                .or_else(|| kt.cols::<{ ktile::COLS }>(ir1, e1, iir0, e0, &b_row))
+                        };
+                        if let Some(n) = done {
+                            ir1 += n;
                             continue;
                         }
                     }
@@ -356,5 +345,62 @@ pub(crate) fn mul_mat_id(p: &mut Params, n: &Node) {
                 iir0 += TILE;
             }
         }
+    }
+}
+
+/// One K-quant matmul's wide tiles.
+struct KTile<'a> {
+    kp: ktile::Plan,
+    k: usize,
+    a: &'a TRef,
+    b_ne1: usize,
+    d: &'a TRef,
+    r2: usize,
+    r3: usize,
+}
+
+impl KTile<'_> {
+    /// Columns ir1..ir1 + KC (when they exist before e1 and share a matrix) times weight rows
+    /// iir0..e0; returns how many columns were done.
+    ///
+    /// # Safety
+    /// As for mul_mat's tiles: the rows exist and the dst cells belong to this chunk.
+    unsafe fn cols<const KC: usize>(
+        &self,
+        ir1: usize,
+        e1: usize,
+        iir0: usize,
+        e0: usize,
+        b_row: &dyn Fn(usize) -> (*const u8, usize, usize, usize),
+    ) -> Option<usize> {
+        if ir1 + KC > e1 || ir1 / self.b_ne1 != (ir1 + KC - 1) / self.b_ne1 {
+            return None;
+        }
+        let cols: [_; KC] = std::array::from_fn(|c| b_row(ir1 + c));
+        let (i02, i03) = (cols[0].2 / self.r2, cols[0].3 / self.r3);
+        let bp = cols.map(|c| c.0);
+        let orders = cols.map(|c| self.kp.order(c.1, self.b_ne1));
+        let mut buf = [0.0f32; gemm::RM * 3 * ktile::COLS];
+        let out = &mut buf[..gemm::RM * KC];
+        let mut ir0 = iir0;
+        while ir0 < e0 {
+            let rows = (e0 - ir0).min(gemm::RM);
+            // SAFETY: the caller's promise; a short last tile repeats its last row, whose extra
+            // results are not stored
+            unsafe {
+                let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
+                    self.a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
+                });
+                ktile::tile(self.kp, self.k / 256, &ap, &bp, &orders, out);
+                for (c, col) in cols.iter().enumerate() {
+                    for r in 0..rows {
+                        (self.d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)
+                            .write_unaligned(out[r * KC + c]);
+                    }
+                }
+            }
+            ir0 += rows;
+        }
+        Some(KC)
     }
 }
