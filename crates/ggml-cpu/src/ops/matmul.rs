@@ -152,10 +152,10 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     }
     let (dr0, mut dr1) = (nr0.div_ceil(nc0), nr1.div_ceil(nc1));
     // column blocks of whole register tiles: a leftover column costs a slow dot-product pass
-    let tcols = if tile_kind.is_some() {
-        6 * gemm::RN
-    } else {
-        TILE
+    let tcols = match tile_kind {
+        Some(Tile::KQuant(_)) => 3 * ktile::COLS,
+        Some(_) => 6 * gemm::RN,
+        None => TILE,
     };
     if tile_kind.is_some() {
         dr1 = dr1.div_ceil(gemm::RN) * gemm::RN;
