@@ -262,7 +262,28 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                     // exactly one chunk.
                     unsafe {
                         let y = std::slice::from_raw_parts(bp, brow);
-                        for ir0 in iir0..e0 {
+                        let mut ir0 = iir0;
+                        // Q8_0-type weights: several rows down the column at once (independent
+                        // chains, each the dot product's own order)
+                        if let Some(Tile::Quant(q)) = tile_kind {
+                            const CR: usize = qtile::COLUMN_ROWS;
+                            while ir0 + CR <= e0 {
+                                if prefetch_rows > 0 && ir0 + prefetch_rows + CR <= nr0 {
+                                    for r in 0..CR {
+                                        let pr = a.row_ptr(ir0 + prefetch_rows + r, i02, i03);
+                                        prefetch(pr, arow);
+                                    }
+                                }
+                                let ap: [*const u8; CR] = std::array::from_fn(|r| {
+                                    a.row_ptr(ir0 + r, i02, i03) as *const u8
+                                });
+                                let mut out = [0.0f32; CR];
+                                qtile::column(q, k / 32, &ap, bp, &mut out);
+                                tmp[ir0 - iir0..ir0 - iir0 + CR].copy_from_slice(&out);
+                                ir0 += CR;
+                            }
+                        }
+                        for ir0 in ir0..e0 {
                             let x = std::slice::from_raw_parts(a.row_ptr(ir0, i02, i03), arow);
                             if prefetch_rows > 0 && ir0 + prefetch_rows < nr0 {
                                 prefetch(a.row_ptr(ir0 + prefetch_rows, i02, i03), arow);

@@ -53,6 +53,37 @@ pub(crate) unsafe fn tile(
     b: &[*const u8; RN],
     out: &mut [f32; RM * RN],
 ) {
+    // SAFETY: the caller's promise.
+    unsafe { run::<RM, RN>(e, nb, a, b, out) }
+}
+
+/// Rows that go down one column together: their dot products are independent chains.
+pub(crate) const COLUMN_ROWS: usize = 4;
+
+/// out[r] = dot(a[r], y) over `nb` blocks: one activation column, several weight rows at once.
+///
+/// # Safety
+/// As for `tile`, with one column.
+pub(crate) unsafe fn column(
+    e: QElem,
+    nb: usize,
+    a: &[*const u8; COLUMN_ROWS],
+    y: *const u8,
+    out: &mut [f32; COLUMN_ROWS],
+) {
+    // SAFETY: the caller's promise.
+    unsafe { run::<COLUMN_ROWS, 1>(e, nb, a, &[y], out) }
+}
+
+/// # Safety
+/// As for `tile`; out holds R * C floats.
+unsafe fn run<const R: usize, const C: usize>(
+    e: QElem,
+    nb: usize,
+    a: &[*const u8; R],
+    b: &[*const u8; C],
+    out: &mut [f32],
+) {
     #[cfg(target_arch = "x86_64")]
     {
         let vnni = features().1;
@@ -92,7 +123,7 @@ pub(crate) unsafe fn q4_0_repacked_dot(nb: usize, x: *const u8, y: *const u8) ->
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{RM, RN};
+
     use crate::dot::x86::unpack_q5_0;
     use crate::fp::f16_to_f32;
     use std::arch::x86_64::*;
@@ -144,34 +175,34 @@ mod x86 {
             /// # Safety
             /// The CPU supports the target features; pointers cover nb blocks.
             #[target_feature(enable = $feat)]
-            pub unsafe fn $name(
+            pub unsafe fn $name<const R: usize, const C: usize>(
                 nb: usize,
-                a: &[*const u8; RM],
-                b: &[*const u8; RN],
-                out: &mut [f32; RM * RN],
+                a: &[*const u8; R],
+                b: &[*const u8; C],
+                out: &mut [f32],
             ) {
-                let mut acc = [_mm256_setzero_ps(); RM * RN];
+                let mut acc = [[_mm256_setzero_ps(); C]; R];
                 for ib in 0..nb {
-                    let mut qy = [_mm256_setzero_si256(); RN];
-                    let mut dy = [0.0f32; RN];
-                    for c in 0..RN {
+                    let mut qy = [_mm256_setzero_si256(); C];
+                    let mut dy = [0.0f32; C];
+                    for c in 0..C {
                         let yb = b[c].add(34 * ib);
                         qy[c] = load_q8(yb.add(2));
                         dy[c] = scale(yb);
                     }
-                    for r in 0..RM {
+                    for r in 0..R {
                         let xb = a[r].add($xs * ib);
                         let dx = scale(xb);
                         let qx = $load_x(xb.add($xoff));
                         let ax = _mm256_sign_epi8(qx, qx);
-                        for c in 0..RN {
+                        for c in 0..C {
                             let d = _mm256_set1_ps(dx * dy[c]);
                             let s = _mm256_cvtepi32_ps($dot(ax, qx, qy[c]));
-                            acc[r * RN + c] = _mm256_fmadd_ps(d, s, acc[r * RN + c]);
+                            acc[r][c] = _mm256_fmadd_ps(d, s, acc[r][c]);
                         }
                     }
                 }
-                for (o, v) in out.iter_mut().zip(acc.iter()) {
+                for (o, v) in out.iter_mut().zip(acc.iter().flatten()) {
                     *o = hsum(*v);
                 }
             }
@@ -189,33 +220,35 @@ mod x86 {
     /// # Safety
     /// The CPU supports AVX2 and FMA; pointers cover nb blocks.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn q4_0_repacked(
+    pub unsafe fn q4_0_repacked<const R: usize, const C: usize>(
         nb: usize,
-        a: &[*const u8; RM],
-        b: &[*const u8; RN],
-        out: &mut [f32; RM * RN],
+        a: &[*const u8; R],
+        b: &[*const u8; C],
+        out: &mut [f32],
     ) {
-        let mut acc = [0.0f32; RM * RN];
+        let mut acc = [[0.0f32; C]; R];
         for ib in 0..nb {
-            let mut qy = [_mm256_setzero_si256(); RN];
-            let mut dy = [0.0f32; RN];
-            for c in 0..RN {
+            let mut qy = [_mm256_setzero_si256(); C];
+            let mut dy = [0.0f32; C];
+            for c in 0..C {
                 let yb = b[c].add(34 * ib);
                 qy[c] = load_q8(yb.add(2));
                 dy[c] = scale(yb);
             }
-            for r in 0..RM {
+            for r in 0..R {
                 let xb = a[r].add(18 * ib);
                 let dx = scale(xb);
                 let qx = unpack_q4(xb.add(2));
                 let ax = _mm256_sign_epi8(qx, qx);
-                for c in 0..RN {
+                for c in 0..C {
                     let s = hsum_i32(dot_i8(ax, qx, qy[c])) as f32;
-                    acc[r * RN + c] = s.mul_add(dx * dy[c], acc[r * RN + c]);
+                    acc[r][c] = s.mul_add(dx * dy[c], acc[r][c]);
                 }
             }
         }
-        *out = acc;
+        for (o, v) in out.iter_mut().zip(acc.iter().flatten()) {
+            *o = *v;
+        }
     }
 
     /// # Safety
