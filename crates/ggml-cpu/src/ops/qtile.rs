@@ -226,28 +226,49 @@ mod x86 {
         b: &[*const u8; C],
         out: &mut [f32],
     ) {
-        let mut acc = [[0.0f32; C]; R];
+        // each column's cells sit in the lanes (one per row) of a 4-lane accumulator: the
+        // exact block sums of four rows are reduced together, then one fused multiply-add
+        // per block does every row's scalar step at once
+        assert!(R <= 4);
+        let zero = _mm256_setzero_si256();
+        let mut acc = [_mm_setzero_ps(); C];
         for ib in 0..nb {
-            let mut qy = [_mm256_setzero_si256(); C];
+            let mut qy = [zero; C];
             let mut dy = [0.0f32; C];
             for c in 0..C {
                 let yb = b[c].add(34 * ib);
                 qy[c] = load_q8(yb.add(2));
                 dy[c] = scale(yb);
             }
+            let (mut qx, mut ax, mut dx) = ([zero; 4], [zero; 4], [0.0f32; 4]);
             for r in 0..R {
                 let xb = a[r].add(18 * ib);
-                let dx = scale(xb);
-                let qx = unpack_q4(xb.add(2));
-                let ax = _mm256_sign_epi8(qx, qx);
-                for c in 0..C {
-                    let s = hsum_i32(dot_i8(ax, qx, qy[c])) as f32;
-                    acc[r][c] = s.mul_add(dx * dy[c], acc[r][c]);
-                }
+                dx[r] = scale(xb);
+                qx[r] = unpack_q4(xb.add(2));
+                ax[r] = _mm256_sign_epi8(qx[r], qx[r]);
+            }
+            let dxv = _mm_loadu_ps(dx.as_ptr());
+            for c in 0..C {
+                let p: [__m256i; 4] = std::array::from_fn(|r| {
+                    if r < R {
+                        dot_i8(ax[r], qx[r], qy[c])
+                    } else {
+                        zero
+                    }
+                });
+                let h =
+                    _mm256_hadd_epi32(_mm256_hadd_epi32(p[0], p[1]), _mm256_hadd_epi32(p[2], p[3]));
+                let s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+                let d = _mm_mul_ps(dxv, _mm_set1_ps(dy[c]));
+                acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(s), d, acc[c]);
             }
         }
-        for (o, v) in out.iter_mut().zip(acc.iter().flatten()) {
-            *o = *v;
+        for (c, v) in acc.iter().enumerate() {
+            let mut lanes = [0.0f32; 4];
+            _mm_storeu_ps(lanes.as_mut_ptr(), *v);
+            for r in 0..R {
+                out[r * C + c] = lanes[r];
+            }
         }
     }
 
