@@ -153,7 +153,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     let (dr0, mut dr1) = (nr0.div_ceil(nc0), nr1.div_ceil(nc1));
     // column blocks of whole register tiles: a leftover column costs a slow dot-product pass
     let tcols = match tile_kind {
-        Some(Tile::KQuant(_)) => 3 * ktile::COLS,
+        Some(Tile::KQuant(_) | Tile::Quant(_)) => 3 * ktile::COLS,
         Some(_) => 6 * gemm::RN,
         None => TILE,
     };
@@ -195,10 +195,16 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                 let e1 = (iir1 + tcols).min(ir1e);
                 let mut ir1 = iir1;
                 while ir1 < e1 {
-                    // K-quant weights take wider tiles: unpacking a block costs more
-                    if let Some(Tile::KQuant(kp)) = tile_kind {
-                        let kt = KTile {
-                            kp,
+                    // quantized weights take wider tiles: each unpacked block serves more columns
+                    let wide = match tile_kind {
+                        Some(Tile::KQuant(kp)) => Some(Wide::K(kp)),
+                        // (Q8_0 blocks need no unpacking: no gain from wider tiles)
+                        Some(Tile::Quant(q)) if q != qtile::QElem::Q8_0 => Some(Wide::Q(q)),
+                        _ => None,
+                    };
+                    if let Some(kind) = wide {
+                        let kt = WideTile {
+                            kind,
                             k,
                             a: &a,
                             b_ne1: b.ne[1],
@@ -369,9 +375,16 @@ pub(crate) fn mul_mat_id(p: &mut Params, n: &Node) {
     }
 }
 
-/// One K-quant matmul's wide tiles.
-struct KTile<'a> {
-    kp: ktile::Plan,
+/// Quantized weights whose tiles span more than RN columns.
+#[derive(Clone, Copy)]
+enum Wide {
+    K(ktile::Plan),
+    Q(qtile::QElem),
+}
+
+/// One quantized matmul's wide tiles.
+struct WideTile<'a> {
+    kind: Wide,
     k: usize,
     a: &'a TRef,
     b_ne1: usize,
@@ -380,7 +393,7 @@ struct KTile<'a> {
     r3: usize,
 }
 
-impl KTile<'_> {
+impl WideTile<'_> {
     /// Columns ir1..ir1 + KC (when they exist before e1 and share a matrix) times weight rows
     /// iir0..e0; returns how many columns were done.
     ///
@@ -400,7 +413,10 @@ impl KTile<'_> {
         let cols: [_; KC] = std::array::from_fn(|c| b_row(ir1 + c));
         let (i02, i03) = (cols[0].2 / self.r2, cols[0].3 / self.r3);
         let bp = cols.map(|c| c.0);
-        let orders = cols.map(|c| self.kp.order(c.1, self.b_ne1));
+        let orders = match self.kind {
+            Wide::K(kp) => cols.map(|c| kp.order(c.1, self.b_ne1)),
+            Wide::Q(_) => [ktile::Order::Tiled; KC],
+        };
         let mut buf = [0.0f32; gemm::RM * 3 * ktile::COLS];
         let out = &mut buf[..gemm::RM * KC];
         let mut ir0 = iir0;
@@ -412,7 +428,10 @@ impl KTile<'_> {
                 let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
                     self.a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
                 });
-                ktile::tile(self.kp, self.k / 256, &ap, &bp, &orders, out);
+                match self.kind {
+                    Wide::K(kp) => ktile::tile(kp, self.k / 256, &ap, &bp, &orders, out),
+                    Wide::Q(q) => qtile::wide(q, self.k / 32, &ap, &bp, out),
+                }
                 for (c, col) in cols.iter().enumerate() {
                     for r in 0..rows {
                         (self.d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)

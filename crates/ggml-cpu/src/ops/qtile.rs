@@ -57,6 +57,21 @@ pub(crate) unsafe fn tile(
     unsafe { run::<RM, RN>(e, nb, a, b, out) }
 }
 
+/// out[r * C + c] = dot(a[r], b[c]) over `nb` blocks, for tiles wider than RN columns.
+///
+/// # Safety
+/// As for `tile`; out holds RM * C floats.
+pub(crate) unsafe fn wide<const C: usize>(
+    e: QElem,
+    nb: usize,
+    a: &[*const u8; RM],
+    b: &[*const u8; C],
+    out: &mut [f32],
+) {
+    // SAFETY: the caller's promise.
+    unsafe { run::<RM, C>(e, nb, a, b, out) }
+}
+
 /// Rows that go down one column together: their dot products are independent chains.
 pub(crate) const COLUMN_ROWS: usize = 4;
 
