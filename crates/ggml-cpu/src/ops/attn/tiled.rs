@@ -299,55 +299,48 @@ mod x86 {
         assert!(n <= dv && v.len() >= w.len() * dv);
         let (pa, pv) = (acc.as_mut_ptr(), v.as_ptr());
         let mut j = 0;
-        // SAFETY: j + 64 <= n (then 32, then 8) columns of acc and of each v row exist.
+        // SAFETY: each call covers columns j..j + 8V <= n of acc and of every v row.
         unsafe {
             // eight independent chains keep both FMA ports busy
             while j + 64 <= n {
-                let mut a: [__m256; 8] =
-                    std::array::from_fn(|i| _mm256_loadu_ps(pa.add(j + 8 * i)));
-                for (t, &wt) in w.iter().enumerate() {
-                    let wb = _mm256_set1_ps(wt);
-                    let row = pv.add(t * dv + j);
-                    for (i, ai) in a.iter_mut().enumerate() {
-                        *ai = _mm256_fmadd_ps(wb, _mm256_loadu_ps(row.add(8 * i)), *ai);
-                    }
-                }
-                for (i, ai) in a.iter().enumerate() {
-                    _mm256_storeu_ps(pa.add(j + 8 * i), *ai);
-                }
+                columns::<8>(pa.add(j), pv.add(j), w, dv);
                 j += 64;
             }
             while j + 32 <= n {
-                let mut a = [
-                    _mm256_loadu_ps(pa.add(j)),
-                    _mm256_loadu_ps(pa.add(j + 8)),
-                    _mm256_loadu_ps(pa.add(j + 16)),
-                    _mm256_loadu_ps(pa.add(j + 24)),
-                ];
-                for (t, &wt) in w.iter().enumerate() {
-                    let wb = _mm256_set1_ps(wt);
-                    let row = pv.add(t * dv + j);
-                    for (i, ai) in a.iter_mut().enumerate() {
-                        *ai = _mm256_fmadd_ps(wb, _mm256_loadu_ps(row.add(8 * i)), *ai);
-                    }
-                }
-                for (i, ai) in a.iter().enumerate() {
-                    _mm256_storeu_ps(pa.add(j + 8 * i), *ai);
-                }
+                columns::<4>(pa.add(j), pv.add(j), w, dv);
                 j += 32;
             }
             while j + 8 <= n {
-                let mut a = _mm256_loadu_ps(pa.add(j));
-                for (t, &wt) in w.iter().enumerate() {
-                    a = _mm256_fmadd_ps(_mm256_set1_ps(wt), _mm256_loadu_ps(pv.add(t * dv + j)), a);
-                }
-                _mm256_storeu_ps(pa.add(j), a);
+                columns::<1>(pa.add(j), pv.add(j), w, dv);
                 j += 8;
             }
         }
         for (jj, a) in acc.iter_mut().enumerate().skip(j) {
             for (t, &wt) in w.iter().enumerate() {
                 *a = wt.mul_add(v[t * dv + jj], *a);
+            }
+        }
+    }
+
+    /// 8V columns starting at `pa` / `pv` (row stride dv): acc = fma(w[t], v[t], acc) for each
+    /// t in order, the accumulators in registers.
+    ///
+    /// # Safety
+    /// AVX2 and FMA are available; the 8V floats at pa and at pv + t * dv (t < w.len()) exist.
+    #[inline(always)]
+    unsafe fn columns<const V: usize>(pa: *mut f32, pv: *const f32, w: &[f32], dv: usize) {
+        // SAFETY: the caller's promise.
+        unsafe {
+            let mut a: [__m256; V] = std::array::from_fn(|i| _mm256_loadu_ps(pa.add(8 * i)));
+            for (t, &wt) in w.iter().enumerate() {
+                let wb = _mm256_set1_ps(wt);
+                let row = pv.add(t * dv);
+                for (i, ai) in a.iter_mut().enumerate() {
+                    *ai = _mm256_fmadd_ps(wb, _mm256_loadu_ps(row.add(8 * i)), *ai);
+                }
+            }
+            for (i, ai) in a.iter().enumerate() {
+                _mm256_storeu_ps(pa.add(8 * i), *ai);
             }
         }
     }
