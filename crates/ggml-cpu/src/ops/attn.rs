@@ -78,9 +78,17 @@ pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32
             max_bias,
             softcap,
         };
+        let ops = tiled::Operands {
+            q: &q,
+            k: &k,
+            v: &v,
+            mask,
+            sinks,
+            d: &d,
+        };
         // SAFETY: shapes checked by the constructor; split gives this thread its own rows;
         // buf has scratch_len floats.
-        unsafe { tiled::rows(&q, &k, &v, mask, sinks, &d, &pr, r0, r1, buf) };
+        unsafe { tiled::rows(&ops, &pr, r0, r1, buf) };
         return;
     }
     let ktr = match mm_traits(k.ty) {

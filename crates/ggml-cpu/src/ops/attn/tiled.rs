@@ -38,34 +38,32 @@ pub(crate) struct Params {
     pub softcap: f32,
 }
 
+/// The tensors of one FLASH_ATTN_EXT node.
+pub(crate) struct Operands<'a> {
+    pub q: &'a TRef,
+    pub k: &'a TRef,
+    pub v: &'a TRef,
+    pub mask: Option<TRef>,
+    pub sinks: Option<TRef>,
+    pub d: &'a TRef,
+}
+
 /// Computes query rows `r0..r1` (flat over ne1, ne2, ne3) into `d`.
 ///
 /// # Safety
 /// The operands have the shapes FLASH_ATTN_EXT checks; this thread owns rows r0..r1 of dst;
 /// `buf` holds `scratch_len` floats.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn rows(
-    q: &TRef,
-    k: &TRef,
-    v: &TRef,
-    mask: Option<TRef>,
-    sinks: Option<TRef>,
-    d: &TRef,
-    pr: &Params,
-    r0: usize,
-    r1: usize,
-    buf: &mut [f32],
-) {
+pub(crate) unsafe fn rows(ops: &Operands, pr: &Params, r0: usize, r1: usize, buf: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
         if crate::simd::has_avx2_fma() {
             // SAFETY: AVX2 and FMA are available; the rest is the caller's promise.
-            unsafe { rows_fma(q, k, v, mask, sinks, d, pr, r0, r1, buf) };
+            unsafe { rows_fma(ops, pr, r0, r1, buf) };
             return;
         }
     }
     // SAFETY: the caller's promise.
-    unsafe { rows_impl::<false>(q, k, v, mask, sinks, d, pr, r0, r1, buf) }
+    unsafe { rows_impl::<false>(ops, pr, r0, r1, buf) }
 }
 
 /// `rows` compiled with FMA: mul_add becomes one instruction and the lane loops vectorise.
@@ -74,40 +72,24 @@ pub(crate) unsafe fn rows(
 /// AVX2 and FMA are available; as for `rows`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn rows_fma(
-    q: &TRef,
-    k: &TRef,
-    v: &TRef,
-    mask: Option<TRef>,
-    sinks: Option<TRef>,
-    d: &TRef,
-    pr: &Params,
-    r0: usize,
-    r1: usize,
-    buf: &mut [f32],
-) {
+unsafe fn rows_fma(ops: &Operands, pr: &Params, r0: usize, r1: usize, buf: &mut [f32]) {
     // SAFETY: as for rows; FMA is available.
-    unsafe { rows_impl::<true>(q, k, v, mask, sinks, d, pr, r0, r1, buf) }
+    unsafe { rows_impl::<true>(ops, pr, r0, r1, buf) }
 }
 
 /// Query rows go in groups of up to `Q_TILE` rows of one head, so each K/V tile is widened
 /// once per group; every row's arithmetic is the one ggml does for it.
 /// `FMA`: AVX2 and FMA are available (the caller runs with them enabled).
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
 unsafe fn rows_impl<const FMA: bool>(
-    q: &TRef,
-    k: &TRef,
-    v: &TRef,
-    mask: Option<TRef>,
-    sinks: Option<TRef>,
-    d: &TRef,
+    ops: &Operands,
     pr: &Params,
     r0: usize,
     r1: usize,
     buf: &mut [f32],
 ) {
+    let (q, k, v, d) = (ops.q, ops.k, ops.v, ops.d);
+    let (mask, sinks) = (&ops.mask, &ops.sinks);
     let (dk, dv, n_kv) = (q.ne[0], v.ne[0], k.ne[1]);
     let (nq1, nq2, nq3) = (q.ne[1], q.ne[2], q.ne[3]);
     let (rk2, rk3) = (nq2 / k.ne[2], nq3 / k.ne[3]);
