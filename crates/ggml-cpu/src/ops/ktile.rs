@@ -1,4 +1,4 @@
-//! K-quant weights (Q4_K, Q5_K, Q6_K) times Q8_K activations in the float order of the kernels
+//! K-quant weights (Q3_K, Q4_K, Q5_K, Q6_K) times Q8_K activations in the float order of the kernels
 //! llama.cpp runs for them on x86, so results (and perplexities) agree to the last bit:
 //!
 //! - 2-D Q4_K weights with rows % 8 == 0 are repacked at load (q4_K_8x8_q8_K); the first
@@ -7,8 +7,8 @@
 //!   activation sums), the other columns through its gemv, which does the same once per
 //!   256-value block; the result is their difference.
 //! - Other K-quant weights times batches of >= 8 columns go through the tiled K-quant path:
-//!   per block r = f32(S) * dx, minus dmin * f32(M) in one rounding, fused times dy into the
-//!   output.
+//!   per block r = f32(S) * dx, minus dmin * f32(M) in one rounding (Q4_K/Q5_K), fused times
+//!   dy into the output.
 //!
 //! The integer parts are exact in every kernel (no i16 saturation for these code ranges), so
 //! only the float steps above decide the result; `block_sums_ref` is their scalar reference.
@@ -63,7 +63,7 @@ fn available() -> bool {
 /// 2-D) times `ne11` activation columns per plane of type `src1`; None: the plain dot
 /// product, as everywhere else.
 pub(crate) fn plan(ty: Type, rows: usize, flat: bool, ne11: usize, src1: Type) -> Option<Plan> {
-    if !available() || !matches!(ty, Type::Q4K | Type::Q5K | Type::Q6K) {
+    if !available() || !matches!(ty, Type::Q3K | Type::Q4K | Type::Q5K | Type::Q6K) {
         return None;
     }
     if ty == Type::Q4K && rows.is_multiple_of(8) && flat && src1 == Type::F32 {
@@ -76,6 +76,7 @@ pub(crate) fn plan(ty: Type, rows: usize, flat: bool, ne11: usize, src1: Type) -
 /// Bytes of one block of `ty`.
 fn block_bytes(ty: Type) -> usize {
     match ty {
+        Type::Q3K => 110,
         Type::Q4K => 144,
         Type::Q5K => 176,
         _ => 210,
@@ -153,9 +154,28 @@ fn k4_scales(sc: &[u8]) -> ([u8; 8], [u8; 8]) {
     (scales, mins)
 }
 
+/// Q3_K's 16 signed 6-bit scales from its 12 packed bytes (ggml's aux decode, minus 32).
+fn k3_scales(s: &[u8]) -> [i32; 16] {
+    std::array::from_fn(|j| {
+        let lo = if j < 8 { s[j] & 0x0F } else { s[j - 8] >> 4 };
+        let hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+        (lo | (hi << 4)) as i32 - 32
+    })
+}
+
+/// Types without mins store their codes biased: Q6_K by 32, Q3_K by 4 (log2 of it here).
+fn bias_shift(ty: Type) -> i32 {
+    if ty == Type::Q3K {
+        2
+    } else {
+        5
+    }
+}
+
 #[cfg(test)]
 /// The 256 unsigned codes of a block and its per-16 scales (Q4_K/Q5_K repeat each of their 8
-/// scales twice), mins per 32 and the code bias subtracted from every code (32 for Q6_K).
+/// scales twice), mins per 32 and the code bias subtracted from every code (32 for Q6_K, 4 for
+/// Q3_K).
 fn codes_ref(ty: Type, x: &[u8]) -> ([u8; 256], [i32; 16], [i32; 8], i32) {
     let mut q = [0u8; 256];
     let mut sc16 = [0i32; 16];
@@ -186,6 +206,20 @@ fn codes_ref(ty: Type, x: &[u8]) -> ([u8; 256], [i32; 16], [i32; 8], i32) {
                 mins[j] = m[j] as i32;
             }
             (q, sc16, mins, 0)
+        }
+        Type::Q3K => {
+            let (hm, qs) = (&x[0..32], &x[32..96]);
+            for h in 0..2 {
+                for g in 0..4 {
+                    for l in 0..32 {
+                        let low2 = (qs[32 * h + l] >> (2 * g)) & 3;
+                        let high = (hm[l] >> (4 * h + g)) & 1;
+                        q[128 * h + 32 * g + l] = low2 | (high << 2);
+                    }
+                }
+            }
+            sc16 = k3_scales(&x[96..108]);
+            (q, sc16, mins, 4)
         }
         _ => {
             let (ql, qh) = (&x[0..128], &x[128..192]);
@@ -234,6 +268,7 @@ pub(crate) fn block_sums_ref(ty: Type, x: &[u8], y: &[u8]) -> ([i32; 4], [i32; 4
 fn block_scales(ty: Type, x: &[u8]) -> (f32, f32) {
     match ty {
         Type::Q4K | Type::Q5K => (half(x, 0), half(x, 2)),
+        Type::Q3K => (half(x, 108), 0.0),
         _ => (half(x, 208), 0.0),
     }
 }
@@ -248,7 +283,15 @@ pub(crate) fn dot_ref(ty: Type, order: Order, nb: usize, x: &[u8], y: &[u8]) -> 
         let (s, m) = block_sums_ref(ty, xb, yb);
         let (dx, dmin) = block_scales(ty, xb);
         let dy = f32::from_le_bytes([yb[0], yb[1], yb[2], yb[3]]);
-        cell.step(order, ty != Type::Q6K, &s, &m, dx, dmin, dy);
+        cell.step(
+            order,
+            matches!(ty, Type::Q4K | Type::Q5K),
+            &s,
+            &m,
+            dx,
+            dmin,
+            dy,
+        );
     }
     cell.result()
 }
@@ -302,7 +345,7 @@ pub(crate) unsafe fn dot(plan: Plan, order: Order, nb: usize, x: *const u8, y: *
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{block_bytes, k4_scales, Order, Q8K_BYTES};
+    use super::{bias_shift, block_bytes, k3_scales, k4_scales, Order, Q8K_BYTES};
     use crate::fp::f16_to_f32;
     use ggml::Type;
     use std::arch::x86_64::*;
@@ -342,7 +385,7 @@ mod x86 {
 
     /// A block unpacked once for several columns: 8 vectors of 32 unsigned codes (values
     /// 32v..32v+32) with a 16-bit scale per vector half; Q4_K/Q5_K mins as 8 x i16, Q6_K
-    /// scales as 16 x i16 (its codes carry a +32 bias).
+    /// and Q3_K scales as 16 x i16 (their codes carry a +32 / +4 bias).
     struct Row {
         codes: [__m256i; 8],
         scales: [__m256i; 8],
@@ -392,6 +435,35 @@ mod x86 {
                     dmin: half(x.add(2)),
                 }
             }
+            Type::Q3K => {
+                let m3 = _mm256_set1_epi8(0x03);
+                let one = _mm256_set1_epi8(1);
+                let hm = load(x);
+                for h in 0..2 {
+                    let qs = load(x.add(32 + 32 * h));
+                    for g in 0..4 {
+                        let sh = |v: __m256i, n: i32| _mm256_srl_epi16(v, _mm_cvtsi32_si128(n));
+                        let low2 = _mm256_and_si256(sh(qs, 2 * g as i32), m3);
+                        let high = _mm256_and_si256(sh(hm, (4 * h + g) as i32), one);
+                        codes[4 * h + g] = _mm256_or_si256(low2, _mm256_slli_epi16(high, 2));
+                    }
+                }
+                let sc = k3_scales(std::slice::from_raw_parts(x.add(96), 12));
+                let sc8: [i8; 16] = std::array::from_fn(|j| sc[j] as i8);
+                let sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(sc8.as_ptr() as *const __m128i));
+                for (v, sv) in scales.iter_mut().enumerate() {
+                    let (a, b) = (sc[2 * v] as i16, sc[2 * v + 1] as i16);
+                    *sv = _mm256_set_m128i(_mm_set1_epi16(b), _mm_set1_epi16(a));
+                }
+                Row {
+                    codes,
+                    scales,
+                    mins16: _mm_setzero_si128(),
+                    sc16,
+                    dx: half(x.add(108)),
+                    dmin: 0.0,
+                }
+            }
             _ => {
                 let m3 = _mm256_set1_epi8(0x03);
                 for n in 0..2 {
@@ -427,7 +499,7 @@ mod x86 {
     }
 
     /// The scaled code sums of an unpacked block times a Q8_K block, one 8-lane vector per 64
-    /// values (Q6_K's +32 code bias not yet taken off).
+    /// values (the Q6_K / Q3_K code bias not yet taken off).
     #[inline(always)]
     unsafe fn pair_vectors(row: &Row, y: &Col) -> [__m256i; 4] {
         let mut p = [_mm256_setzero_si256(); 4];
@@ -476,7 +548,8 @@ mod x86 {
     ) {
         assert!(R <= 4);
         let bx = block_bytes(ty);
-        let has_min = ty != Type::Q6K;
+        let has_min = matches!(ty, Type::Q4K | Type::Q5K);
+        let shift = _mm_cvtsi32_si128(bias_shift(ty));
         let mut acc = [_mm_setzero_ps(); C];
         let mut acc_min = [_mm_setzero_ps(); C];
         let zero = _mm256_setzero_si256();
@@ -502,7 +575,8 @@ mod x86 {
                     // term of values 64l..64l + 64
                     m4[r] = _mm_madd_epi16(rows[r].mins16, y.bs32);
                 }
-                // Q6_K stores codes +32: 32 * (scale x activation sum) per 16 values comes off
+                // Q6_K / Q3_K store codes +32 / +4: bias x (scale x activation sum) per 16
+                // values comes off
                 let mut bias = [zero; 4];
                 if !has_min {
                     for r in 0..R {
@@ -524,7 +598,7 @@ mod x86 {
                     for pi in 0..4 {
                         let mut sp = store4_v(&[p[0][pi], p[1][pi], p[2][pi], p[3][pi]]);
                         if !has_min {
-                            sp = _mm_sub_epi32(sp, _mm_slli_epi32::<5>(bt[pi]));
+                            sp = _mm_sub_epi32(sp, _mm_sll_epi32(bt[pi], shift));
                         }
                         acc[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(sp), ds, acc[c]);
                         acc_min[c] = _mm_fmadd_ps(_mm_cvtepi32_ps(mt[pi]), dm, acc_min[c]);
@@ -536,7 +610,7 @@ mod x86 {
                         _mm256_add_epi32(p[r][0], p[r][1]),
                         _mm256_add_epi32(p[r][2], p[r][3]),
                     );
-                    _mm256_sub_epi32(s, _mm256_slli_epi32::<5>(bias[r]))
+                    _mm256_sub_epi32(s, _mm256_sll_epi32(bias[r], shift))
                 });
                 let st = _mm_cvtepi32_ps(store4_v(&t));
                 let mt = _mm_cvtepi32_ps(_mm_hadd_epi32(
@@ -599,7 +673,7 @@ mod tests {
         }
         let k = 256 * 3;
         let nb = k / 256;
-        for ty in [Type::Q4K, Type::Q5K, Type::Q6K] {
+        for ty in [Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
             let rows = quant_rows(ty, k, RM, 1);
             let cols = quant_rows(Type::Q8K, k, RN, 7);
             let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
@@ -630,7 +704,7 @@ mod tests {
         // S and M scaled by the block scales give the float dot product of the dequantized
         // rows (up to rounding): checks the code, scale and min layouts of each type
         let k = 256;
-        for ty in [Type::Q4K, Type::Q5K, Type::Q6K] {
+        for ty in [Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
             let x = &quant_rows(ty, k, 1, 3)[0];
             let y = &quant_rows(Type::Q8K, k, 1, 5)[0];
             let mut xf = vec![0.0f32; k];
