@@ -1,4 +1,4 @@
-//! K-quant weights (Q3_K, Q4_K, Q5_K, Q6_K) times Q8_K activations in the float order of the kernels
+//! K-quant weights (Q3_K to Q6_K) times Q8_K activations in the float order of the kernels
 //! llama.cpp runs for them on x86, so results (and perplexities) agree to the last bit:
 //!
 //! - 2-D Q4_K weights with rows % 8 == 0 are repacked at load (q4_K_8x8_q8_K); the first
