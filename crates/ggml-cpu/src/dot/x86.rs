@@ -107,7 +107,7 @@ wrapper!(q6_k_avx512, q6_k_k512, 256, 210, 292);
 
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-fn hsum_ps(v: __m256) -> f32 {
+pub(super) fn hsum_ps(v: __m256) -> f32 {
     let lo = _mm256_castps256_ps128(v);
     let hi = _mm256_extractf128_ps(v, 1);
     let s = _mm_add_ps(lo, hi);

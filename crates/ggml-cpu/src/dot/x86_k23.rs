@@ -1,11 +1,13 @@
-//! AVX2 and AVX-512 VNNI dot products for Q2_K and Q3_K against Q8_K. Like the other K-quant
-//! kernels they sum exact integers per super-block and scale once in f32.
+//! AVX2 and AVX-512 VNNI dot products for Q2_K and Q3_K against Q8_K. They sum exact integers
+//! per super-block; Q3_K then follows ggml's lane order (8 float lanes fused per block), Q2_K
+//! scales the block's total once in f32.
 
 use std::arch::x86_64::*;
 
 use super::scalar::check;
 use super::x86::{
-    dot_u8_i8_scaled, dot_u8_i8_scaled_vnni, h2f_f16c, hsum_epi32, load32, pair16, pair32, rd_i16,
+    dot_u8_i8_scaled, dot_u8_i8_scaled_vnni, h2f_f16c, hsum_epi32, hsum_ps, load32, pair16, pair32,
+    rd_i16,
 };
 
 pub(super) fn q2_k_avx2(n: usize, x: &[u8], y: &[u8]) -> f32 {
@@ -111,8 +113,12 @@ macro_rules! q3_k_kernel {
         unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
             let m3 = _mm256_set1_epi8(3);
             let one = _mm256_set1_epi8(1);
+            let four = _mm256_set1_epi8(4);
             let (px, py) = (x.as_ptr(), y.as_ptr());
-            let mut sumf = 0.0f32;
+            // ggml's float order: per block, 8 lanes of exact sums of scale x (q - 4) x q8 (the
+            // -4 taken off byte by byte, as its maddubs pair does) fused times d into 8 float
+            // lanes, summed last
+            let mut accf = _mm256_setzero_ps();
             for i in 0..nb {
                 // SAFETY: block i of both operands is within the nb blocks the caller checked;
                 // every offset below stays inside its 110- or 292-byte block.
@@ -122,11 +128,6 @@ macro_rules! q3_k_kernel {
                     let mut scales = [0i32; 16];
                     for (j, v) in scales.iter_mut().enumerate() {
                         *v = q3k_scale(raw, j);
-                    }
-                    // The quants are summed as q + 4 (0..7); subtract 4 * sum(scale * q8).
-                    let mut bias = 0i32;
-                    for (j, v) in scales.iter().enumerate() {
-                        bias += v * rd_i16(by, 260 + 2 * j);
                     }
                     let hm = load32(bx);
                     let mut acc = _mm256_setzero_si256();
@@ -139,17 +140,16 @@ macro_rules! q3_k_kernel {
                             let q = _mm256_or_si256(low, high);
                             let q8 = load32(by.add(4 + 128 * k + 32 * s));
                             let is = 8 * k + 2 * s;
-                            acc = _mm256_add_epi32(
-                                acc,
-                                $dot(q, q8, $pair(scales[is], scales[is + 1])),
-                            );
+                            let sc = $pair(scales[is], scales[is + 1]);
+                            let lanes = _mm256_sub_epi32($dot(q, q8, sc), $dot(four, q8, sc));
+                            acc = _mm256_add_epi32(acc, lanes);
                         }
                     }
-                    let d = h2f_f16c(bx.add(108)) * std::ptr::read_unaligned(by as *const f32);
-                    sumf += d * (hsum_epi32(acc) - 4 * bias) as f32;
+                    let d = std::ptr::read_unaligned(by as *const f32) * h2f_f16c(bx.add(108));
+                    accf = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(acc), accf);
                 }
             }
-            sumf
+            hsum_ps(accf)
         }
     };
 }
