@@ -150,11 +150,15 @@ unsafe fn f32_k2(n: usize, x: &[u8], y: &[u8]) -> f32 {
         }
         i += 32;
     }
-    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
-    let mut sum = hsum_ps(s);
+    // GGML_F32x8_REDUCE: accumulators 0+2 and 1+3, then those two, then the halves and two
+    // horizontal adds
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+    let t0 = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    let t1 = _mm_hadd_ps(t0, t0);
+    let mut sum = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
     while i < n {
-        // SAFETY: i < n.
-        sum += unsafe { *px.add(i) * *py.add(i) };
+        // SAFETY: i < n. (GCC fuses ggml's `sumf += x[i]*y[i]`.)
+        sum = unsafe { (*px.add(i)).mul_add(*py.add(i), sum) };
         i += 1;
     }
     sum
@@ -748,13 +752,10 @@ unsafe fn f32_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
         }
         i += 64;
     }
-    let mut sum = _mm512_reduce_add_ps(_mm512_add_ps(
-        _mm512_add_ps(acc[0], acc[1]),
-        _mm512_add_ps(acc[2], acc[3]),
-    ));
+    let mut sum = reduce_f32x16(&acc);
     while i < n {
-        // SAFETY: i < n.
-        sum += unsafe { *px.add(i) * *py.add(i) };
+        // SAFETY: i < n. (GCC fuses ggml's `sumf += x[i]*y[i]`.)
+        sum = unsafe { (*px.add(i)).mul_add(*py.add(i), sum) };
         i += 1;
     }
     sum
@@ -765,9 +766,11 @@ unsafe fn f32_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
 #[target_feature(enable = "avx512f")]
 unsafe fn f16_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
     let (px, py) = (x.as_ptr(), y.as_ptr());
-    let mut acc = [_mm512_setzero_ps(); 2];
+    // ggml_vec_dot_f16 on AVX-512: four 16-lane f32 accumulators over 64 values per step,
+    // GGML_F32Cx16_REDUCE, then the tail's products added in double
+    let mut acc = [_mm512_setzero_ps(); 4];
     let mut i = 0;
-    while i + 32 <= n {
+    while i + 64 <= n {
         for (k, a) in acc.iter_mut().enumerate() {
             let o = 2 * (i + 16 * k);
             // SAFETY: 16 halves from element i + 16k are in bounds.
@@ -779,14 +782,27 @@ unsafe fn f16_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
             };
             *a = _mm512_fmadd_ps(vx, vy, *a);
         }
-        i += 32;
+        i += 64;
     }
-    let mut sum = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+    let mut sum = reduce_f32x16(&acc) as f64;
     while i < n {
-        sum += h2f(rd16(x, 2 * i)) * h2f(rd16(y, 2 * i));
+        sum += (h2f(rd16(x, 2 * i)) * h2f(rd16(y, 2 * i))) as f64;
         i += 1;
     }
-    sum
+    sum as f32
+}
+
+/// GGML_F32x16_REDUCE of four accumulators: 0+2 and 1+3, then those two, then
+/// _mm512_reduce_add_ps as GCC expands it (halves, quarters, then pairs).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn reduce_f32x16(acc: &[__m512; 4]) -> f32 {
+    let v = _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
+    let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+    let h8 = _mm256_add_ps(hi, _mm512_castps512_ps256(v));
+    let h = _mm_add_ps(_mm256_extractf128_ps::<1>(h8), _mm256_castps256_ps128(h8));
+    let h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+    _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)))
 }
 
 /// # Safety
