@@ -413,10 +413,7 @@ impl WideTile<'_> {
         let cols: [_; KC] = std::array::from_fn(|c| b_row(ir1 + c));
         let (i02, i03) = (cols[0].2 / self.r2, cols[0].3 / self.r3);
         let bp = cols.map(|c| c.0);
-        let orders = match self.kind {
-            Wide::K(kp) => cols.map(|c| kp.order(c.1, self.b_ne1)),
-            Wide::Q(_) => [ktile::Order::Tiled; KC],
-        };
+
         let mut buf = [0.0f32; gemm::RM * 3 * ktile::COLS];
         let out = &mut buf[..gemm::RM * KC];
         let mut ir0 = iir0;
@@ -429,8 +426,11 @@ impl WideTile<'_> {
                     self.a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
                 });
                 match self.kind {
-                    Wide::K(kp) => ktile::tile(kp, self.k / 256, &ap, &bp, &orders, out),
-                    Wide::Q(q) => qtile::wide(q, self.k / 32, &ap, &bp, out),
+                    Wide::K(kp) => {
+                        let orders = cols.map(|c| kp.order(c.1, self.b_ne1));
+                        ktile::tile(kp, self.k / 256, &ap, &bp, &orders, out)
+                    }
+                    Wide::Q(q) => qtile::tile(q, self.k / 32, &ap, &bp, out),
                 }
                 for (c, col) in cols.iter().enumerate() {
                     for r in 0..rows {

@@ -6,7 +6,9 @@
 //! dot products of those kernels. The exception is `QElem::Q4_0Repacked`, which follows
 //! llama.cpp's repacked q4_0_8x8 gemm/gemv instead.
 
-use super::gemm::{RM, RN};
+use super::gemm::RM;
+#[cfg(test)]
+use super::gemm::RN;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum QElem {
@@ -42,26 +44,12 @@ pub(crate) fn available() -> bool {
     }
 }
 
-/// out[r * RN + c] = dot(a[r], b[c]) over `nb` blocks.
+/// out[r * C + c] = dot(a[r], b[c]) over `nb` blocks: RM weight rows by C columns.
 ///
 /// # Safety
-/// `available()` must hold; each a[r] points at nb blocks of `e`, each b[c] at nb Q8_0 blocks.
-pub(crate) unsafe fn tile(
-    e: QElem,
-    nb: usize,
-    a: &[*const u8; RM],
-    b: &[*const u8; RN],
-    out: &mut [f32; RM * RN],
-) {
-    // SAFETY: the caller's promise.
-    unsafe { run::<RM, RN>(e, nb, a, b, out) }
-}
-
-/// out[r * C + c] = dot(a[r], b[c]) over `nb` blocks, for tiles wider than RN columns.
-///
-/// # Safety
-/// As for `tile`; out holds RM * C floats.
-pub(crate) unsafe fn wide<const C: usize>(
+/// `available()` must hold; each a[r] points at nb blocks of `e`, each b[c] at nb Q8_0 blocks;
+/// out holds RM * C floats.
+pub(crate) unsafe fn tile<const C: usize>(
     e: QElem,
     nb: usize,
     a: &[*const u8; RM],
@@ -125,15 +113,10 @@ unsafe fn run<const R: usize, const C: usize>(
 /// # Safety
 /// `available()` must hold; x covers nb Q4_0 blocks and y nb Q8_0 blocks.
 pub(crate) unsafe fn q4_0_repacked_dot(nb: usize, x: *const u8, y: *const u8) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        x86::q4_0_repacked_dot(nb, x, y)
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (nb, x, y);
-        unreachable!("quantized tiles are x86-only");
-    }
+    let mut out = [0.0f32];
+    // SAFETY: the caller's promise.
+    unsafe { run::<1, 1>(QElem::Q4_0Repacked, nb, &[x], &[y], &mut out) };
+    out[0]
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -224,14 +207,6 @@ mod x86 {
         };
     }
 
-    #[inline(always)]
-    unsafe fn hsum_i32(v: __m256i) -> i32 {
-        let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        let s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-        let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-        _mm_cvtsi128_si32(s)
-    }
-
     /// # Safety
     /// The CPU supports AVX2 and FMA; pointers cover nb blocks.
     #[target_feature(enable = "avx2,fma")]
@@ -285,21 +260,6 @@ mod x86 {
                 out[r * C + c] = lanes[r];
             }
         }
-    }
-
-    /// # Safety
-    /// The CPU supports AVX2 and FMA; x covers nb Q4_0 blocks, y nb Q8_0 blocks.
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn q4_0_repacked_dot(nb: usize, x: *const u8, y: *const u8) -> f32 {
-        let mut acc = 0.0f32;
-        for ib in 0..nb {
-            let (xb, yb) = (x.add(18 * ib), y.add(34 * ib));
-            let qx = unpack_q4(xb.add(2));
-            let ax = _mm256_sign_epi8(qx, qx);
-            let s = hsum_i32(dot_i8(ax, qx, load_q8(yb.add(2)))) as f32;
-            acc = s.mul_add(scale(xb) * scale(yb), acc);
-        }
-        acc
     }
 
     qtile!(q8_0, "avx2,fma", 34, 2, load_q8, dot_i8);

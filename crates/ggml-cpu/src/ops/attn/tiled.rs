@@ -27,7 +27,7 @@ pub(crate) fn applies(q: &TRef, k: &TRef, v: &TRef) -> bool {
 }
 
 /// Floats of per-thread scratch `rows` needs.
-pub(crate) fn scratch_len(dk: usize, dv: usize, _n_kv: usize) -> usize {
+pub(crate) fn scratch_len(dk: usize, dv: usize) -> usize {
     Q_TILE * (dk + dv + KV_TILE) + KV_TILE * (2 * dk + dv) + KV_TILE
 }
 
