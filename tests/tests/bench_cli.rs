@@ -4,14 +4,14 @@
 use std::process::{Command, Output, Stdio};
 
 fn bench(args: &[&str]) -> Output {
-    Command::new(testutil::bin("llama-bench", "llama-bench"))
+    Command::new(test_fixtures::bin("llama-bench", "llama-bench"))
         .args(args)
         .output()
         .expect("run llama-bench")
 }
 
 fn model() -> Option<String> {
-    testutil::reference_model_or_skip().map(|p| p.display().to_string())
+    test_fixtures::reference_model_or_skip().map(|p| p.display().to_string())
 }
 
 fn text(b: &[u8]) -> String {
@@ -161,7 +161,7 @@ fn csv_jsonl_and_sql_load_with_their_tools() {
 #[test]
 fn plot_draws_a_line_per_test() {
     let Some(m) = model() else { return };
-    let dir = testutil::scratch_dir("bench_plot");
+    let dir = test_fixtures::scratch_dir("bench_plot");
     let svg = dir.join("threads.svg");
     let out = bench(&[
         "-m",

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 fn completion(args: &[&str]) -> Output {
-    let bin = testutil::bin("llama-completion", "llama-completion");
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
     Command::new(bin)
         .args(args)
         .env_remove("LLAMA_ARG_MODEL")
@@ -23,10 +23,10 @@ fn text(b: &[u8]) -> String {
 fn small_model() -> &'static Path {
     static MODEL: OnceLock<PathBuf> = OnceLock::new();
     MODEL.get_or_init(|| {
-        let dir = testutil::cache_dir().join("completion-cli");
+        let dir = test_fixtures::cache_dir().join("completion-cli");
         std::fs::create_dir_all(&dir).unwrap();
         let out = dir.join(format!("small-{}.gguf", std::process::id()));
-        let bin = testutil::bin("llama-gguf-new", "llama-gguf-new");
+        let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
         #[rustfmt::skip]
         let o = Command::new(bin)
             .args(["--arch", "llama", "--layers", "2", "--embd", "128", "--heads", "4", "--heads-kv", "2",
@@ -131,7 +131,7 @@ fn missing_and_broken_model_files_fail_cleanly() {
         "{err}"
     );
 
-    let dir = testutil::scratch_dir("completion-broken");
+    let dir = test_fixtures::scratch_dir("completion-broken");
     let junk = dir.join("junk.gguf");
     std::fs::write(&junk, b"this is not a gguf file at all").unwrap();
     run_err(
@@ -253,7 +253,7 @@ fn every_shared_flag_is_accepted() {
 
 #[test]
 fn prompt_from_file_and_escapes() {
-    let dir = testutil::scratch_dir("completion-prompt-file");
+    let dir = test_fixtures::scratch_dir("completion-prompt-file");
     let f = dir.join("prompt.txt");
     std::fs::write(&f, "from a file\n").unwrap();
     let o = completion(&[
@@ -328,7 +328,7 @@ fn conversation_mode_reads_stdin_until_eof() {
 #[test]
 fn ctrl_c_stops_with_the_timings_and_status_130() {
     use std::process::Stdio;
-    let bin = testutil::bin("llama-completion", "llama-completion");
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
     // endless generation: no token limit, EOG ignored, context shifting instead of stopping
     #[rustfmt::skip]
     let child = Command::new(bin)
@@ -352,10 +352,10 @@ fn ctrl_c_stops_with_the_timings_and_status_130() {
 /// The acceptance line of issue 6: the reference model's greedy continuation.
 #[test]
 fn greedy_continuation_matches_llama_cpp_on_the_reference_model() {
-    let Some(model) = testutil::reference_model_or_skip() else {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
         return;
     };
-    let log = std::fs::read_to_string(testutil::shared_dir().join("reference/logs/greedy-f32.log"))
+    let log = std::fs::read_to_string(test_fixtures::shared_dir().join("reference/logs/greedy-f32.log"))
         .unwrap();
     let want = log
         .lines()
@@ -392,10 +392,10 @@ fn greedy_continuation_matches_llama_cpp_on_the_reference_model() {
 /// top-k, top-p, min-p and dist): llama.cpp's std::mt19937 draws reproduced token for token.
 #[test]
 fn seeded_sampling_matches_llama_cpp_on_the_reference_logs() {
-    let Some(model) = testutil::reference_model_or_skip() else {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
         return;
     };
-    let logs = testutil::shared_dir().join("reference/logs");
+    let logs = test_fixtures::shared_dir().join("reference/logs");
     for name in [
         "completion-lv4",
         "completion-fa-off",
@@ -420,12 +420,12 @@ fn seeded_sampling_matches_llama_cpp_on_the_reference_logs() {
 /// made here, so those entries report "model missing" and are not counted).
 #[test]
 fn startup_log_figures_match_llama_cpp_for_f32() {
-    let Some(model) = testutil::reference_model_or_skip() else {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
         return;
     };
-    let bin = testutil::bin("llama-completion", "llama-completion");
-    let script = testutil::shared_dir().join("scripts/check-startup-log.py");
-    let logs = testutil::shared_dir().join("reference/logs");
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
+    let script = test_fixtures::shared_dir().join("scripts/check-startup-log.py");
+    let logs = test_fixtures::shared_dir().join("reference/logs");
     let o = Command::new("python3")
         .arg(&script)
         .arg(&bin)

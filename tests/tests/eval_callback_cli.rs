@@ -5,7 +5,7 @@
 use std::process::{Command, Output};
 
 fn evalcb(args: &[&str]) -> Output {
-    Command::new(testutil::bin("llama-eval-callback", "llama-eval-callback"))
+    Command::new(test_fixtures::bin("llama-eval-callback", "llama-eval-callback"))
         .args(args)
         .output()
         .expect("run llama-eval-callback")
@@ -82,12 +82,12 @@ fn compare(ours: &str, reference: &str) {
 }
 
 fn reference(name: &str) -> String {
-    std::fs::read_to_string(testutil::shared_dir().join("reference/logs").join(name)).unwrap()
+    std::fs::read_to_string(test_fixtures::shared_dir().join("reference/logs").join(name)).unwrap()
 }
 
 #[test]
 fn every_node_as_llama_cpp_prints_it() {
-    let Some(m) = testutil::reference_model_or_skip() else {
+    let Some(m) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let out = evalcb(&[
@@ -114,7 +114,7 @@ fn every_node_as_llama_cpp_prints_it() {
 
 #[test]
 fn without_flash_attention() {
-    let Some(m) = testutil::reference_model_or_skip() else {
+    let Some(m) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let log = reference("eval-callback-hi-fa-off.log");
@@ -144,10 +144,10 @@ fn without_flash_attention() {
 
 #[test]
 fn filter_and_graph() {
-    let Some(m) = testutil::reference_model_or_skip() else {
+    let Some(m) = test_fixtures::reference_model_or_skip() else {
         return;
     };
-    let dir = testutil::scratch_dir("evalcb_graph");
+    let dir = test_fixtures::scratch_dir("evalcb_graph");
     let svg = dir.join("g.svg");
     let dot = dir.join("g.dot");
     let m = m.to_str().unwrap().to_string();

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn inspect(args: &[&str]) -> Output {
-    let bin = testutil::bin("llama-gguf-inspect", "llama-gguf-inspect");
+    let bin = test_fixtures::bin("llama-gguf-inspect", "llama-gguf-inspect");
     Command::new(bin)
         .args(args)
         .output()
@@ -19,7 +19,7 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn reference_model_matches_llama_cpp() {
-    let Some(model) = testutil::reference_model_or_skip() else {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let out = inspect(&[model.to_str().unwrap()]);
@@ -39,7 +39,7 @@ fn reference_model_matches_llama_cpp() {
         .filter(|l| l.starts_with(b"llama_model_loader: - "))
         .collect();
     let log =
-        std::fs::read(testutil::shared_dir().join("reference/logs/completion-lv4.log")).unwrap();
+        std::fs::read(test_fixtures::shared_dir().join("reference/logs/completion-lv4.log")).unwrap();
     let theirs: Vec<&[u8]> = log
         .split(|&b| b == b'\n')
         .filter(|l| l.starts_with(b"I llama_model_loader: - "))
@@ -51,7 +51,7 @@ fn reference_model_matches_llama_cpp() {
 
 #[test]
 fn json_dump_parses_and_holds_the_counts() {
-    let Some(model) = testutil::reference_model_or_skip() else {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let m = model.to_str().unwrap();
@@ -83,7 +83,7 @@ fn json_dump_parses_and_holds_the_counts() {
 
 #[test]
 fn key_prints_one_value() {
-    let Some(model) = testutil::reference_model_or_skip() else {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let m = model.to_str().unwrap();
@@ -99,7 +99,7 @@ fn key_prints_one_value() {
 
 #[test]
 fn shared_vocab_files_inspect() {
-    let dir = testutil::shared_dir().join("vocab");
+    let dir = test_fixtures::shared_dir().join("vocab");
     let mut n = 0;
     for e in std::fs::read_dir(dir).unwrap() {
         let p = e.unwrap().path();
@@ -137,7 +137,7 @@ fn patched(at: usize, bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn every_broken_file_gives_its_own_error_and_exit_1() {
-    let dir = testutil::scratch_dir("gguf-inspect-broken");
+    let dir = test_fixtures::scratch_dir("gguf-inspect-broken");
     let valid = valid_file();
     // Offsets in the valid file: header 24, key 8+12, type 4, value 8+1 = 57, then the tensor
     // info: name 8+1, n_dims 4, ne 8, type 4, offset 8.

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use gguf::{GgufFile, Value};
 
 fn gguf_new(args: &[&str]) -> Output {
-    let bin = testutil::bin("llama-gguf-new", "llama-gguf-new");
+    let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
     Command::new(bin)
         .args(args)
         .output()
@@ -19,12 +19,12 @@ fn text(b: &[u8]) -> String {
 
 #[test]
 fn tiny_preset_with_qwen2_vocab_has_the_reference_layout() {
-    let Some(reference) = testutil::reference_model_or_skip() else {
+    let Some(reference) = test_fixtures::reference_model_or_skip() else {
         return;
     };
-    let dir = testutil::scratch_dir("gguf-new-tiny");
+    let dir = test_fixtures::scratch_dir("gguf-new-tiny");
     let out = dir.join("tiny.gguf");
-    let vocab = testutil::vocab("ggml-vocab-qwen2.gguf");
+    let vocab = test_fixtures::vocab("ggml-vocab-qwen2.gguf");
     let o = gguf_new(&[
         "--preset",
         "tiny",
@@ -60,7 +60,7 @@ fn tiny_preset_with_qwen2_vocab_has_the_reference_layout() {
 
 #[test]
 fn builtin_vocab_small_qwen2_f16() {
-    let dir = testutil::scratch_dir("gguf-new-small");
+    let dir = test_fixtures::scratch_dir("gguf-new-small");
     let a = dir.join("a.gguf");
     #[rustfmt::skip]
     let shape = ["--arch", "qwen2", "--layers", "2", "--embd", "64", "--heads", "4", "--heads-kv", "2",
@@ -154,7 +154,7 @@ fn builtin_vocab_small_qwen2_f16() {
 
 #[test]
 fn bf16_default_llama_shape() {
-    let dir = testutil::scratch_dir("gguf-new-bf16");
+    let dir = test_fixtures::scratch_dir("gguf-new-bf16");
     let out = dir.join("m.gguf");
     #[rustfmt::skip]
     let o = gguf_new(&["--layers", "1", "--embd", "32", "--heads", "2", "--ff", "64", "--vocab-size", "300",
@@ -182,7 +182,7 @@ fn bf16_default_llama_shape() {
 
 #[test]
 fn quantized_weights() {
-    let dir = testutil::scratch_dir("gguf-new-q8");
+    let dir = test_fixtures::scratch_dir("gguf-new-q8");
     let out = dir.join("q.gguf");
     #[rustfmt::skip]
     let o = gguf_new(&["--layers", "1", "--embd", "64", "--heads", "2", "--ff", "96", "--vocab-size", "300",
@@ -245,7 +245,7 @@ fn quantized_weights() {
 
 #[test]
 fn bad_flags_give_one_error_line() {
-    let dir = testutil::scratch_dir("gguf-new-bad");
+    let dir = test_fixtures::scratch_dir("gguf-new-bad");
     let out = dir.join("x.gguf");
     let o = out.to_str().unwrap();
     let missing = dir.join("missing.gguf");

@@ -31,7 +31,7 @@ fn check_format(out: &str) {
 
 #[test]
 fn list_devices_tool() {
-    let out = Command::new(testutil::bin("llama-list-devices", "llama-list-devices"))
+    let out = Command::new(test_fixtures::bin("llama-list-devices", "llama-list-devices"))
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -50,7 +50,7 @@ fn ggml_has_offload_device(s: &str) -> bool {
 
 #[test]
 fn list_devices_flag_of_the_tools_prints_the_same() {
-    let tool = Command::new(testutil::bin("llama-list-devices", "llama-list-devices"))
+    let tool = Command::new(test_fixtures::bin("llama-list-devices", "llama-list-devices"))
         .output()
         .unwrap();
     for (pkg, name) in [
@@ -58,7 +58,7 @@ fn list_devices_flag_of_the_tools_prints_the_same() {
         ("llama-perplexity", "llama-perplexity"),
         ("llama-eval-callback", "llama-eval-callback"),
     ] {
-        let out = Command::new(testutil::bin(pkg, name))
+        let out = Command::new(test_fixtures::bin(pkg, name))
             .arg("--list-devices")
             .output()
             .unwrap();

@@ -5,7 +5,7 @@
 use std::process::{Command, Output};
 
 fn ppl(args: &[&str]) -> Output {
-    Command::new(testutil::bin("llama-perplexity", "llama-perplexity"))
+    Command::new(test_fixtures::bin("llama-perplexity", "llama-perplexity"))
         .args(args)
         .output()
         .expect("run llama-perplexity")
@@ -24,7 +24,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn gpl3() -> String {
-    testutil::shared_dir()
+    test_fixtures::shared_dir()
         .join("reference/text/gpl-3.txt")
         .display()
         .to_string()
@@ -59,7 +59,7 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 fn assert_matches_reference(model: &std::path::Path, ty: &str) -> String {
     // shared/reference has llama.cpp's logs for f32, q8_0, q4_0 and q4_k_m; tests/fixtures
     // holds the ones recorded here with llama.cpp built from the pinned source
-    let shared = testutil::shared_dir().join(format!("reference/logs/perplexity-{ty}.log"));
+    let shared = test_fixtures::shared_dir().join(format!("reference/logs/perplexity-{ty}.log"));
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(format!("fixtures/perplexity-{ty}.log"));
     let reference =
@@ -108,7 +108,7 @@ fn assert_matches_reference(model: &std::path::Path, ty: &str) -> String {
 
 #[test]
 fn matches_llama_cpp_per_chunk_and_final() {
-    let Some(m) = testutil::reference_model_or_skip() else {
+    let Some(m) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let stderr = assert_matches_reference(&m, "f32");
@@ -121,11 +121,11 @@ fn matches_llama_cpp_per_chunk_and_final() {
 
 #[test]
 fn kl_divergence_of_a_model_with_itself_is_zero() {
-    let Some(m) = testutil::reference_model_or_skip() else {
+    let Some(m) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let m = m.to_str().unwrap().to_string();
-    let dir = testutil::scratch_dir("ppl_kld");
+    let dir = test_fixtures::scratch_dir("ppl_kld");
     let base = dir.join("base.kld");
     let base_s = base.to_str().unwrap();
 
@@ -213,7 +213,7 @@ fn kl_divergence_of_a_model_with_itself_is_zero() {
 
 #[test]
 fn output_type_one_and_batched_chunks() {
-    let Some(m) = testutil::reference_model_or_skip() else {
+    let Some(m) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     // -b 256 holds two chunks of 128: decoded together as two sequences, same values
@@ -247,7 +247,7 @@ fn output_type_one_and_batched_chunks() {
         "llama.cpp prints the offset of the first chunk of the batch"
     );
     let reference =
-        std::fs::read_to_string(testutil::shared_dir().join("reference/logs/perplexity-f32.log"))
+        std::fs::read_to_string(test_fixtures::shared_dir().join("reference/logs/perplexity-f32.log"))
             .unwrap();
     let want = chunk_values(reference.lines().find(|l| l.starts_with("[1]")).unwrap());
     for (r, w) in rows.iter().zip(&want) {
@@ -259,11 +259,11 @@ fn output_type_one_and_batched_chunks() {
 
 #[test]
 fn errors() {
-    let Some(m) = testutil::reference_model_or_skip() else {
+    let Some(m) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let m = m.to_str().unwrap().to_string();
-    let dir = testutil::scratch_dir("ppl_errors");
+    let dir = test_fixtures::scratch_dir("ppl_errors");
     let short = dir.join("short.txt");
     std::fs::write(&short, "only a few words here\n").unwrap();
 
@@ -307,11 +307,11 @@ fn errors() {
 
 #[test]
 fn task_modes_score_every_task() {
-    let Some(m) = testutil::reference_model_or_skip() else {
+    let Some(m) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let m = m.to_str().unwrap().to_string();
-    let dir = testutil::scratch_dir("ppl_tasks");
+    let dir = test_fixtures::scratch_dir("ppl_tasks");
 
     let mut hs = String::new();
     for i in 0..5 {
@@ -445,12 +445,12 @@ fn q3_k_m_model_matches_llama_cpp() {
 }
 
 fn quantized_model_matches_llama_cpp(ty: &str) {
-    let Some(m) = testutil::reference_model_or_skip() else {
+    let Some(m) = test_fixtures::reference_model_or_skip() else {
         return;
     };
-    let dir = testutil::scratch_dir(&format!("ppl_quantized_{ty}"));
+    let dir = test_fixtures::scratch_dir(&format!("ppl_quantized_{ty}"));
     let out_model = dir.join(format!("tiny-{ty}.gguf"));
-    let q = Command::new(testutil::bin("llama-quantize", "llama-quantize"))
+    let q = Command::new(test_fixtures::bin("llama-quantize", "llama-quantize"))
         .arg(&m)
         .arg(&out_model)
         .arg(ty)

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 fn tokenize(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let bin = testutil::bin("llama-tokenize", "llama-tokenize");
+    let bin = test_fixtures::bin("llama-tokenize", "llama-tokenize");
     let mut child = Command::new(bin)
         .args(args)
         .env_remove("LLAMA_ARG_MODEL")
@@ -25,7 +25,7 @@ fn tokenize(args: &[&str], stdin: Option<&[u8]>) -> Output {
 }
 
 fn vocab(name: &str) -> PathBuf {
-    testutil::shared_dir().join("vocab").join(name)
+    test_fixtures::shared_dir().join("vocab").join(name)
 }
 
 fn qwen2() -> String {
@@ -45,7 +45,7 @@ fn reference_run(log: &str) -> (Output, String) {
 }
 
 fn reference_run_with(log: &str, model: &str) -> (Output, String) {
-    let text = std::fs::read_to_string(testutil::shared_dir().join("reference/logs").join(log))
+    let text = std::fs::read_to_string(test_fixtures::shared_dir().join("reference/logs").join(log))
         .expect("reference log");
     let (cmd, expected) = text.split_once('\n').expect("command line");
     let words: Vec<&str> = cmd.split(' ').skip(2).collect();
@@ -92,7 +92,7 @@ fn reproduces_reference_show_log() {
 
 #[test]
 fn reproduces_reference_logs_on_the_reference_model() {
-    let Some(model) = testutil::reference_model_or_skip() else {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let model = model.to_string_lossy().into_owned();
@@ -108,9 +108,9 @@ fn reproduces_reference_logs_on_the_reference_model() {
 
 #[test]
 fn file_input_is_verbatim_for_every_vocab() {
-    let dir = testutil::scratch_dir("tokenize-cli-vectors");
+    let dir = test_fixtures::scratch_dir("tokenize-cli-vectors");
     let mut n = 0;
-    for entry in std::fs::read_dir(testutil::shared_dir().join("vocab")).unwrap() {
+    for entry in std::fs::read_dir(test_fixtures::shared_dir().join("vocab")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_none_or(|e| e != "gguf") {
             continue;
@@ -266,7 +266,7 @@ fn errors_are_one_line_and_exit_1() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("error: invalid argument: --bogus"));
 
     // A file that is not GGUF at all.
-    let dir = testutil::scratch_dir("tokenize-cli-errors");
+    let dir = test_fixtures::scratch_dir("tokenize-cli-errors");
     let bad = dir.join("bad.gguf");
     std::fs::write(&bad, b"not a model").unwrap();
     let o = tokenize(&["-m", bad.to_str().unwrap(), "-p", "hi"], None);

@@ -18,7 +18,7 @@ struct Expected {
 }
 
 fn expected() -> Vec<Expected> {
-    let path = testutil::shared_dir().join("reference/quant/sha256.txt");
+    let path = test_fixtures::shared_dir().join("reference/quant/sha256.txt");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut out = Vec::new();
     let mut file = String::new();
@@ -70,7 +70,7 @@ fn quantize_tensor(ty: Type, src: &[f32], n_per_row: usize) -> Vec<u8> {
 
 #[test]
 fn quantized_tensors_match_llama_quantize() {
-    let Some(model) = testutil::reference_model_or_skip() else {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let f = gguf::GgufFile::open(&model).expect("open reference model");

@@ -7,7 +7,7 @@ use gguf::{GgufFile, GgufWriter, Value};
 
 #[test]
 fn sparse_four_gib_file_opens_without_reading_data() {
-    let dir = testutil::scratch_dir("gguf-large");
+    let dir = test_fixtures::scratch_dir("gguf-large");
     let path = dir.join("big.gguf");
     let mut w = GgufWriter::new();
     w.add_kv("general.name", Value::from("big")).unwrap();

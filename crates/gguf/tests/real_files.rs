@@ -5,7 +5,7 @@ use gguf::{GgufFile, GgufWriter, ReadMode, Value};
 
 #[test]
 fn reference_model_reads_in_every_mode() {
-    let Some(path) = testutil::reference_model_or_skip() else {
+    let Some(path) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let m = GgufFile::open(&path).unwrap();
@@ -49,7 +49,7 @@ fn reference_model_reads_in_every_mode() {
 
 #[test]
 fn reference_model_rewrites_byte_identical() {
-    let Some(path) = testutil::reference_model_or_skip() else {
+    let Some(path) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let original = std::fs::read(&path).unwrap();
@@ -61,7 +61,7 @@ fn reference_model_rewrites_byte_identical() {
 
 #[test]
 fn shared_vocab_files_read_and_rewrite() {
-    let dir = testutil::shared_dir().join("vocab");
+    let dir = test_fixtures::shared_dir().join("vocab");
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();

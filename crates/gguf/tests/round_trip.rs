@@ -183,7 +183,7 @@ fn writer_rejects_what_the_format_cannot_hold() {
 
 #[test]
 fn file_write_is_atomic_and_reads_back() {
-    let dir = testutil::scratch_dir("gguf-file-write");
+    let dir = test_fixtures::scratch_dir("gguf-file-write");
     let path = dir.join("m.gguf");
     let t = TensorInfo::new("w", ggml::Type::F32, &[2, 2]).unwrap();
     let data: Vec<u8> = (0..16).collect();

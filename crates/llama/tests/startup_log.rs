@@ -75,7 +75,7 @@ fn model_load_log_matches_llama_cpp() {
         .position(|l| l.starts_with("llama_context:"))
         .unwrap();
     // the reference ran in the models' folder
-    let path = testutil::reference_model();
+    let path = test_fixtures::reference_model();
     let dir = format!("{}/", path.parent().unwrap().display());
     let ours: Vec<String> = core_lines(&common::text(&loaded.log, false))
         .iter()

@@ -51,11 +51,11 @@ fn tensors(arch: &str, n_vocab: u64, n_embd: u64) -> Vec<(String, Vec<u64>)> {
 
 /// Writes a 2-layer model with the (32000-token) llama SPM tokenizer and deterministic pseudo-random weights.
 fn write_model(name: &str, spec: &Spec) -> PathBuf {
-    let dir = testutil::cache_dir().join("llama-tiny");
+    let dir = test_fixtures::cache_dir().join("llama-tiny");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     let vocab =
-        gguf::GgufFile::open_metadata(testutil::vocab("ggml-vocab-llama-spm.gguf")).unwrap();
+        gguf::GgufFile::open_metadata(test_fixtures::vocab("ggml-vocab-llama-spm.gguf")).unwrap();
     let n_vocab = vocab
         .get("tokenizer.ggml.tokens")
         .unwrap()
@@ -170,7 +170,7 @@ fn bad_files_are_errors() {
         "{missing:?}"
     );
 
-    let dir = testutil::scratch_dir("llama-bad-files");
+    let dir = test_fixtures::scratch_dir("llama-bad-files");
     let garbage = dir.join("garbage.gguf");
     std::fs::write(&garbage, b"GGUF\x03\x00\x00\x00 this is not a model").unwrap();
     assert!(matches!(
@@ -383,7 +383,7 @@ fn vocab_only_loads_any_architecture() {
             vocab_only: true,
             ..Default::default()
         };
-        let (m, log) = common::capture(|| Model::load(&testutil::vocab(f), &p));
+        let (m, log) = common::capture(|| Model::load(&test_fixtures::vocab(f), &p));
         let m = m.unwrap();
         assert!(m.vocab_only());
         assert!(m.vocab().n_tokens() > 0);
@@ -412,7 +412,7 @@ fn check_tensors_finds_nan() {
     let at = (f.data_offset + t.offset + 8) as usize;
     let mut bytes = std::fs::read(&good_path).unwrap();
     bytes[at..at + 4].copy_from_slice(&f32::NAN.to_le_bytes());
-    let path = testutil::scratch_dir("llama-nan").join("nan.gguf");
+    let path = test_fixtures::scratch_dir("llama-nan").join("nan.gguf");
     std::fs::write(&path, bytes).unwrap();
     for mode in [LoadMode::Mmap, LoadMode::None] {
         let p = ModelParams {

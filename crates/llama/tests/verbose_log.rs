@@ -57,7 +57,7 @@ fn reference_blocks() -> Vec<Vec<String>> {
 }
 
 fn run(no_alloc: bool) -> Vec<String> {
-    let path = testutil::reference_model();
+    let path = test_fixtures::reference_model();
     llama::backend_init();
     let (out, log) = common::capture(|| {
         let m = Model::load(
@@ -103,7 +103,7 @@ fn assert_lines(ours: &[String], want: &[String]) {
 
 #[test]
 fn debug_lines_of_the_fit_pass_and_the_load() {
-    if testutil::reference_model_or_skip().is_none() {
+    if test_fixtures::reference_model_or_skip().is_none() {
         return;
     }
     let mut want = reference_blocks();

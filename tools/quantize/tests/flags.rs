@@ -14,9 +14,9 @@ const LAYERS: usize = 4;
 fn small_model() -> &'static Path {
     static MODEL: OnceLock<PathBuf> = OnceLock::new();
     MODEL.get_or_init(|| {
-        let dir = testutil::scratch_dir("quantize-flags-model");
+        let dir = test_fixtures::scratch_dir("quantize-flags-model");
         let path = dir.join("small-f32.gguf");
-        let o = Command::new(testutil::bin("llama-gguf-new", "llama-gguf-new"))
+        let o = Command::new(test_fixtures::bin("llama-gguf-new", "llama-gguf-new"))
             .args([
                 "--layers",
                 "4",
@@ -71,7 +71,7 @@ fn tensor_bytes(f: &GgufFile, name: &str) -> Vec<u8> {
 
 #[test]
 fn prune_layers_drops_and_renumbers() {
-    let dir = testutil::scratch_dir("quantize-prune");
+    let dir = test_fixtures::scratch_dir("quantize-prune");
     let (full, pruned) = (dir.join("full.gguf"), dir.join("pruned.gguf"));
     ok(&quantize(&[s(small_model()), s(&full), "q8_0"]));
     let log = ok(&quantize(&[
@@ -109,7 +109,7 @@ fn prune_layers_drops_and_renumbers() {
 
 #[test]
 fn override_kv_is_written_and_visible_to_inspect() {
-    let dir = testutil::scratch_dir("quantize-override");
+    let dir = test_fixtures::scratch_dir("quantize-override");
     let out = dir.join("o.gguf");
     let log = ok(&quantize(&[
         "--override-kv",
@@ -131,7 +131,7 @@ fn override_kv_is_written_and_visible_to_inspect() {
         log.contains("validate_override: Using metadata override (  int) 'llama.block_count' = 4"),
         "{log}"
     );
-    let o = Command::new(testutil::bin("llama-gguf-inspect", "llama-gguf-inspect"))
+    let o = Command::new(test_fixtures::bin("llama-gguf-inspect", "llama-gguf-inspect"))
         .args([s(&out), "--key", "general.name"])
         .output()
         .unwrap();
@@ -286,7 +286,7 @@ fn write_imatrix_dat(path: &Path, entries: &[(String, Vec<f32>, f32)]) {
 
 #[test]
 fn imatrix_changes_k_quants_and_is_recorded() {
-    let dir = testutil::scratch_dir("quantize-imatrix");
+    let dir = test_fixtures::scratch_dir("quantize-imatrix");
     let model = GgufFile::open(small_model()).unwrap();
     let entries: Vec<(String, Vec<f32>, f32)> = matrices(&model)
         .into_iter()
@@ -404,7 +404,7 @@ fn imatrix_changes_k_quants_and_is_recorded() {
 
 #[test]
 fn bad_imatrix_files_fail() {
-    let dir = testutil::scratch_dir("quantize-imatrix-bad");
+    let dir = test_fixtures::scratch_dir("quantize-imatrix-bad");
     let m = s(small_model());
     let out = dir.join("o.gguf");
     let o = quantize(&["--imatrix", "/nonexistent.dat", m, s(&out), "q4_k_m"]);
@@ -459,7 +459,7 @@ fn split_model(src: &Path, prefix: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn keep_split_writes_one_shard_per_input_shard() {
-    let dir = testutil::scratch_dir("quantize-split");
+    let dir = test_fixtures::scratch_dir("quantize-split");
     let shards = split_model(small_model(), &dir.join("in"));
     let whole = dir.join("whole.gguf");
     ok(&quantize(&[s(small_model()), s(&whole), "q4_0"]));

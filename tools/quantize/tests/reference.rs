@@ -8,7 +8,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 
 fn expected_sha(file: &str) -> String {
-    let path = testutil::shared_dir().join("reference/quant/sha256.txt");
+    let path = test_fixtures::shared_dir().join("reference/quant/sha256.txt");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .find(|l| !l.starts_with(' ') && l.trim_end().ends_with(file))
@@ -37,12 +37,12 @@ fn stable_lines(text: &str) -> Vec<String> {
 }
 
 fn check(ty: &str, suffix: &str) {
-    let Some(model) = testutil::reference_model_or_skip() else {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let dir = model.parent().unwrap();
     let out_name = format!("tiny-random-qwen2vocab-{suffix}.gguf");
-    let scratch = testutil::scratch_dir(&format!("quantize-{suffix}"));
+    let scratch = test_fixtures::scratch_dir(&format!("quantize-{suffix}"));
     let out = scratch.join(&out_name);
     // Run in the model's folder with a relative input, as the reference logs were made.
     let o = Command::new(env!("CARGO_BIN_EXE_llama-quantize"))
@@ -64,7 +64,7 @@ fn check(ty: &str, suffix: &str) {
     );
 
     let log = std::fs::read_to_string(
-        testutil::shared_dir().join(format!("reference/logs/quantize-{suffix}.log")),
+        test_fixtures::shared_dir().join(format!("reference/logs/quantize-{suffix}.log")),
     )
     .unwrap();
     let want = stable_lines(&log);
@@ -118,7 +118,7 @@ fn bad_command_lines_fail_cleanly() {
 
 #[test]
 fn dry_run_prints_sizes_and_writes_nothing() {
-    let Some(model) = testutil::reference_model_or_skip() else {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let o = Command::new(env!("CARGO_BIN_EXE_llama-quantize"))

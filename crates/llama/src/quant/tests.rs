@@ -13,7 +13,7 @@ fn tiny_model() -> ModelInfo {
 
 /// The tensors of one file section of shared/reference/quant/sha256.txt with their types.
 fn reference_section(file_suffix: &str) -> Vec<(TensorDesc, Type)> {
-    let path = testutil::shared_dir().join("reference/quant/sha256.txt");
+    let path = test_fixtures::shared_dir().join("reference/quant/sha256.txt");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut out = Vec::new();
     let mut in_section = false;
@@ -302,7 +302,7 @@ fn imatrix_values_are_means_per_matrix() {
     assert_eq!(data.keys().collect::<Vec<_>>(), ["blk.0.ffn_up"]);
 
     // A legacy file cut short reports which entry failed.
-    let dir = testutil::scratch_dir("quant-imatrix-unit");
+    let dir = test_fixtures::scratch_dir("quant-imatrix-unit");
     let path = dir.join("short.dat");
     let mut b = 1i32.to_le_bytes().to_vec();
     b.extend(1i32.to_le_bytes());

@@ -46,7 +46,7 @@ static MODEL: OnceLock<Option<Loaded>> = OnceLock::new();
 pub fn model() -> Option<&'static Loaded> {
     MODEL
         .get_or_init(|| {
-            let path = testutil::reference_model_or_skip()?;
+            let path = test_fixtures::reference_model_or_skip()?;
             llama::backend_init();
             let (model, log) = capture(|| Model::load(&path, &ModelParams::default()));
             Some(Loaded {
@@ -59,7 +59,7 @@ pub fn model() -> Option<&'static Loaded> {
 
 /// Lines of a reference log (the command line dropped, level letters removed).
 pub fn reference_log(name: &str) -> Vec<String> {
-    let path = testutil::shared_dir().join("reference/logs").join(name);
+    let path = test_fixtures::shared_dir().join("reference/logs").join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .skip(1)

@@ -1,6 +1,6 @@
 //! CPU backend behaviour beyond single ops: threads, reuse, abort, errors, device facts.
 
-use backend_tests::alloc::alloc_ctx;
+use ggml_op_tests::alloc::alloc_ctx;
 use ggml::backend::{tensor_set_f32, tensor_to_f32, Backend, DeviceKind, GraphView, Status};
 use ggml::{Context, Graph, Type};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -8,7 +8,7 @@ use ggml::backend::{tensor_to_f32, Backend, BufferTypeRef, Device, Status};
 use ggml::sched::Sched;
 use ggml::{Context, Graph, TensorId, Type};
 use std::sync::{Arc, Mutex};
-use test_backend::{Counters, TestDevice, TestDeviceConfig};
+use ggml_fake_device::{Counters, TestDevice, TestDeviceConfig};
 
 const GPU: usize = 0;
 

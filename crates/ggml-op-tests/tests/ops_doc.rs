@@ -5,7 +5,7 @@ use std::path::PathBuf;
 #[test]
 fn ops_doc_is_up_to_date() {
     let devices = vec![ggml_cpu::device()];
-    let doc = backend_tests::coverage::ops_markdown(&backend_tests::cases::all(), &devices);
+    let doc = ggml_op_tests::coverage::ops_markdown(&ggml_op_tests::cases::all(), &devices);
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/ops.md");
     if std::env::var_os("UPDATE_OPS_DOC").is_some() {
         let tmp = path.with_extension("md.tmp");
@@ -16,6 +16,6 @@ fn ops_doc_is_up_to_date() {
     let current = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         current == doc,
-        "docs/ops.md is out of date: run `UPDATE_OPS_DOC=1 cargo test -p backend-tests --test ops_doc` and commit it"
+        "docs/ops.md is out of date: run `UPDATE_OPS_DOC=1 cargo test -p ggml-op-tests --test ops_doc` and commit it"
     );
 }

@@ -1,6 +1,6 @@
 //! Examples 2 and 3 of the architecture seed, computed on the CPU backend.
 
-use backend_tests::alloc::alloc_ctx;
+use ggml_op_tests::alloc::alloc_ctx;
 use ggml::backend::{get_tensor, set_tensor, tensor_set_f32, tensor_to_f32, GraphView, Status};
 use ggml::{Context, Graph, Type};
 

@@ -4,7 +4,7 @@
 //! llama-eval-callback printed for the same model and token
 //! (shared/reference/logs/eval-callback-hi.log), as llama.cpp's graph names them.
 
-use backend_tests::alloc::alloc_ctx;
+use ggml_op_tests::alloc::alloc_ctx;
 use ggml::backend::{set_tensor, tensor_to_f32, GraphView, Status};
 use ggml::op::rope_mode;
 use ggml::tensor::TensorData;
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// name -> the last sum printed for a tensor of that name.
 fn reference_sums(log: &str) -> HashMap<String, f64> {
-    let path = testutil::shared_dir().join("reference/logs").join(log);
+    let path = test_fixtures::shared_dir().join("reference/logs").join(log);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut out = HashMap::new();
     let mut current: Option<String> = None;
@@ -65,7 +65,7 @@ fn reference_model_forward_pass_without_flash_attention() {
 }
 
 fn forward(log: &str, flash_attn: bool) {
-    let Some(path) = testutil::reference_model_or_skip() else {
+    let Some(path) = test_fixtures::reference_model_or_skip() else {
         return;
     };
     let file = Arc::new(gguf::GgufFile::open(&path).expect("open reference model"));

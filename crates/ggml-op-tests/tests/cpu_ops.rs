@@ -1,6 +1,6 @@
 //! The op table on the CPU backend.
 
-use backend_tests::run_cases;
+use ggml_op_tests::run_cases;
 
 #[test]
 fn cpu_backend_passes_the_op_table() {

@@ -8,7 +8,7 @@ use ggml::backend::{BufferTypeRef, BufferUsage, Device};
 use ggml::sched::{Sched, SchedError};
 use ggml::{Context, Graph, RopeParams, Tensor, TensorId, Type};
 use std::sync::Arc;
-use test_backend::{MockCpuDevice, TestDevice, TestDeviceConfig};
+use ggml_fake_device::{MockCpuDevice, TestDevice, TestDeviceConfig};
 
 const GPU: usize = 0;
 const CPU: usize = 1;

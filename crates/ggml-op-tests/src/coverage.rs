@@ -30,9 +30,9 @@ pub fn ops_markdown(cases: &[Case], devices: &[DeviceRef]) -> String {
     let mut s = String::new();
     s.push_str("# Op coverage by backend\n\n");
     s.push_str(
-        "Generated from each device's `supports_op` over the cases of `crates/backend-tests`\n",
+        "Generated from each device's `supports_op` over the cases of `crates/ggml-op-tests`\n",
     );
-    s.push_str("(`cargo test -p backend-tests --test ops_doc`; set `UPDATE_OPS_DOC=1` to rewrite this file).\n");
+    s.push_str("(`cargo test -p ggml-op-tests --test ops_doc`; set `UPDATE_OPS_DOC=1` to rewrite this file).\n");
     s.push_str("✅ every case of that op and type is supported, 🟡 some are, ❌ none.\n\n");
     s.push_str("| op | type |");
     for d in devices {
