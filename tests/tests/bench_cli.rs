@@ -131,16 +131,16 @@ fn csv_jsonl_and_sql_load_with_their_tools() {
     assert_eq!(objs[1]["n_gen"], 2);
 
     let sql = run("sql");
-    let Ok(mut child) = Command::new("sqlite3")
+    let Some(sqlite3) = test_fixtures::sqlite3_or_skip() else {
+        return;
+    };
+    let mut child = Command::new(sqlite3)
         .arg(":memory:")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-    else {
-        eprintln!("SKIPPED (sql part): sqlite3 is not installed");
-        return;
-    };
+        .expect("run sqlite3");
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().unwrap();

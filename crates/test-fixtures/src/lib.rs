@@ -100,19 +100,58 @@ pub fn reference_model() -> PathBuf {
     try_reference_model().unwrap_or_else(|e| panic!("reference model unavailable: {e}"))
 }
 
-/// The reference model, or `None` after printing why the calling test is skipped. Only a
-/// missing python3/numpy/gguf is a reason to skip; a failing generator still panics.
+/// Whether this is a CI run (`CI=true`, as `.ci/run` is started there): a missing fixture then
+/// fails the test instead of skipping it, so a suite cannot pass by doing nothing.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
+}
+
+/// The calling test cannot run here because `why` (a fixture, tool or device is missing).
+/// Under CI this panics: the fixture is part of the suite there. Elsewhere it prints that the
+/// test is skipped, and the caller returns.
+pub fn skip(why: &str) {
+    if in_ci() {
+        panic!("CI=true and a fixture is missing: {why}");
+    }
+    eprintln!("SKIPPED: {why}");
+}
+
+/// The reference model, or `None` after [`skip`] says why the calling test is skipped (under
+/// CI that fails the test). Only a missing python3/numpy/gguf is a reason to skip; a failing
+/// generator still panics.
 pub fn reference_model_or_skip() -> Option<PathBuf> {
     if let Some(why) = python_unavailable() {
         if !cache_dir()
             .join("tiny-random-qwen2vocab-f32.gguf")
             .is_file()
         {
-            eprintln!("SKIPPED: reference model cannot be generated: {why}");
+            skip(&format!("reference model cannot be generated: {why}"));
             return None;
         }
     }
     Some(reference_model())
+}
+
+/// [`generated_model`], or `None` after [`skip`] when python3/numpy/gguf are missing.
+pub fn generated_model_or_skip(file_name: &str, args: &[&str]) -> Option<PathBuf> {
+    if !cache_dir().join(file_name).is_file() {
+        if let Some(why) = python_unavailable() {
+            skip(&format!("{file_name} cannot be generated: {why}"));
+            return None;
+        }
+    }
+    Some(generated_model(file_name, args).unwrap_or_else(|e| panic!("{file_name}: {e}")))
+}
+
+/// The `sqlite3` shell, or `None` after [`skip`] when it is not installed.
+pub fn sqlite3_or_skip() -> Option<PathBuf> {
+    match Command::new("sqlite3").arg("--version").output() {
+        Ok(o) if o.status.success() => Some(PathBuf::from("sqlite3")),
+        _ => {
+            skip("sqlite3 is not installed (apt-get install sqlite3)");
+            None
+        }
+    }
 }
 
 /// A workspace binary, built (or brought up to date) on first use with the profile of the

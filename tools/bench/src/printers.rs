@@ -505,16 +505,16 @@ mod tests {
         use std::io::Write;
         use std::process::{Command, Stdio};
         let out = render(OutputFormat::Sql, &CmdParams::defaults(), &two());
-        let child = Command::new("sqlite3")
+        let Some(sqlite3) = test_fixtures::sqlite3_or_skip() else {
+            return;
+        };
+        let mut child = Command::new(sqlite3)
             .arg(":memory:")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .spawn();
-        let Ok(mut child) = child else {
-            eprintln!("SKIPPED: sqlite3 is not installed");
-            return;
-        };
+            .spawn()
+            .expect("run sqlite3");
         let mut stdin = child.stdin.take().unwrap();
         stdin.write_all(out.as_bytes()).unwrap();
         stdin.write_all(b"SELECT count(*), sum(n_gen), (SELECT model_filename FROM llama_bench WHERE n_gen = 128) FROM llama_bench;\n").unwrap();
