@@ -17,4 +17,4 @@ pub use parse::{ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAX_ARRAY_DEPTH, MAX_DIMS, MAX
 pub use reader::{GgufFile, ReadMode};
 pub use tensor::TensorInfo;
 pub use value::{Array, Value, ValueType};
-pub use writer::{write_gguf, FileStream, GgufWriter, TensorStream};
+pub use writer::{write_gguf, FileStream, GgufWriter, PendingFile, TensorStream};

@@ -7,6 +7,8 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use atomic_file::TmpGuard;
+
 use crate::error::GgufError;
 use crate::parse::{ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, VERSION};
 use crate::reader::GgufFile;
@@ -235,17 +237,16 @@ impl GgufWriter {
         s.finish()
     }
 
-    /// Create `path` atomically: the data goes to a temporary file that `FileStream::finish`
-    /// renames into place (dropping the stream unfinished removes it).
+    /// Create `path` atomically: the data goes to a temporary file (`<path>.tmp<pid>`, removed
+    /// on SIGINT/SIGTERM where the program installed `atomic_file::install_signal_cleanup`)
+    /// that `FileStream::finish` renames into place; dropping the stream unfinished removes it.
     pub fn create(self, path: impl AsRef<Path>) -> Result<FileStream, GgufError> {
         let path = path.as_ref().to_path_buf();
-        let tmp = tmp_path(&path);
         let werr = |source| GgufError::Write {
             path: path.clone(),
             source,
         };
-        let file = File::create(&tmp).map_err(werr)?;
-        let guard = TmpGuard(Some(tmp));
+        let (file, guard) = atomic_file::create_tmp(&path).map_err(werr)?;
         let stream = self
             .stream(BufWriter::with_capacity(1 << 20, file))
             .map_err(werr)?;
@@ -255,15 +256,6 @@ impl GgufWriter {
             tmp: guard,
         })
     }
-}
-
-fn tmp_path(path: &Path) -> PathBuf {
-    let mut name = path
-        .file_name()
-        .map(|n| n.to_os_string())
-        .unwrap_or_default();
-    name.push(format!(".tmp{}", std::process::id()));
-    path.with_file_name(name)
 }
 
 fn check_value(key: &str, v: &Value, depth: usize) -> Result<(), GgufError> {
@@ -425,22 +417,31 @@ fn io_err(e: io::Error) -> GgufError {
     GgufError::Unwritable(e.to_string())
 }
 
-/// Removes the temporary file unless the write completed.
-struct TmpGuard(Option<PathBuf>);
-
-impl Drop for TmpGuard {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
 /// A `TensorStream` into a temporary file that becomes `path` on `finish`.
 pub struct FileStream {
     stream: TensorStream<BufWriter<File>>,
     path: PathBuf,
     tmp: TmpGuard,
+}
+
+/// A complete, synced file still under its temporary name: `commit` moves it into place,
+/// dropping it removes it. Lets several files be completed before any is renamed.
+pub struct PendingFile {
+    path: PathBuf,
+    tmp: TmpGuard,
+}
+
+impl PendingFile {
+    /// The final path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn commit(self) -> Result<(), GgufError> {
+        let PendingFile { path, tmp } = self;
+        tmp.commit(&path)
+            .map_err(|source| GgufError::Write { path, source })
+    }
 }
 
 impl FileStream {
@@ -469,11 +470,12 @@ impl FileStream {
 
     /// Complete the file: pad, flush, sync and rename into place.
     pub fn finish(self) -> Result<(), GgufError> {
-        let FileStream {
-            stream,
-            path,
-            mut tmp,
-        } = self;
+        self.finish_pending()?.commit()
+    }
+
+    /// Pad, flush and sync, keeping the temporary name until `PendingFile::commit`.
+    pub fn finish_pending(self) -> Result<PendingFile, GgufError> {
+        let FileStream { stream, path, tmp } = self;
         let werr = |source| GgufError::Write {
             path: path.clone(),
             source,
@@ -482,12 +484,7 @@ impl FileStream {
         let file = buf.into_inner().map_err(|e| werr(e.into_error()))?;
         file.sync_all().map_err(werr)?;
         drop(file);
-        let tmp_path = tmp.0.take().expect("temporary path is set until finish");
-        if let Err(e) = std::fs::rename(&tmp_path, &path) {
-            let _ = std::fs::remove_file(&tmp_path);
-            return Err(werr(e));
-        }
-        Ok(())
+        Ok(PendingFile { path, tmp })
     }
 }
 
