@@ -14,6 +14,8 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
+use atomic_file::TmpGuard;
+
 pub const MAGIC: &[u8; 8] = b"_logits_";
 
 /// Scored positions per chunk: the second half of the context minus the last token.
@@ -21,25 +23,21 @@ pub fn rows_per_chunk(n_ctx: usize) -> usize {
     n_ctx - 1 - n_ctx / 2
 }
 
-/// Writes through `<path>.tmp<pid>`, renamed onto `path` by `finish`; dropped unfinished, the
-/// temporary file is removed, so a failed run leaves no half file.
+/// Writes through `<path>.tmp<pid>`, renamed onto `path` by `finish`; dropped unfinished (or
+/// killed by SIGINT/SIGTERM once `atomic_file::install_signal_cleanup` ran), the temporary file
+/// is removed, so a failed run leaves no half file.
 pub struct LogitsWriter {
     out: Option<BufWriter<File>>,
-    tmp: PathBuf,
+    tmp: Option<TmpGuard>,
     path: PathBuf,
 }
 
 impl LogitsWriter {
     pub fn create(path: &Path) -> std::io::Result<LogitsWriter> {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("logits");
-        let tmp = path.with_file_name(format!(".{name}.tmp{}", std::process::id()));
-        let f = File::create(&tmp)?;
+        let (f, tmp) = atomic_file::create_tmp(path)?;
         Ok(LogitsWriter {
             out: Some(BufWriter::new(f)),
-            tmp,
+            tmp: Some(tmp),
             path: path.to_path_buf(),
         })
     }
@@ -76,15 +74,9 @@ impl LogitsWriter {
             let f = w.into_inner().map_err(|e| e.into_error())?;
             f.sync_all()?;
         }
-        std::fs::rename(&self.tmp, &self.path)
-    }
-}
-
-impl Drop for LogitsWriter {
-    fn drop(&mut self) {
-        if self.out.is_some() {
-            self.out = None;
-            let _ = std::fs::remove_file(&self.tmp);
+        match self.tmp.take() {
+            Some(tmp) => tmp.commit(&self.path),
+            None => Err(std::io::Error::other("logits file already finished")),
         }
     }
 }

@@ -61,6 +61,10 @@ fn real_main() -> i32 {
             }
         };
     apply_tool_defaults(&argv, &mut params);
+    if !params.logits_file.is_empty() && !params.kl_divergence {
+        // the base logits file can reach gigabytes: an interrupted run must not leave its temporary
+        atomic_file::install_signal_cleanup();
+    }
     common::log::init();
     common::args::apply_log_settings(&params);
 
