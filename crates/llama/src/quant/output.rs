@@ -1,9 +1,10 @@
 //! The quantized file(s): their KV pairs (the input's, then the quantization keys, the user's
 //! overrides, the pruned block count and the split keys, in llama.cpp's order) and the
-//! writers, one per output shard. Every shard goes to a temporary file and all are renamed
-//! only once all are complete, so a failed run leaves no partial model.
+//! writers, one per output shard. Every shard goes to a temporary file (`<shard>.tmp<pid>`,
+//! through the gguf writer) and all are renamed only once all are complete, so a failed or
+//! interrupted run leaves no partial model.
 
-use gguf::{FileStream, GgufFile, GgufWriter, Value};
+use gguf::{FileStream, GgufFile, GgufWriter, PendingFile, Value};
 
 use super::input::split_path;
 use super::kv_override::{effective, set_kv, KvOverride};
@@ -61,11 +62,10 @@ pub fn add_split_keys(kv: &mut Vec<(String, Value)>, i: usize, n: usize, n_tenso
 
 /// The output files being written.
 pub struct Outputs {
-    /// Final path and temporary path of each shard.
-    paths: Vec<(String, String)>,
+    /// Final path of each shard.
+    paths: Vec<String>,
     streams: Vec<Option<FileStream>>,
     writers: Vec<Option<GgufWriter>>,
-    finished: Vec<bool>,
 }
 
 impl Outputs {
@@ -75,72 +75,54 @@ impl Outputs {
         let n = writers.len();
         let paths = (0..n)
             .map(|i| {
-                let fin = if keep_split {
+                if keep_split {
                     split_path(out, i, n)
                 } else {
                     out.to_string()
-                };
-                let tmp = format!("{fin}.part{}", std::process::id());
-                (fin, tmp)
+                }
             })
             .collect();
         Outputs {
             paths,
             streams: (0..n).map(|_| None).collect(),
             writers: writers.into_iter().map(Some).collect(),
-            finished: vec![false; n],
         }
     }
 
-    /// Writes one tensor's data to shard `i` (tensors of a shard come in its order).
-    pub fn write(&mut self, i: usize, data: &[u8]) -> Result<(), QuantError> {
+    /// The stream of shard `i`, its temporary file created on first use.
+    fn stream(&mut self, i: usize) -> Result<&mut FileStream, QuantError> {
         if self.streams[i].is_none() {
             let w = self.writers[i]
                 .take()
                 .ok_or_else(|| failed("shard reopened"))?;
-            let s = w
-                .create(&self.paths[i].1)
-                .map_err(|e| failed(e.to_string()))?;
+            let s = w.create(&self.paths[i]).map_err(|e| failed(e.to_string()))?;
             self.streams[i] = Some(s);
         }
-        let s = self.streams[i]
+        self.streams[i]
             .as_mut()
-            .ok_or_else(|| failed("no stream"))?;
-        s.write_tensor(data).map_err(|e| failed(e.to_string()))
+            .ok_or_else(|| failed("no stream"))
     }
 
-    /// Completes every shard, then moves them all into place; returns their paths.
+    /// Writes one tensor's data to shard `i` (tensors of a shard come in its order).
+    pub fn write(&mut self, i: usize, data: &[u8]) -> Result<(), QuantError> {
+        self.stream(i)?
+            .write_tensor(data)
+            .map_err(|e| failed(e.to_string()))
+    }
+
+    /// Completes every shard, then moves them all into place; returns their paths. Until the
+    /// renames every shard is a temporary that an error, a drop or SIGINT/SIGTERM removes.
     pub fn finish(mut self) -> Result<Vec<String>, QuantError> {
+        let mut pending: Vec<PendingFile> = Vec::with_capacity(self.paths.len());
         for i in 0..self.paths.len() {
             // A shard without tensors is still a file (its header alone).
-            if self.streams[i].is_none() {
-                if let Some(w) = self.writers[i].take() {
-                    self.streams[i] = Some(
-                        w.create(&self.paths[i].1)
-                            .map_err(|e| failed(e.to_string()))?,
-                    );
-                }
-            }
-            if let Some(s) = self.streams[i].take() {
-                s.finish().map_err(|e| failed(e.to_string()))?;
-                self.finished[i] = true;
-            }
+            self.stream(i)?;
+            let s = self.streams[i].take().ok_or_else(|| failed("no stream"))?;
+            pending.push(s.finish_pending().map_err(|e| failed(e.to_string()))?);
         }
-        for (fin, tmp) in &self.paths {
-            std::fs::rename(tmp, fin)
-                .map_err(|e| failed(format!("cannot rename {tmp} to {fin}: {e}")))?;
+        for p in pending {
+            p.commit().map_err(|e| failed(e.to_string()))?;
         }
-        self.finished.iter_mut().for_each(|f| *f = false);
-        Ok(self.paths.iter().map(|(fin, _)| fin.clone()).collect())
-    }
-}
-
-impl Drop for Outputs {
-    fn drop(&mut self) {
-        for ((_, tmp), done) in self.paths.iter().zip(&self.finished) {
-            if *done {
-                let _ = std::fs::remove_file(tmp);
-            }
-        }
+        Ok(self.paths)
     }
 }
