@@ -1,33 +1,53 @@
-//! For build scripts: records the git commit and commit count that llama.cpp's build-info
-//! carries (LLAMA_COMMIT, LLAMA_BUILD_NUMBER), for the tools' "build: <commit> (<n>)" lines.
+//! The build facts llama.cpp's build-info carries (LLAMA_COMMIT, LLAMA_BUILD_NUMBER): baked into
+//! this crate at build time, so that every tool's `--version` and "build: <commit> (<n>)" lines
+//! say the same thing; `emit` gives them to build scripts of crates that bake them in
+//! themselves.
 
-use std::path::Path;
-use std::process::Command;
+mod git;
 
-fn git(args: &[&str]) -> Option<String> {
-    let out = Command::new("git").args(args).output().ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
-    (!s.is_empty()).then_some(s)
+pub use git::emit;
+
+/// The workspace version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The short commit hash of the build ("unknown" outside a git checkout).
+pub fn commit() -> &'static str {
+    env!("LLAMA_BUILD_COMMIT")
 }
 
-/// Sets `LLAMA_BUILD_COMMIT` ("unknown" outside a git checkout) and `LLAMA_BUILD_NUMBER` ("0")
-/// for the crate being built, and reruns the build script when HEAD moves.
-pub fn emit() {
-    let commit = git(&["rev-parse", "--short", "HEAD"]).unwrap_or_else(|| "unknown".to_string());
-    let number = git(&["rev-list", "--count", "HEAD"]).unwrap_or_else(|| "0".to_string());
-    println!("cargo:rustc-env=LLAMA_BUILD_COMMIT={commit}");
-    println!("cargo:rustc-env=LLAMA_BUILD_NUMBER={number}");
-    if let Some(git_dir) = git(&["rev-parse", "--git-dir"]) {
-        let dir = Path::new(&git_dir);
-        for f in ["HEAD", "refs/heads", "packed-refs"] {
-            let p = dir.join(f);
-            if p.exists() {
-                println!("cargo:rerun-if-changed={}", p.display());
-            }
-        }
+/// The number of commits up to the build's (0 outside a git checkout).
+pub fn build_number() -> u64 {
+    env!("LLAMA_BUILD_NUMBER").parse().unwrap_or(0)
+}
+
+/// What every tool prints for `--version`.
+pub fn version_text() -> String {
+    format!(
+        "version: {VERSION} (build {}, commit {})\nbuilt with rustc for {} {}\n",
+        build_number(),
+        commit(),
+        std::env::consts::OS,
+        std::env::consts::ARCH
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_text_names_version_build_and_commit() {
+        let t = version_text();
+        let first = t.lines().next().unwrap_or("");
+        assert_eq!(
+            first,
+            format!(
+                "version: {VERSION} (build {}, commit {})",
+                build_number(),
+                commit()
+            )
+        );
+        assert!(!commit().is_empty());
+        assert_eq!(t.lines().count(), 2);
     }
-    println!("cargo:rerun-if-changed=build.rs");
 }

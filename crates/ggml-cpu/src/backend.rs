@@ -114,9 +114,16 @@ impl CpuBackend {
                 }
             })
         };
-        if !self.pool.run(nth, &job) {
-            ggml::log_error!("{}: a compute thread panicked\n", "ggml_graph_compute");
-            return Status::Failed;
+        match self.pool.run(nth, &job) {
+            Ok(true) => {}
+            Ok(false) => {
+                ggml::log_error!("{}: a compute thread panicked\n", "ggml_graph_compute");
+                return Status::Failed;
+            }
+            Err(e) => {
+                ggml::log_error!("{}: {}\n", "ggml_graph_compute", e);
+                return Status::Failed;
+            }
         }
         if aborted.load(Ordering::Relaxed) {
             Status::Aborted
@@ -188,6 +195,9 @@ impl Backend for CpuBackend {
     }
     fn set_n_threads(&mut self, n: usize) {
         self.set_threads(n);
+    }
+    fn reserve_threads(&mut self, n: usize) -> Result<(), String> {
+        self.pool.reserve(n.clamp(1, MAX_THREADS))
     }
     fn set_abort_callback(&mut self, cb: Option<Arc<dyn Fn() -> bool + Send + Sync>>) {
         self.abort = cb;

@@ -84,7 +84,8 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    /// A pool able to run `n_threads` threads (the caller's thread is thread 0).
+    /// A pool meant to run `n_threads` threads (the caller's thread is thread 0). Threads the
+    /// OS refuses now are retried, and reported, by `reserve` and `run`.
     pub fn new(n_threads: usize) -> Pool {
         let shared = Arc::new(Shared {
             epoch: AtomicU64::new(0),
@@ -98,35 +99,43 @@ impl Pool {
             shared,
             workers: Vec::new(),
         };
-        pool.grow(n_threads);
+        let _ = pool.reserve(n_threads);
         pool
     }
 
-    fn grow(&mut self, n_threads: usize) {
+    /// Makes sure `n_threads` threads can run (the caller's plus `n_threads - 1` workers);
+    /// a thread the OS cannot create (memory or process limits) is an error, not a panic.
+    pub fn reserve(&mut self, n_threads: usize) -> Result<(), String> {
         while self.workers.len() + 1 < n_threads {
             let ith = self.workers.len() + 1;
             let shared = self.shared.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("ggml-cpu-{ith}"))
                 .spawn(move || worker(shared, ith))
-                .expect("failed to spawn a CPU backend thread");
+                .map_err(|e| format!("failed to create {n_threads} threads: {e}"))?;
             self.workers.push(handle);
         }
+        Ok(())
     }
 
     /// Runs `f(ith, nth, barrier)` on `nth` threads (growing the pool if needed) and returns
-    /// when all of them have finished. Returns false if a worker thread panicked; a panic on the
-    /// calling thread is resumed once the workers are done.
-    pub fn run(&mut self, nth: usize, f: &(dyn Fn(usize, usize, &SpinBarrier) + Sync)) -> bool {
+    /// when all of them have finished: Ok(false) if a worker thread panicked (a panic on the
+    /// calling thread is resumed once the workers are done), Err if the threads could not be
+    /// created (nothing ran then).
+    pub fn run(
+        &mut self,
+        nth: usize,
+        f: &(dyn Fn(usize, usize, &SpinBarrier) + Sync),
+    ) -> Result<bool, String> {
         let nth = nth.max(1);
+        self.reserve(nth)?;
         let barrier = &self.shared.barrier;
         barrier.poisoned.store(false, Ordering::Release);
         barrier.arrived.store(0, Ordering::Release);
         if nth == 1 {
             f(0, 1, barrier);
-            return true;
+            return Ok(true);
         }
-        self.grow(nth);
         // SAFETY: erase the closure's lifetime; it is only called until `done` reaches
         // nth - 1 below, which happens before this function returns.
         let ptr: *const Job = unsafe {
@@ -163,7 +172,7 @@ impl Pool {
         if let Err(p) = mine {
             std::panic::resume_unwind(p);
         }
-        !self.shared.barrier.is_poisoned()
+        Ok(!self.shared.barrier.is_poisoned())
     }
 }
 
@@ -245,7 +254,7 @@ mod tests {
                 }
                 barrier.wait(nth);
             });
-            assert!(ok);
+            assert_eq!(ok, Ok(true));
             assert_eq!(after.load(Ordering::SeqCst), 3);
         }
     }
@@ -260,13 +269,14 @@ mod tests {
             barrier.wait(nth);
             barrier.wait(nth);
         });
-        assert!(!ok);
+        assert_eq!(ok, Ok(false));
         // the pool still works afterwards
         let count = AtomicUsize::new(0);
-        assert!(pool.run(2, &|_, nth, barrier| {
+        let again = pool.run(2, &|_, nth, barrier| {
             count.fetch_add(1, Ordering::SeqCst);
             barrier.wait(nth);
-        }));
+        });
+        assert_eq!(again, Ok(true));
         assert_eq!(count.load(Ordering::SeqCst), 2);
     }
 }

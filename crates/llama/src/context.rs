@@ -60,19 +60,9 @@ impl std::fmt::Debug for Context {
 
 fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
     let hp = &model.hparams;
-    if params.n_batch == 0 && params.n_ubatch == 0 {
-        return Err(LlamaError::BadParams(
-            "n_batch and n_ubatch cannot both be zero".into(),
-        ));
-    }
-    if params.n_ctx == 0 && hp.n_ctx_train == 0 {
-        return Err(LlamaError::BadParams(
-            "n_ctx and model->hparams.n_ctx_train cannot both be zero".into(),
-        ));
-    }
     if params.n_seq_max == 0 || params.n_seq_max as usize > crate::kv_cells::MAX_SEQ {
         return Err(LlamaError::BadParams(format!(
-            "n_seq_max must be between 1 and {}",
+            "n_seq_max must be <= {}",
             crate::kv_cells::MAX_SEQ
         )));
     }
@@ -180,39 +170,71 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
     })
 }
 
-impl Context {
-    /// llama_init_from_model: prints startup-log parts 3 and 4.
-    pub fn new(model: Arc<Model>, mut params: ContextParams) -> Result<Context> {
-        let hp = model.hparams.clone();
-        if model.tok_embd.is_none() {
-            return Err(LlamaError::BadParams(
-                "the model was loaded with vocab_only".into(),
-            ));
-        }
-        if params.type_v.is_quantized() {
-            match params.flash_attn_type {
-                FlashAttnType::Disabled => {
-                    ggml::log_error!("llama_init_from_model: quantized V cache requires flash_attn to be enabled\n");
-                    return Err(LlamaError::BadParams(
-                        "quantized V cache requires flash_attn to be enabled".into(),
-                    ));
-                }
-                FlashAttnType::Auto => {
-                    ggml::log_info!(
-                        "llama_init_from_model: enabling flash_attn since it is required for quantized V cache\n"
-                    );
-                    params.flash_attn_type = FlashAttnType::Enabled;
-                }
-                FlashAttnType::Enabled => {}
-            }
-        }
-        KvCache::check_types(
-            params.type_k,
-            params.type_v,
-            hp.n_embd_head_k,
-            hp.n_embd_head_v,
-        )?;
+/// The text of a context error as llama.cpp words it (without our "invalid context
+/// parameters: " heading).
+fn cause(e: &LlamaError) -> String {
+    match e {
+        LlamaError::BadParams(m) => m.clone(),
+        e => e.to_string(),
+    }
+}
 
+/// llama_init_from_model's checks before it constructs the context; each failure is logged
+/// as its own `llama_init_from_model: ...` line, as llama.cpp does.
+fn precheck(model: &Model, params: &mut ContextParams) -> Result<()> {
+    let hp = &model.hparams;
+    let fail = |m: String| {
+        ggml::log_error!("llama_init_from_model: {}\n", m);
+        Err(LlamaError::BadParams(m))
+    };
+    if model.tok_embd.is_none() {
+        return fail("the model was loaded with vocab_only".into());
+    }
+    if params.n_batch == 0 && params.n_ubatch == 0 {
+        return fail("n_batch and n_ubatch cannot both be zero".into());
+    }
+    if params.n_ctx == 0 && hp.n_ctx_train == 0 {
+        return fail("n_ctx and model->hparams.n_ctx_train cannot both be zero".into());
+    }
+    if params.type_v.is_quantized() {
+        match params.flash_attn_type {
+            FlashAttnType::Disabled => {
+                return fail("quantized V cache requires flash_attn to be enabled".into());
+            }
+            FlashAttnType::Auto => {
+                ggml::log_info!(
+                    "llama_init_from_model: enabling flash_attn since it is required for quantized V cache\n"
+                );
+                params.flash_attn_type = FlashAttnType::Enabled;
+            }
+            FlashAttnType::Enabled => {}
+        }
+    }
+    KvCache::check_types(
+        params.type_k,
+        params.type_v,
+        hp.n_embd_head_k,
+        hp.n_embd_head_v,
+    )
+    .or_else(|e| fail(cause(&e)))
+}
+
+impl Context {
+    /// llama_init_from_model: prints startup-log parts 3 and 4. A failure is logged with its
+    /// cause (`llama_init_from_model: failed to initialize the context: <cause>` once the
+    /// construction has begun) and returned.
+    pub fn new(model: Arc<Model>, mut params: ContextParams) -> Result<Context> {
+        precheck(&model, &mut params)?;
+        Context::construct(model, params).inspect_err(|e| {
+            ggml::log_error!(
+                "llama_init_from_model: failed to initialize the context: {}\n",
+                cause(e)
+            );
+        })
+    }
+
+    fn construct(model: Arc<Model>, mut params: ContextParams) -> Result<Context> {
+        let hp = model.hparams.clone();
         ggml::log_info!("llama_context: constructing llama_context\n");
         let mut cparams = resolve_cparams(&model, &params)?;
         if cparams.graph_reuse_disable {
@@ -267,17 +289,17 @@ impl Context {
         let mut backends: Vec<Box<dyn Backend>> = Vec::new();
         for d in &devs {
             let b = d.clone().init_backend().map_err(|e| {
-                ggml::log_error!("llama_init_from_model: failed to initialize the context: failed to initialize {} backend\n", d.name());
                 LlamaError::NoDevice(format!("failed to initialize {} backend: {e}", d.name()))
             })?;
             backends.push(b);
         }
-        ggml::log_debug!("set_abort_callback: call\n");
-        if let Some(cb) = params.abort_callback.clone() {
-            for b in backends.iter_mut() {
-                b.set_abort_callback(Some(cb.clone()));
-            }
+        // every thread a decode will use exists from here on, or the context is not made
+        if let Some(cpu) = backends.last_mut() {
+            let n = cparams.n_threads.max(cparams.n_threads_batch);
+            cpu.reserve_threads(n).map_err(LlamaError::Threads)?;
         }
+        // the callback itself is handed to the scheduler (and so every backend) once it exists
+        ggml::log_debug!("set_abort_callback: call\n");
 
         // the output buffer, first sized for one output per sequence
         let n_vocab = hp.n_vocab as usize;
@@ -305,9 +327,6 @@ impl Context {
             .sum();
         let (free, _) = cpu_dev.memory();
         if free > 0 && kv_bytes > free {
-            ggml::log_error!(
-                "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache\n"
-            );
             return Err(LlamaError::Alloc {
                 what: "kv cache".into(),
                 buft: cpu_dev.buffer_type().name().to_string(),
@@ -368,6 +387,7 @@ impl Context {
         if let Some(cb) = params.cb_eval.take() {
             ctx.sched.set_eval_callback(Some(cb));
         }
+        ctx.sched.set_abort_callback(params.abort_callback.clone());
         Ok(ctx)
     }
 
@@ -459,10 +479,10 @@ impl Context {
     pub fn set_warmup(&mut self, warmup: bool) {
         self.cparams.warmup = warmup;
     }
+    /// llama_set_abort_callback: checked after every graph node, between scheduler splits and
+    /// between the ubatches of a batch; decode returns 2 when it stops one.
     pub fn set_abort_callback(&mut self, cb: Option<crate::context_params::AbortCallback>) {
-        for i in 0..self.sched.n_backends() {
-            self.sched.backend(i).set_abort_callback(cb.clone());
-        }
+        self.sched.set_abort_callback(cb);
     }
     /// (nodes, splits) of the reserved graph, as "graph: nodes = N, splits = M" prints.
     pub fn graph_nodes_splits(&self) -> (usize, usize) {

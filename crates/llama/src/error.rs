@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LlamaError {
-    #[error("failed to load model from {path}: {source}")]
+    /// The file could not be read as GGUF; the gguf error names the file where it matters.
+    #[error("{source}")]
     Gguf {
         path: PathBuf,
         source: Box<gguf::GgufError>,
@@ -33,8 +34,8 @@ pub enum LlamaError {
         "tensor '{name}' data is not within the file bounds, model is corrupted or incomplete"
     )]
     TensorOutOfBounds { name: String },
-    #[error("tensor '{0}' has invalid data")]
-    InvalidData(String),
+    #[error("tensor '{name}' has invalid data: {why}")]
+    InvalidData { name: String, why: String },
     #[error("wrong number of tensors; expected {expected}, got {got}")]
     TensorCount { expected: usize, got: usize },
     #[error("invalid hyperparameter: {0}")]
@@ -56,6 +57,9 @@ pub enum LlamaError {
     BadParams(String),
     #[error("{0}")]
     Unsupported(String),
+    /// The OS refused the compute threads ("failed to create N threads: ...").
+    #[error("{0}")]
+    Threads(String),
     #[error("graph computation failed: {0}")]
     Compute(String),
     #[error("vocabulary: {0}")]

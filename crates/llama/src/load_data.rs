@@ -334,8 +334,11 @@ pub fn allocate_and_load(
         if params.check_tensors && in_place[i] {
             let range = p.file_offset as usize..(p.file_offset + p.size) as usize;
             let data = ml.gguf.data().get(range).unwrap_or(&[]);
-            if !crate::validate::row_data_ok(t.ty, data) {
-                return Err(LlamaError::InvalidData(t.name.clone()));
+            if let Some(why) = crate::validate::find_invalid(t.ty, data, t.ne[0] as u64) {
+                return Err(LlamaError::InvalidData {
+                    name: t.name.clone(),
+                    why,
+                });
             }
         }
         if !in_place[i] && size > 0 {
@@ -362,8 +365,11 @@ pub fn allocate_and_load(
             if params.check_tensors {
                 let mut data = vec![0u8; size];
                 d.buffer.get(d.addr, &mut data);
-                if !crate::validate::row_data_ok(t.ty, &data) {
-                    return Err(LlamaError::InvalidData(t.name.clone()));
+                if let Some(why) = crate::validate::find_invalid(t.ty, &data, t.ne[0] as u64) {
+                    return Err(LlamaError::InvalidData {
+                        name: t.name.clone(),
+                        why,
+                    });
                 }
             }
         }

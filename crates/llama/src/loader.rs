@@ -86,9 +86,9 @@ impl ModelLoader {
         } else {
             GgufFile::open_metadata(path)
         };
-        let gguf = opened.map_err(|e| {
-            ggml::log_error!("llama_model_load: error loading model: llama_model_loader: failed to load model from {}\n", path.display());
-            LlamaError::Gguf { path: path.to_path_buf(), source: Box::new(e) }
+        let gguf = opened.map_err(|e| LlamaError::Gguf {
+            path: path.to_path_buf(),
+            source: Box::new(e),
         })?;
 
         let n_elements: u64 = gguf.tensors.iter().map(|t| t.n_elements()).sum();
@@ -200,7 +200,7 @@ impl ModelLoader {
         self.gguf
             .kv
             .iter()
-            .filter(|(_, v)| !matches!(v, Value::Array(a) if a.elem_type == ValueType::Array))
+            .filter(|(_, v)| !matches!(v, Value::Array(a) if a.elem_type() == ValueType::Array))
             .map(|(k, v)| {
                 (
                     k.clone(),

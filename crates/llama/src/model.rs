@@ -140,6 +140,44 @@ impl std::fmt::Debug for Model {
     }
 }
 
+/// Where a load failed, for llama.cpp's prefix of the cause.
+#[derive(Clone, Copy)]
+enum Stage {
+    Loader,
+    Arch,
+    Hparams,
+    Vocabulary,
+    Tensors,
+}
+
+/// The `llama_model_load: error loading model: ...` line (after gguf's own line for a file that
+/// cannot be read, as ggml logs it before llama.cpp's loader gives up).
+fn log_load_error(stage: Stage, e: &LlamaError) {
+    let prefix = match stage {
+        Stage::Arch => "error loading model architecture: ",
+        Stage::Hparams => "error loading model hyperparameters: ",
+        Stage::Vocabulary => "error loading model vocabulary: ",
+        Stage::Loader | Stage::Tensors => "",
+    };
+    match e {
+        LlamaError::Gguf { path, source } => {
+            let func = match **source {
+                gguf::GgufError::Open { .. } => "gguf_init_from_file",
+                _ => "gguf_init_from_file_impl",
+            };
+            ggml::log_error!("{}: {}\n", func, source);
+            ggml::log_error!(
+                "llama_model_load: error loading model: llama_model_loader: failed to load model from {}\n",
+                path.display()
+            );
+        }
+        LlamaError::Vocab(why) => {
+            ggml::log_error!("llama_model_load: error loading model: {prefix}{why}\n")
+        }
+        _ => ggml::log_error!("llama_model_load: error loading model: {prefix}{e}\n"),
+    }
+}
+
 impl Model {
     /// llama_model_load_from_file: prints startup-log parts 1 and 2.
     pub fn load(path: &Path, params: &ModelParams) -> Result<Arc<Model>> {
@@ -153,36 +191,40 @@ impl Model {
         Model::load_with(path, &mut params_owned)
     }
 
-    /// As `load`, with a progress callback taken from the params.
+    /// As `load`, with a progress callback taken from the params. A failure is logged as
+    /// llama.cpp logs it (`llama_model_load: error loading model: <cause>`, then
+    /// `llama_model_load_from_file_impl: failed to load model`) and returned with its cause.
     pub fn load_with(path: &Path, params: &mut ModelParams) -> Result<Arc<Model>> {
+        Model::load_impl(path, params).map_err(|(stage, e)| {
+            log_load_error(stage, &e);
+            ggml::log_error!("llama_model_load_from_file_impl: failed to load model\n");
+            e
+        })
+    }
+
+    fn load_impl(
+        path: &Path,
+        params: &mut ModelParams,
+    ) -> std::result::Result<Arc<Model>, (Stage, LlamaError)> {
         let t_start = Instant::now();
         let mode = if params.no_alloc || params.vocab_only {
             LoadMode::None
         } else {
             params.load_mode.resolve()
         };
-        let ml = ModelLoader::open(path, mode)?;
+        let ml = ModelLoader::open(path, mode).map_err(|e| (Stage::Loader, e))?;
         ml.print_info();
-        let arch_name = ml.arch_name()?;
+        let arch_name = ml.arch_name().map_err(|e| (Stage::Arch, e))?;
         let arch = Arch::from_name(&arch_name);
         if arch.is_none() && !params.vocab_only {
-            ggml::log_error!(
-                "llama_model_load: error loading model: error loading model architecture: unknown model architecture: '{}'\n",
-                arch_name
-            );
-            return Err(LlamaError::UnknownArch(arch_name));
+            return Err((Stage::Arch, LlamaError::UnknownArch(arch_name)));
         }
         let hparams = match arch {
-            Some(a) => HParams::load(&ml.gguf, a)?,
+            Some(a) => HParams::load(&ml.gguf, a).map_err(|e| (Stage::Hparams, e))?,
             None => HParams::vocab_only(&ml.gguf),
         };
-        let vocab = Vocab::from_gguf(&ml.gguf).map_err(|e| {
-            ggml::log_error!(
-                "llama_model_load: error loading model: error loading model vocabulary: {}\n",
-                e
-            );
-            LlamaError::Vocab(e.to_string())
-        })?;
+        let vocab = Vocab::from_gguf(&ml.gguf)
+            .map_err(|e| (Stage::Vocabulary, LlamaError::Vocab(e.to_string())))?;
         let name = ml
             .gguf
             .get("general.name")
@@ -240,14 +282,12 @@ impl Model {
             mode.name()
         );
         let hparams = model.hparams.clone();
-        let mut creator = TensorCreator::new(&ml, &hparams, params)?;
-        match arch {
-            Some(Arch::Llama | Arch::Qwen2) => {
-                crate::model_tensors::create_decoder_tensors(&mut model, &mut creator)?
-            }
-            None => unreachable!("unknown architectures stop above unless vocab_only"),
-        }
-        creator.finish(&mut model, params)?;
+        let mut tensors = |model: &mut Model| -> Result<()> {
+            let mut creator = TensorCreator::new(&ml, &hparams, params)?;
+            crate::model_tensors::create_decoder_tensors(model, &mut creator)?;
+            creator.finish(model, params)
+        };
+        tensors(&mut model).map_err(|e| (Stage::Tensors, e))?;
         model.t_load_us = t_start.elapsed().as_micros() as u64;
         Ok(Arc::new(model))
     }

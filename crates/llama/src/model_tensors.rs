@@ -55,6 +55,8 @@ pub struct TensorCreator<'a> {
     /// (preferred buft name, used buft name) -> (first tensor "name' (type", count)
     fallbacks: Vec<(String, String, String, Type, usize)>,
     placement: Placement,
+    /// Only names and shapes are checked (`check_only`): no device, no buffer choice.
+    check_only: bool,
 }
 
 fn fmt_shape(ne: &[i64]) -> String {
@@ -262,7 +264,7 @@ impl<'a> TensorCreator<'a> {
         for (pattern, buft_name) in &params.tensor_buft_overrides {
             let re = Regex::new(pattern).map_err(|e| LlamaError::BadOverride {
                 pattern: pattern.clone(),
-                why: e.to_string(),
+                why: regex_error_line(&e),
             })?;
             let buft = known
                 .iter()
@@ -288,7 +290,37 @@ impl<'a> TensorCreator<'a> {
                 cpu_buft_list: cpu_list,
                 gpu_buft_lists,
             },
+            check_only: false,
         })
+    }
+
+    /// A creator that checks the file's tensors against the architecture's list (names,
+    /// shapes, count) and nothing else, for a model that is not loaded (llama-quantize's check
+    /// of what it writes, `model_check`). `finish` is not for it: use `check_count`.
+    pub(crate) fn check_only(ml: &'a ModelLoader, hp: &'a HParams) -> TensorCreator<'a> {
+        TensorCreator {
+            ml,
+            hp,
+            ctx: Context::new(),
+            created: Vec::new(),
+            names: Vec::new(),
+            overrides: Vec::new(),
+            fallbacks: Vec::new(),
+            placement: Placement::default(),
+            check_only: true,
+        }
+    }
+
+    /// done_getting_tensors' count check: every tensor of the file was asked for.
+    pub(crate) fn check_count(&self) -> Result<()> {
+        let n_file = self.ml.gguf.tensors.len();
+        if self.names.len() != n_file {
+            return Err(LlamaError::TensorCount {
+                expected: n_file,
+                got: self.names.len(),
+            });
+        }
+        Ok(())
     }
 
     fn buft_list(&self, kind: LayerKind) -> (DeviceRef, Vec<(DeviceRef, BufferTypeRef)>) {
@@ -389,7 +421,8 @@ impl<'a> TensorCreator<'a> {
         };
         if flags & DUPLICATED != 0 {
             if let Some(i) = self.names.iter().position(|n| n == name) {
-                return Ok(Some(self.created[i].id));
+                // a check-only creator keeps no tensors to share: the second use is not needed
+                return Ok(self.created.get(i).map(|c| c.id));
             }
         }
         let got: [i64; 4] = [
@@ -415,6 +448,13 @@ impl<'a> TensorCreator<'a> {
             });
         }
 
+        if self.check_only {
+            let id = self
+                .ctx
+                .new_tensor(info.ty, &got[..(info.n_dims.max(1) as usize).min(4)]);
+            self.names.push(name.to_string());
+            return Ok(Some(id));
+        }
         let (dev, list) = self.buft_list(kind);
         let mut chosen: Option<(DeviceRef, BufferTypeRef)> = None;
         for (re, buft) in &self.overrides {
@@ -490,13 +530,7 @@ impl<'a> TensorCreator<'a> {
 
     /// done_getting_tensors, then the buffers and the data.
     pub fn finish(self, model: &mut Model, params: &mut ModelParams) -> Result<()> {
-        let n_file = self.ml.gguf.tensors.len();
-        if self.created.len() != n_file {
-            return Err(LlamaError::TensorCount {
-                expected: n_file,
-                got: self.created.len(),
-            });
-        }
+        self.check_count()?;
         for (pref, used, first, ty, others) in &self.fallbacks {
             ggml::log_debug!(
                 "done_getting_tensors: tensor '{}' ({}) (and {} others) cannot be used with preferred buffer type {}, using {} instead\n",
@@ -541,13 +575,25 @@ fn created_to_plan(c: &[Created]) -> Vec<PlannedTensor> {
         .collect()
 }
 
+/// A regex syntax error on one line: the regex crate draws the pattern with a caret over
+/// several lines, ending with "error: <what>".
+fn regex_error_line(e: &regex::Error) -> String {
+    let text = e.to_string();
+    match text.lines().last() {
+        Some(last) if text.lines().count() > 1 => {
+            last.trim().trim_start_matches("error: ").to_string()
+        }
+        _ => text,
+    }
+}
+
 /// The tensors of the llama and qwen2 decoders, in llama.cpp's creation order (which is also
 /// the order of the debug log and of the data load).
 pub fn create_decoder_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
     let hp = model.hparams.clone();
-    let arch = model
-        .arch
-        .expect("tensors are created for known architectures");
+    let arch = model.arch.ok_or_else(|| {
+        LlamaError::UnknownArch(format!("{} (no tensor list for it)", model.arch_name))
+    })?;
     let n_embd = hp.n_embd as i64;
     let n_vocab = hp.n_vocab as i64;
     let mm = Op::MulMat {
@@ -731,4 +777,17 @@ pub fn create_decoder_tensors(model: &mut Model, c: &mut TensorCreator) -> Resul
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_regex_error_fits_on_one_line() {
+        let e = Regex::new("(").unwrap_err();
+        assert_eq!(regex_error_line(&e), "unclosed group");
+        let e = Regex::new("a{99999999999}").unwrap_err();
+        assert!(!regex_error_line(&e).contains('\n'));
+    }
 }

@@ -77,6 +77,10 @@ fn real_main() -> i32 {
             print!("{}", llama_bench::usage::usage(&argv0));
             return 0;
         }
+        Ok(Command::Version) => {
+            eprint!("{}", build_info::version_text());
+            return 0;
+        }
         Ok(Command::ListDevices) => {
             print!("{}", llama_list_devices::available_devices_text());
             return 0;

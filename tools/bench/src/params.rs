@@ -306,6 +306,7 @@ impl CmdParams {
 pub enum Command {
     Run(Box<CmdParams>),
     Help,
+    Version,
     ListDevices,
 }
 
@@ -324,6 +325,9 @@ pub fn parse_int_range(s: &str, allow_negative: bool) -> Result<Vec<i32>, String
         if item.is_empty() {
             // a trailing comma is accepted, an empty item elsewhere is not
             continue;
+        }
+        if !allow_negative && item.starts_with('-') {
+            return Err(format!("'{item}' is negative: counts must be 0 or more"));
         }
         let (first, rest) = split_number(item, allow_negative).ok_or("invalid range format")?;
         let (last, op, step) = if rest.is_empty() {
@@ -558,6 +562,7 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
         let bools = |v: &str| parse_bool_list(v).map_err(|e| invalid(Some(e)));
         match arg.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
+            "--version" => return Ok(Command::Version),
             "-m" | "--model" => {
                 let v = value()?;
                 p.model
@@ -712,7 +717,12 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
                 }
             }
             "-r" | "--repetitions" => {
-                p.reps = parse_int(&value()?).map_err(|e| invalid(Some(e)))?
+                let v = parse_int(&value()?).map_err(|e| invalid(Some(e)))?;
+                // no repetition leaves nothing to average, and a negative count is no count
+                if v < 1 {
+                    return Err(invalid(Some(format!("{arg} must be at least 1, got {v}"))));
+                }
+                p.reps = v;
             }
             "--prio" => {
                 let v = parse_int(&value()?).map_err(|e| invalid(Some(e)))?;
@@ -721,7 +731,13 @@ pub fn parse(args: &[String], env: &Env) -> Result<Command, ParseError> {
                 }
                 p.prio = v;
             }
-            "--delay" => p.delay = parse_int(&value()?).map_err(|e| invalid(Some(e)))?,
+            "--delay" => {
+                let v = parse_int(&value()?).map_err(|e| invalid(Some(e)))?;
+                if v < 0 {
+                    return Err(invalid(Some(format!("{arg} must be 0 or more, got {v}"))));
+                }
+                p.delay = v;
+            }
             "-o" | "--output" => {
                 p.output_format = OutputFormat::parse(&value()?).ok_or_else(|| invalid(None))?
             }
@@ -884,6 +900,32 @@ mod tests {
     }
 
     #[test]
+    fn zero_repetitions_and_negative_counts_are_refused() {
+        let detail = |s: &str| run(s).unwrap_err().detail;
+        assert_eq!(
+            detail("-r 0").as_deref(),
+            Some("-r must be at least 1, got 0")
+        );
+        assert_eq!(
+            detail("--repetitions -1").as_deref(),
+            Some("--repetitions must be at least 1, got -1")
+        );
+        assert_eq!(
+            detail("-p -1").as_deref(),
+            Some("'-1' is negative: counts must be 0 or more")
+        );
+        assert_eq!(
+            detail("-n 16,-5").as_deref(),
+            Some("'-5' is negative: counts must be 0 or more")
+        );
+        assert_eq!(
+            detail("--delay -2").as_deref(),
+            Some("--delay must be 0 or more, got -2")
+        );
+        assert_eq!(run("-r 1").unwrap().reps, 1);
+    }
+
+    #[test]
     fn devices_split_and_overrides() {
         let p = run("-dev auto,none,GPU0 -ts 3/1,1;1 -ot a=CPU;b=GPU0,,c=CPU").unwrap();
         assert_eq!(
@@ -922,6 +964,10 @@ mod tests {
             Ok(Command::ListDevices)
         ));
         assert!(matches!(parse(&args("-h -x"), &env), Ok(Command::Help)));
+        assert!(matches!(
+            parse(&args("--version -x"), &env),
+            Ok(Command::Version)
+        ));
         assert!(crate::usage::usage("llama-bench").contains("-r, --repetitions <n>"));
     }
 }

@@ -272,8 +272,8 @@ pub fn machine() -> Machine {
         .filter(|n| n != "CPU" && !n.starts_with("RPC"))
         .collect();
     Machine {
-        build_commit: env!("LLAMA_BUILD_COMMIT").to_string(),
-        build_number: env!("LLAMA_BUILD_NUMBER").parse().unwrap_or(0),
+        build_commit: build_info::commit().to_string(),
+        build_number: build_info::build_number() as i64,
         cpu_info: join(&[DeviceKind::Cpu, DeviceKind::Accel]),
         gpu_info: join(&[DeviceKind::Gpu, DeviceKind::IGpu]),
         backends: if backends.is_empty() {
@@ -408,8 +408,12 @@ pub fn run(p: &CmdParams, sink: &mut dyn Sink) -> Result<(Vec<TestRecord>, usize
             };
             match Model::load(std::path::Path::new(&inst.model), &mparams) {
                 Ok(m) => model = Some(m),
-                Err(_) => {
-                    eprintln!("llama_bench: error: failed to load model '{}'", inst.model);
+                Err(e) => {
+                    // libllama's own log of the cause is silenced unless -v: say it here
+                    eprintln!(
+                        "llama_bench: error: failed to load model '{}': {e}",
+                        inst.model
+                    );
                     failed += 1;
                     prev = None;
                     continue;
@@ -420,9 +424,9 @@ pub fn run(p: &CmdParams, sink: &mut dyn Sink) -> Result<(Vec<TestRecord>, usize
         let Some(m) = model.clone() else { continue };
         let mut ctx = match Context::new(m.clone(), inst.context_params()) {
             Ok(c) => c,
-            Err(_) => {
+            Err(e) => {
                 eprintln!(
-                    "llama_bench: error: failed to create context with model '{}'",
+                    "llama_bench: error: failed to create context with model '{}': {e}",
                     inst.model
                 );
                 model = None;

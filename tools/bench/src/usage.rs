@@ -14,6 +14,7 @@ pub fn usage(argv0: &str) -> String {
     let mut s = String::new();
     s += &format!("usage: {argv0} [options]\n\noptions:\n");
     s += "  -h, --help\n";
+    s += "  --version                                   print version and build info and exit\n";
     s += "  --numa <distribute|isolate|numactl>         numa mode (default: disabled)\n";
     s += &format!("  -r, --repetitions <n>                       number of times to repeat each test (default: {})\n", d.reps);
     s += &format!(

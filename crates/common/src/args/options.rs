@@ -67,13 +67,7 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
             Ok(())
         })),
         Opt::new(&["--version"], None, "show version and build info", Void(|_, ctx| {
-            ctx.out.err(&format!(
-                "version: {} (build {}, commit {})\nbuilt with rustc for {}\n",
-                env!("CARGO_PKG_VERSION"),
-                0,
-                "unknown",
-                std::env::consts::ARCH
-            ));
+            ctx.out.err(&build_info::version_text());
             ctx.exit = Some(0);
             Ok(())
         })),

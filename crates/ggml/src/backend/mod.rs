@@ -132,6 +132,11 @@ pub trait Backend: Send {
         ev.synchronize()
     }
     fn set_n_threads(&mut self, _n: usize) {}
+    /// Creates now the threads that `n` threads of computation will need, so that a limit of
+    /// the OS is a setup error rather than a failed compute later.
+    fn reserve_threads(&mut self, _n: usize) -> Result<(), String> {
+        Ok(())
+    }
     /// Called after every node when set; returning true aborts the computation (as ggml's
     /// ggml_abort_callback).
     fn set_abort_callback(&mut self, _cb: Option<Arc<dyn Fn() -> bool + Send + Sync>>) {}
