@@ -90,6 +90,8 @@ fn imatrix_overrides(file: &str, p: &Prepared) -> Vec<KvOverride> {
 }
 
 fn main() -> ExitCode {
+    // Ctrl+C or a kill must not leave the half-written output's temporary behind.
+    atomic_file::install_signal_cleanup();
     let argv: Vec<String> = std::env::args().collect();
     let mut a = match args::parse(&argv) {
         Ok(a) => a,
