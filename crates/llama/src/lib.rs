@@ -8,6 +8,7 @@ pub mod hparams;
 mod load_data;
 pub mod loader;
 pub mod model;
+pub mod model_check;
 mod model_print;
 mod model_tensors;
 pub mod sampling;

@@ -217,6 +217,9 @@ pub fn model_quantize_with_progress(
     p: &ModelQuantizeParams,
     progress: &dyn Fn(usize, usize),
 ) -> Result<QuantizeStats, QuantError> {
+    if !p.dry_run {
+        check_output(out, p.keep_split)?;
+    }
     let loader = ModelLoader::open(inp, LoadMode::Mmap).map_err(|e| failed(e.to_string()))?;
     let main: Arc<GgufFile> = loader.gguf.clone();
     let files = ModelFiles::open(inp, main.clone())?;
@@ -308,6 +311,7 @@ pub fn model_quantize_with_progress(
         )
     });
     let mut kv0 = main_kv(&main, ftype_id, &p.kv_overrides, block_count);
+    check_result(inp, &kv0, &plan)?;
     let mut writers: Vec<GgufWriter> = (0..n_split).map(|_| GgufWriter::new()).collect();
     for (i, w) in writers.iter_mut().enumerate() {
         let mut kv = if i == 0 {
@@ -465,6 +469,54 @@ pub fn model_quantize_with_progress(
         );
     }
     Ok(stats)
+}
+
+/// Fails at once, before anything is read, where the output cannot be written: a directory,
+/// a missing directory, no permission. The probe is the very temporary the writer creates.
+fn check_output(out: &Path, keep_split: bool) -> Result<(), QuantError> {
+    if !keep_split && out.is_dir() {
+        return Err(failed(format!(
+            "output path '{}' is a directory",
+            out.display()
+        )));
+    }
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !dir.exists() {
+        return Err(failed(format!(
+            "cannot write '{}': directory '{}' does not exist",
+            out.display(),
+            dir.display()
+        )));
+    }
+    atomic_file::create_tmp(out)
+        .map(drop)
+        .map_err(|e| failed(format!("cannot write '{}': {e}", out.display())))
+}
+
+/// Runs the loader's checks (`llama::model_check`) on the model about to be written: its KV
+/// pairs and tensors with their new names and types. Nothing is written for a model the
+/// loader would reject; the loader's warnings are logged.
+fn check_result(
+    inp: &Path,
+    kv: &[(String, gguf::Value)],
+    plan: &[Planned],
+) -> Result<(), QuantError> {
+    let mut probe = GgufFile::open_metadata(inp).map_err(|e| failed(e.to_string()))?;
+    probe.kv = kv.to_vec();
+    probe.tensors = plan
+        .iter()
+        .map(|t| TensorInfo::new(t.name.clone(), t.target, t.weight.info.shape()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| failed(e.to_string()))?;
+    let warnings =
+        crate::model_check::check_loadable(Arc::new(probe)).map_err(|e| failed(e.to_string()))?;
+    for w in warnings {
+        ggml::log_warn!("llama_model_quantize_impl: warning: {}\n", w);
+    }
+    Ok(())
 }
 
 /// The importance weights for a tensor being quantized: looked up by its name in the input,

@@ -95,12 +95,12 @@ impl Outputs {
             let w = self.writers[i]
                 .take()
                 .ok_or_else(|| failed("shard reopened"))?;
-            let s = w.create(&self.paths[i]).map_err(|e| failed(e.to_string()))?;
+            let s = w
+                .create(&self.paths[i])
+                .map_err(|e| failed(e.to_string()))?;
             self.streams[i] = Some(s);
         }
-        self.streams[i]
-            .as_mut()
-            .ok_or_else(|| failed("no stream"))
+        self.streams[i].as_mut().ok_or_else(|| failed("no stream"))
     }
 
     /// Writes one tensor's data to shard `i` (tensors of a shard come in its order).
