@@ -121,9 +121,14 @@ pub struct Args {
     /// No progress bar
     #[arg(long)]
     pub quiet: bool,
+    /// Write the file even if it is larger than the size limit (4 GiB)
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn main() -> ExitCode {
+    // Ctrl+C or a kill must not leave the half-written model's temporary behind.
+    atomic_file::install_signal_cleanup();
     let args = Args::parse();
     match model::run(&args) {
         Ok(()) => ExitCode::SUCCESS,

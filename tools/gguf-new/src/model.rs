@@ -1,6 +1,7 @@
 //! The model to write: shape from a preset and flags, its KV pairs, its tensors, and the
 //! streaming write with a progress bar.
 
+use std::path::Path;
 use std::time::Instant;
 
 use gguf::{GgufWriter, Value};
@@ -243,6 +244,54 @@ fn human_bytes(n: u64) -> String {
     }
 }
 
+/// Larger files need `--force`: a slip in a shape (`--embd 100000`) would otherwise fill the
+/// disk before anyone notices. The 7B presets in f32 are past it on purpose.
+pub const SIZE_LIMIT: u64 = 4 << 30;
+
+/// Refuses, before anything is written, a file over `SIZE_LIMIT` without `force`, and one that
+/// does not fit in the free space of the output's file system even with it.
+fn check_size(size: u64, output: &Path, force: bool) -> Result<(), String> {
+    if size > SIZE_LIMIT && !force {
+        return Err(format!(
+            "the file would take {} ({size} bytes), more than the limit of {}; pass --force to write it",
+            human_bytes(size),
+            human_bytes(SIZE_LIMIT)
+        ));
+    }
+    let dir = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Some(free) = free_bytes(dir) {
+        if size > free {
+            return Err(format!(
+                "the file would take {} ({size} bytes) but only {} are free in {}",
+                human_bytes(size),
+                human_bytes(free),
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Bytes an unprivileged process may still write on `dir`'s file system; None if unknown.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `c` is a valid C string; `st` is a plain C struct that statvfs fills in and that
+    // is read only when it succeeded.
+    unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
+            return None;
+        }
+        // the field types differ between targets (u32 on some 32-bit ones)
+        #[allow(clippy::unnecessary_cast)]
+        Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+    }
+}
+
 pub fn run(args: &Args) -> Result<(), String> {
     let mut shape = resolve_shape(args)?;
     let vocab = match &args.vocab {
@@ -283,6 +332,7 @@ pub fn run(args: &Args) -> Result<(), String> {
     }
     let total: u64 = w.tensors().iter().map(|t| t.size).sum();
     let n_params: u64 = w.tensors().iter().map(|t| t.n_elements()).sum();
+    check_size(w.file_size(), &args.output, args.force)?;
 
     let started = Instant::now();
     let mut file = w.create(&args.output).map_err(|e| e.to_string())?;
