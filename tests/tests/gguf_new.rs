@@ -108,12 +108,12 @@ fn builtin_vocab_small_qwen2_f16() {
         .get("tokenizer.ggml.bos_token_id")
         .and_then(Value::as_u64)
         .unwrap() as usize;
-    assert_eq!(tokens[bos], "<|endoftext|>");
+    assert_eq!(&tokens[bos], "<|endoftext|>");
     let eot = f
         .get("tokenizer.ggml.eot_token_id")
         .and_then(Value::as_u64)
         .unwrap() as usize;
-    assert_eq!(tokens[eot], "<|im_end|>");
+    assert_eq!(&tokens[eot], "<|im_end|>");
     assert!(
         f.get("tokenizer.ggml.merges")
             .and_then(Value::as_array)

@@ -2,7 +2,7 @@
 //! dump (`gguf_kv_to_str` and the `- kv %3d: %42s %-16s = %s` line), llama_ftype names, and
 //! print_info's parameter count and file size.
 
-use crate::value::{Array, Value, ValueType};
+use crate::value::{Value, ValueRef, ValueType};
 
 /// Longest value the loader dump prints before cutting it to 37 bytes and "...".
 pub const MAX_VALUE_LEN: usize = 40;
@@ -18,22 +18,23 @@ pub fn c_float(x: f64) -> String {
     }
 }
 
-/// A scalar as `gguf_data_to_str` writes it; strings and arrays are handled by the callers.
-fn scalar_to_str(v: &Value) -> String {
+/// A scalar as `gguf_data_to_str` writes it: strings raw, arrays as `???` (`kv_to_str` writes
+/// a top-level array's elements).
+pub fn scalar_to_str(v: ValueRef) -> String {
     match v {
-        Value::U8(x) => x.to_string(),
-        Value::I8(x) => x.to_string(),
-        Value::U16(x) => x.to_string(),
-        Value::I16(x) => x.to_string(),
-        Value::U32(x) => x.to_string(),
-        Value::I32(x) => x.to_string(),
-        Value::U64(x) => x.to_string(),
-        Value::I64(x) => x.to_string(),
-        Value::F32(x) => c_float(*x as f64),
-        Value::F64(x) => c_float(*x),
-        Value::Bool(x) => if *x { "true" } else { "false" }.to_string(),
-        Value::Str(s) => s.clone(),
-        Value::Array(_) => "???".to_string(),
+        ValueRef::U8(x) => x.to_string(),
+        ValueRef::I8(x) => x.to_string(),
+        ValueRef::U16(x) => x.to_string(),
+        ValueRef::I16(x) => x.to_string(),
+        ValueRef::U32(x) => x.to_string(),
+        ValueRef::I32(x) => x.to_string(),
+        ValueRef::U64(x) => x.to_string(),
+        ValueRef::I64(x) => x.to_string(),
+        ValueRef::F32(x) => c_float(x as f64),
+        ValueRef::F64(x) => c_float(x),
+        ValueRef::Bool(x) => if x { "true" } else { "false" }.to_string(),
+        ValueRef::Str(s) => s.to_string(),
+        ValueRef::Array(_) => "???".to_string(),
     }
 }
 
@@ -42,22 +43,22 @@ fn scalar_to_str(v: &Value) -> String {
 /// (the caller truncates anyway), so huge vocabularies cost nothing.
 pub fn kv_to_str(v: &Value, limit: Option<usize>) -> String {
     let Value::Array(a) = v else {
-        return scalar_to_str(v);
+        return scalar_to_str(v.view());
     };
     let mut s = String::from("[");
-    for (j, x) in a.values.iter().enumerate() {
+    for (j, x) in a.iter().enumerate() {
         if limit.is_some_and(|l| s.len() > l) {
             return s;
         }
         match x {
-            Value::Str(e) => {
+            ValueRef::Str(e) => {
                 s.push('"');
                 s.push_str(&e.replace('\\', "\\\\").replace('"', "\\\""));
                 s.push('"');
             }
             other => s.push_str(&scalar_to_str(other)),
         }
-        if j + 1 < a.values.len() {
+        if j + 1 < a.len() {
             s.push_str(", ");
         }
     }
@@ -68,12 +69,12 @@ pub fn kv_to_str(v: &Value, limit: Option<usize>) -> String {
 /// The type column of the dump: `u32`, or `arr[str,151936]` for arrays.
 pub fn type_label(v: &Value) -> String {
     match v {
-        Value::Array(Array { elem_type, values }) => {
+        Value::Array(a) => {
             format!(
                 "{}[{},{}]",
                 ValueType::Array.name(),
-                elem_type.name(),
-                values.len()
+                a.elem_type().name(),
+                a.len()
             )
         }
         other => other.value_type().name().to_string(),
@@ -265,8 +266,10 @@ pub fn version_name(version: u32) -> &'static str {
 mod tests {
     use super::*;
 
+    use crate::Array;
+
     fn arr(t: ValueType, v: Vec<Value>) -> Value {
-        Value::Array(Array::new(t, v))
+        Value::Array(Array::new(t, v).unwrap())
     }
 
     #[test]

@@ -10,6 +10,9 @@ use crate::value::ValueType;
 pub enum GgufError {
     #[error("failed to open GGUF file '{}' ({source})", path.display())]
     Open { path: PathBuf, source: io::Error },
+    /// A directory, device, FIFO or socket: only a regular file has a size that bounds a read.
+    #[error("failed to open GGUF file '{}' ({what}, not a regular file)", path.display())]
+    NotAFile { path: PathBuf, what: &'static str },
     #[error("failed to read GGUF file '{}' ({source})", path.display())]
     Read { path: PathBuf, source: io::Error },
     #[error("failed to write GGUF file '{}' ({source})", path.display())]
@@ -19,6 +22,13 @@ pub enum GgufError {
         offset: u64,
         field: String,
         kind: ErrorKind,
+    },
+    /// An array built from loose values holds one of another type than its element type.
+    #[error("array of {elem_type} elements holds a {found} at index {index}")]
+    MixedArray {
+        elem_type: ValueType,
+        index: usize,
+        found: ValueType,
     },
     /// The caller asked the writer for something the format cannot hold.
     #[error("cannot write GGUF: {0}")]

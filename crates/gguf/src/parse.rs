@@ -5,10 +5,12 @@
 //! its tensor data: a read past the slice but inside the file asks the caller for more bytes.
 //! Every count is checked against the bytes left in the file before anything is allocated.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
+use crate::array::{Array, Packed, StrArray};
 use crate::error::{invalid, ErrorKind, GgufError};
-use crate::value::{Array, Value, ValueType};
+use crate::value::{Value, ValueType};
 use crate::TensorInfo;
 
 pub const MAGIC: &[u8; 4] = b"GGUF";
@@ -99,6 +101,11 @@ impl<'a> Cursor<'a> {
     }
 
     fn string(&mut self, field: &dyn Fn() -> String) -> PResult<String> {
+        Ok(self.str(field)?.into_owned())
+    }
+
+    /// A string borrowed from the buffer, or, if its bytes are not UTF-8, a repaired copy.
+    fn str(&mut self, field: &dyn Fn() -> String) -> PResult<Cow<'a, str>> {
         let at = self.pos;
         let len = self.u64(&|| format!("{} (string length)", field()))?;
         if len > self.remaining() {
@@ -110,7 +117,7 @@ impl<'a> Cursor<'a> {
         }
         let bytes = self.take(len, field)?;
         Ok(match std::str::from_utf8(bytes) {
-            Ok(s) => s.to_string(),
+            Ok(s) => Cow::Borrowed(s),
             Err(_) => {
                 // ggml accepts any bytes; keep such files usable but say that text was altered.
                 ggml::log_warn!(
@@ -118,7 +125,7 @@ impl<'a> Cursor<'a> {
                     field(),
                     at
                 );
-                String::from_utf8_lossy(bytes).into_owned()
+                String::from_utf8_lossy(bytes)
             }
         })
     }
@@ -137,11 +144,7 @@ impl<'a> Cursor<'a> {
             ValueType::F64 => Value::F64(f64::from_le_bytes(self.array(field)?)),
             ValueType::Bool => {
                 let at = self.pos;
-                match self.array::<1>(field)?[0] {
-                    0 => Value::Bool(false),
-                    1 => Value::Bool(true),
-                    b => return Err(invalid(at, field(), ErrorKind::InvalidBool(b)).into()),
-                }
+                Value::Bool(bool_at(self.array::<1>(field)?[0], at, field)?)
             }
             ValueType::Str => Value::Str(self.string(field)?),
             ValueType::Array => Value::Array(self.array_value(depth + 1, field)?),
@@ -153,6 +156,26 @@ impl<'a> Cursor<'a> {
         let id = self.u32(field)?;
         ValueType::from_id(id)
             .ok_or_else(|| invalid(at, field(), ErrorKind::InvalidValueType(id)).into())
+    }
+
+    /// The `len` fixed-size elements that follow, decoded at once into one slice.
+    fn packed<T: Packed, const N: usize>(
+        &mut self,
+        len: u64,
+        field: &dyn Fn() -> String,
+        decode: fn([u8; N]) -> T,
+    ) -> PResult<Array> {
+        // The caller bounded len by the bytes left, so len * N cannot overflow.
+        let bytes = self.take(len * N as u64, field)?;
+        let values: Box<[T]> = bytes
+            .chunks_exact(N)
+            .map(|c| {
+                let mut a = [0u8; N];
+                a.copy_from_slice(c);
+                decode(a)
+            })
+            .collect();
+        Ok(T::into_array(values))
     }
 
     fn array_value(&mut self, depth: usize, field: &dyn Fn() -> String) -> PResult<Array> {
@@ -173,12 +196,50 @@ impl<'a> Cursor<'a> {
             };
             return Err(invalid(at, field(), kind).into());
         }
-        let mut values = Vec::with_capacity(self.reservable(len, elem_type.min_encoded_size()));
+        let elem = |i: u64| move || format!("{}[{}]", field(), i);
+        Ok(match elem_type {
+            ValueType::U8 => Array::from(self.take(len, field)?.to_vec()),
+            ValueType::I8 => self.packed(len, field, i8::from_le_bytes)?,
+            ValueType::U16 => self.packed(len, field, u16::from_le_bytes)?,
+            ValueType::I16 => self.packed(len, field, i16::from_le_bytes)?,
+            ValueType::U32 => self.packed(len, field, u32::from_le_bytes)?,
+            ValueType::I32 => self.packed(len, field, i32::from_le_bytes)?,
+            ValueType::F32 => self.packed(len, field, f32::from_le_bytes)?,
+            ValueType::U64 => self.packed(len, field, u64::from_le_bytes)?,
+            ValueType::I64 => self.packed(len, field, i64::from_le_bytes)?,
+            ValueType::F64 => self.packed(len, field, f64::from_le_bytes)?,
+            ValueType::Bool => {
+                let start = self.pos;
+                let bytes = self.take(len, field)?;
+                let mut out = Vec::with_capacity(bytes.len());
+                for (i, &b) in bytes.iter().enumerate() {
+                    out.push(bool_at(b, start + i as u64, &elem(i as u64))?);
+                }
+                Array::from(out)
+            }
+            ValueType::Str => {
+                let mut out = StrArray::with_capacity(self.reservable(len, 8), 0);
+                for i in 0..len {
+                    out.push(&self.str(&elem(i))?);
+                }
+                Array::from(out)
+            }
+            ValueType::Array => {
+                let mut out = Vec::with_capacity(self.reservable(len, 12));
+                for i in 0..len {
+                    out.push(self.array_value(depth + 1, &elem(i))?);
+                }
+                Array::from_arrays(out)
+            }
+        })
+    }
+}
 
-        for i in 0..len {
-            values.push(self.value(elem_type, depth, &|| format!("{}[{}]", field(), i))?);
-        }
-        Ok(Array { elem_type, values })
+fn bool_at(b: u8, at: u64, field: &dyn Fn() -> String) -> Result<bool, GgufError> {
+    match b {
+        0 => Ok(false),
+        1 => Ok(true),
+        b => Err(invalid(at, field(), ErrorKind::InvalidBool(b))),
     }
 }
 

@@ -58,21 +58,88 @@ const MIN_MMAP_SIZE: u64 = 4096;
 /// First read size for metadata-only opening; doubled until the metadata fits.
 const METADATA_CHUNK: u64 = 1 << 20;
 
+/// Opens `path` for reading if it is a regular file. Anything else is refused before it is
+/// read: a FIFO or a character device such as /dev/zero reports size 0 and never ends, a
+/// directory cannot be read, and a FIFO cannot even be opened without a writer.
 fn open_file(path: &Path) -> Result<(File, u64), GgufError> {
     let open_err = |source| GgufError::Open {
         path: path.to_path_buf(),
         source,
     };
-    let file = File::open(path).map_err(open_err)?;
+    // Checked on the path first, so that a device is not even opened (opening some has effects).
+    check_regular(path, &std::fs::metadata(path).map_err(open_err)?)?;
+    let file = open_no_wait(path).map_err(open_err)?;
+    // The path may have been replaced in between: what was opened is what counts.
     let meta = file.metadata().map_err(open_err)?;
-    if meta.is_dir() {
-        let source = std::io::Error::other("is a directory");
-        return Err(GgufError::Open {
-            path: path.to_path_buf(),
-            source,
-        });
-    }
+    check_regular(path, &meta)?;
     Ok((file, meta.len()))
+}
+
+/// Opening does not wait, should the path have become a FIFO after it was checked.
+#[cfg(unix)]
+fn open_no_wait(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK changes nothing for a regular file, the only kind that is then read.
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_no_wait(path: &Path) -> std::io::Result<File> {
+    File::open(path)
+}
+
+fn check_regular(path: &Path, meta: &std::fs::Metadata) -> Result<(), GgufError> {
+    if meta.is_file() {
+        return Ok(());
+    }
+    Err(GgufError::NotAFile {
+        path: path.to_path_buf(),
+        what: file_kind(&meta.file_type()),
+    })
+}
+
+/// What a path that is not a regular file is, in words.
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_char_device() {
+            return "a character device";
+        }
+        if t.is_block_device() {
+            return "a block device";
+        }
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    "a special file"
+}
+
+/// Reads at most `n` more bytes of `file` into `buf`, with the room for them reserved first so
+/// that a size the machine cannot hold is an error, not an abort.
+fn read_up_to(file: &File, n: u64, buf: &mut Vec<u8>, path: &Path) -> Result<(), GgufError> {
+    let room = usize::try_from(n)
+        .ok()
+        .filter(|&r| buf.try_reserve_exact(r).is_ok());
+    if room.is_none() {
+        let source = std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            format!("cannot allocate {n} bytes to read it into memory"),
+        );
+        return Err(read_err(path)(source));
+    }
+    file.take(n).read_to_end(buf).map_err(read_err(path))?;
+    Ok(())
 }
 
 fn read_err(path: &Path) -> impl Fn(std::io::Error) -> GgufError + '_ {
@@ -90,15 +157,16 @@ impl GgufFile {
 
     pub fn open_with(path: impl AsRef<Path>, mode: ReadMode) -> Result<GgufFile, GgufError> {
         let path = path.as_ref();
-        let (mut file, size) = open_file(path)?;
+        let (file, size) = open_file(path)?;
         let source = if mode == ReadMode::Mmap && size >= MIN_MMAP_SIZE {
             // SAFETY: the map is read-only; as with every mmap-based loader (llama.cpp included),
             // another process truncating the file while it is mapped is outside our control.
             let map = unsafe { memmap2::Mmap::map(&file) }.map_err(read_err(path))?;
             Source::Mmap(map)
         } else {
-            let mut bytes = Vec::with_capacity(size as usize);
-            file.read_to_end(&mut bytes).map_err(read_err(path))?;
+            // At most the size the file had when opened: it may grow while being read.
+            let mut bytes = Vec::new();
+            read_up_to(&file, size, &mut bytes, path)?;
             Source::Bytes(bytes)
         };
         GgufFile::from_source(source)
@@ -114,10 +182,7 @@ impl GgufFile {
         loop {
             let have = buf.len() as u64;
             if want > have {
-                (&file)
-                    .take(want - have)
-                    .read_to_end(&mut buf)
-                    .map_err(read_err(path))?;
+                read_up_to(&file, want - have, &mut buf, path)?;
             }
             let file_size = if (buf.len() as u64) < want {
                 buf.len() as u64

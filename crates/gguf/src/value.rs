@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::array::Array;
+
 /// The on-disk value type ids (`enum gguf_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
@@ -94,13 +96,6 @@ impl fmt::Display for ValueType {
     }
 }
 
-/// An array value: every element has `elem_type` (arrays of arrays are allowed).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Array {
-    pub elem_type: ValueType,
-    pub values: Vec<Value>,
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     U8(u8),
@@ -118,137 +113,184 @@ pub enum Value {
     F64(f64),
 }
 
+/// A value borrowed from a `Value` or read out of an `Array`: numbers by value, strings and
+/// arrays by reference.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ValueRef<'a> {
+    U8(u8),
+    I8(i8),
+    U16(u16),
+    I16(i16),
+    U32(u32),
+    I32(i32),
+    F32(f32),
+    Bool(bool),
+    Str(&'a str),
+    Array(&'a Array),
+    U64(u64),
+    I64(i64),
+    F64(f64),
+}
+
 impl Value {
-    pub fn value_type(&self) -> ValueType {
+    pub fn view(&self) -> ValueRef<'_> {
         match self {
-            Value::U8(_) => ValueType::U8,
-            Value::I8(_) => ValueType::I8,
-            Value::U16(_) => ValueType::U16,
-            Value::I16(_) => ValueType::I16,
-            Value::U32(_) => ValueType::U32,
-            Value::I32(_) => ValueType::I32,
-            Value::F32(_) => ValueType::F32,
-            Value::Bool(_) => ValueType::Bool,
-            Value::Str(_) => ValueType::Str,
-            Value::Array(_) => ValueType::Array,
-            Value::U64(_) => ValueType::U64,
-            Value::I64(_) => ValueType::I64,
-            Value::F64(_) => ValueType::F64,
+            Value::U8(x) => ValueRef::U8(*x),
+            Value::I8(x) => ValueRef::I8(*x),
+            Value::U16(x) => ValueRef::U16(*x),
+            Value::I16(x) => ValueRef::I16(*x),
+            Value::U32(x) => ValueRef::U32(*x),
+            Value::I32(x) => ValueRef::I32(*x),
+            Value::F32(x) => ValueRef::F32(*x),
+            Value::Bool(x) => ValueRef::Bool(*x),
+            Value::Str(s) => ValueRef::Str(s),
+            Value::Array(a) => ValueRef::Array(a),
+            Value::U64(x) => ValueRef::U64(*x),
+            Value::I64(x) => ValueRef::I64(*x),
+            Value::F64(x) => ValueRef::F64(*x),
         }
     }
 
+    pub fn value_type(&self) -> ValueType {
+        self.view().value_type()
+    }
+
     pub fn as_str(&self) -> Option<&str> {
+        self.view().as_str()
+    }
+
+    /// Any unsigned integer, or a signed one that is not negative.
+    pub fn as_u64(&self) -> Option<u64> {
+        self.view().as_u64()
+    }
+
+    /// Any integer that fits in an i64.
+    pub fn as_i64(&self) -> Option<i64> {
+        self.view().as_i64()
+    }
+
+    /// F32, or F64 narrowed.
+    pub fn as_f32(&self) -> Option<f32> {
+        self.view().as_f32()
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        self.view().as_f64()
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        self.view().as_bool()
+    }
+
+    pub fn as_array(&self) -> Option<&Array> {
+        self.view().as_array()
+    }
+}
+
+impl<'a> ValueRef<'a> {
+    pub fn value_type(self) -> ValueType {
         match self {
-            Value::Str(s) => Some(s),
+            ValueRef::U8(_) => ValueType::U8,
+            ValueRef::I8(_) => ValueType::I8,
+            ValueRef::U16(_) => ValueType::U16,
+            ValueRef::I16(_) => ValueType::I16,
+            ValueRef::U32(_) => ValueType::U32,
+            ValueRef::I32(_) => ValueType::I32,
+            ValueRef::F32(_) => ValueType::F32,
+            ValueRef::Bool(_) => ValueType::Bool,
+            ValueRef::Str(_) => ValueType::Str,
+            ValueRef::Array(_) => ValueType::Array,
+            ValueRef::U64(_) => ValueType::U64,
+            ValueRef::I64(_) => ValueType::I64,
+            ValueRef::F64(_) => ValueType::F64,
+        }
+    }
+
+    /// An owned copy.
+    pub fn to_value(self) -> Value {
+        match self {
+            ValueRef::U8(x) => Value::U8(x),
+            ValueRef::I8(x) => Value::I8(x),
+            ValueRef::U16(x) => Value::U16(x),
+            ValueRef::I16(x) => Value::I16(x),
+            ValueRef::U32(x) => Value::U32(x),
+            ValueRef::I32(x) => Value::I32(x),
+            ValueRef::F32(x) => Value::F32(x),
+            ValueRef::Bool(x) => Value::Bool(x),
+            ValueRef::Str(s) => Value::Str(s.to_string()),
+            ValueRef::Array(a) => Value::Array(a.clone()),
+            ValueRef::U64(x) => Value::U64(x),
+            ValueRef::I64(x) => Value::I64(x),
+            ValueRef::F64(x) => Value::F64(x),
+        }
+    }
+
+    pub fn as_str(self) -> Option<&'a str> {
+        match self {
+            ValueRef::Str(s) => Some(s),
             _ => None,
         }
     }
 
     /// Any unsigned integer, or a signed one that is not negative.
-    pub fn as_u64(&self) -> Option<u64> {
-        match *self {
-            Value::U8(v) => Some(v as u64),
-            Value::U16(v) => Some(v as u64),
-            Value::U32(v) => Some(v as u64),
-            Value::U64(v) => Some(v),
-            Value::I8(v) => u64::try_from(v).ok(),
-            Value::I16(v) => u64::try_from(v).ok(),
-            Value::I32(v) => u64::try_from(v).ok(),
-            Value::I64(v) => u64::try_from(v).ok(),
+    pub fn as_u64(self) -> Option<u64> {
+        match self {
+            ValueRef::U8(v) => Some(v as u64),
+            ValueRef::U16(v) => Some(v as u64),
+            ValueRef::U32(v) => Some(v as u64),
+            ValueRef::U64(v) => Some(v),
+            ValueRef::I8(v) => u64::try_from(v).ok(),
+            ValueRef::I16(v) => u64::try_from(v).ok(),
+            ValueRef::I32(v) => u64::try_from(v).ok(),
+            ValueRef::I64(v) => u64::try_from(v).ok(),
             _ => None,
         }
     }
 
     /// Any integer that fits in an i64.
-    pub fn as_i64(&self) -> Option<i64> {
-        match *self {
-            Value::U8(v) => Some(v as i64),
-            Value::U16(v) => Some(v as i64),
-            Value::U32(v) => Some(v as i64),
-            Value::U64(v) => i64::try_from(v).ok(),
-            Value::I8(v) => Some(v as i64),
-            Value::I16(v) => Some(v as i64),
-            Value::I32(v) => Some(v as i64),
-            Value::I64(v) => Some(v),
+    pub fn as_i64(self) -> Option<i64> {
+        match self {
+            ValueRef::U8(v) => Some(v as i64),
+            ValueRef::U16(v) => Some(v as i64),
+            ValueRef::U32(v) => Some(v as i64),
+            ValueRef::U64(v) => i64::try_from(v).ok(),
+            ValueRef::I8(v) => Some(v as i64),
+            ValueRef::I16(v) => Some(v as i64),
+            ValueRef::I32(v) => Some(v as i64),
+            ValueRef::I64(v) => Some(v),
             _ => None,
         }
     }
 
     /// F32, or F64 narrowed.
-    pub fn as_f32(&self) -> Option<f32> {
-        match *self {
-            Value::F32(v) => Some(v),
-            Value::F64(v) => Some(v as f32),
-            _ => None,
-        }
-    }
-
-    pub fn as_f64(&self) -> Option<f64> {
-        match *self {
-            Value::F32(v) => Some(v as f64),
-            Value::F64(v) => Some(v),
-            _ => None,
-        }
-    }
-
-    pub fn as_bool(&self) -> Option<bool> {
-        match *self {
-            Value::Bool(v) => Some(v),
-            _ => None,
-        }
-    }
-
-    pub fn as_array(&self) -> Option<&Array> {
+    pub fn as_f32(self) -> Option<f32> {
         match self {
-            Value::Array(a) => Some(a),
+            ValueRef::F32(v) => Some(v),
+            ValueRef::F64(v) => Some(v as f32),
             _ => None,
         }
     }
-}
 
-impl Array {
-    pub fn new(elem_type: ValueType, values: Vec<Value>) -> Array {
-        Array { elem_type, values }
-    }
-
-    pub fn len(&self) -> usize {
-        self.values.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.values.is_empty()
-    }
-
-    /// All elements as strings, or `None` if this is not an array of strings.
-    pub fn strings(&self) -> Option<Vec<&str>> {
-        if self.elem_type != ValueType::Str {
-            return None;
+    pub fn as_f64(self) -> Option<f64> {
+        match self {
+            ValueRef::F32(v) => Some(v as f64),
+            ValueRef::F64(v) => Some(v),
+            _ => None,
         }
-        self.values.iter().map(Value::as_str).collect()
     }
 
-    /// All elements as f32 (F32 or F64 arrays).
-    pub fn f32s(&self) -> Option<Vec<f32>> {
-        self.values.iter().map(Value::as_f32).collect()
+    pub fn as_bool(self) -> Option<bool> {
+        match self {
+            ValueRef::Bool(v) => Some(v),
+            _ => None,
+        }
     }
 
-    /// All elements as i32, for any integer array whose values fit.
-    pub fn i32s(&self) -> Option<Vec<i32>> {
-        self.values
-            .iter()
-            .map(|v| v.as_i64().and_then(|x| i32::try_from(x).ok()))
-            .collect()
-    }
-
-    /// Whether every element has `elem_type` (recursively for nested arrays).
-    pub fn is_consistent(&self) -> bool {
-        self.values.iter().all(|v| {
-            v.value_type() == self.elem_type
-                && match v {
-                    Value::Array(inner) => inner.is_consistent(),
-                    _ => true,
-                }
-        })
+    pub fn as_array(self) -> Option<&'a Array> {
+        match self {
+            ValueRef::Array(a) => Some(a),
+            _ => None,
+        }
     }
 }
 

@@ -9,11 +9,12 @@ use std::path::{Path, PathBuf};
 
 use atomic_file::TmpGuard;
 
+use crate::array::Array;
 use crate::error::GgufError;
 use crate::parse::{ALIGNMENT_KEY, DEFAULT_ALIGNMENT, MAGIC, MAX_ARRAY_DEPTH, VERSION};
 use crate::reader::GgufFile;
 use crate::tensor::TensorInfo;
-use crate::value::Value;
+use crate::value::{Value, ValueRef};
 
 /// Collects KV pairs and tensor infos, then writes the file.
 #[derive(Clone, Debug)]
@@ -260,21 +261,19 @@ impl GgufWriter {
 
 fn check_value(key: &str, v: &Value, depth: usize) -> Result<(), GgufError> {
     if let Value::Array(a) = v {
-        if depth >= MAX_ARRAY_DEPTH {
-            return unwritable(format!(
-                "key '{key}': arrays nested deeper than {MAX_ARRAY_DEPTH} levels"
-            ));
-        }
-        for x in &a.values {
-            if x.value_type() != a.elem_type {
-                return unwritable(format!(
-                    "key '{key}': array of {} holds a {}",
-                    a.elem_type,
-                    x.value_type()
-                ));
-            }
-            check_value(key, x, depth + 1)?;
-        }
+        check_array(key, a, depth)?;
+    }
+    Ok(())
+}
+
+fn check_array(key: &str, a: &Array, depth: usize) -> Result<(), GgufError> {
+    if depth >= MAX_ARRAY_DEPTH {
+        return unwritable(format!(
+            "key '{key}': arrays nested deeper than {MAX_ARRAY_DEPTH} levels"
+        ));
+    }
+    for inner in a.arrays().unwrap_or_default() {
+        check_array(key, inner, depth + 1)?;
     }
     Ok(())
 }
@@ -285,26 +284,35 @@ fn encode_str(s: &str, b: &mut Vec<u8>) {
 }
 
 fn encode_value(v: &Value, b: &mut Vec<u8>) {
+    encode_ref(v.view(), b);
+}
+
+fn encode_ref(v: ValueRef, b: &mut Vec<u8>) {
     match v {
-        Value::U8(x) => b.push(*x),
-        Value::I8(x) => b.push(*x as u8),
-        Value::U16(x) => b.extend_from_slice(&x.to_le_bytes()),
-        Value::I16(x) => b.extend_from_slice(&x.to_le_bytes()),
-        Value::U32(x) => b.extend_from_slice(&x.to_le_bytes()),
-        Value::I32(x) => b.extend_from_slice(&x.to_le_bytes()),
-        Value::F32(x) => b.extend_from_slice(&x.to_le_bytes()),
-        Value::Bool(x) => b.push(*x as u8),
-        Value::Str(s) => encode_str(s, b),
-        Value::Array(a) => {
-            b.extend_from_slice(&a.elem_type.id().to_le_bytes());
-            b.extend_from_slice(&(a.values.len() as u64).to_le_bytes());
-            for x in &a.values {
-                encode_value(x, b);
+        ValueRef::U8(x) => b.push(x),
+        ValueRef::I8(x) => b.push(x as u8),
+        ValueRef::U16(x) => b.extend_from_slice(&x.to_le_bytes()),
+        ValueRef::I16(x) => b.extend_from_slice(&x.to_le_bytes()),
+        ValueRef::U32(x) => b.extend_from_slice(&x.to_le_bytes()),
+        ValueRef::I32(x) => b.extend_from_slice(&x.to_le_bytes()),
+        ValueRef::F32(x) => b.extend_from_slice(&x.to_le_bytes()),
+        ValueRef::Bool(x) => b.push(x as u8),
+        ValueRef::Str(s) => encode_str(s, b),
+        ValueRef::Array(a) => {
+            b.extend_from_slice(&a.elem_type().id().to_le_bytes());
+            b.extend_from_slice(&(a.len() as u64).to_le_bytes());
+            // The common big array, a byte blob, goes in one copy.
+            if let Some(bytes) = a.as_slice::<u8>() {
+                b.extend_from_slice(bytes);
+                return;
+            }
+            for x in a {
+                encode_ref(x, b);
             }
         }
-        Value::U64(x) => b.extend_from_slice(&x.to_le_bytes()),
-        Value::I64(x) => b.extend_from_slice(&x.to_le_bytes()),
-        Value::F64(x) => b.extend_from_slice(&x.to_le_bytes()),
+        ValueRef::U64(x) => b.extend_from_slice(&x.to_le_bytes()),
+        ValueRef::I64(x) => b.extend_from_slice(&x.to_le_bytes()),
+        ValueRef::F64(x) => b.extend_from_slice(&x.to_le_bytes()),
     }
 }
 

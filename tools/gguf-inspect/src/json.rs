@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use gguf::{display, GgufFile, Value};
+use gguf::{display, GgufFile, Value, ValueRef};
 use serde_json::{json, Map, Value as Json};
 
 /// Elements of an array shown without --full-arrays.
@@ -22,27 +22,27 @@ fn float(x: f64, shortest: String) -> Json {
     }
 }
 
-fn value(v: &Value, full: bool) -> Json {
+fn value(v: ValueRef, full: bool) -> Json {
     match v {
-        Value::U8(x) => json!(x),
-        Value::I8(x) => json!(x),
-        Value::U16(x) => json!(x),
-        Value::I16(x) => json!(x),
-        Value::U32(x) => json!(x),
-        Value::I32(x) => json!(x),
-        Value::U64(x) => json!(x),
-        Value::I64(x) => json!(x),
-        Value::F32(x) => float(*x as f64, x.to_string()),
-        Value::F64(x) => float(*x, x.to_string()),
-        Value::Bool(x) => json!(x),
-        Value::Str(s) => json!(s),
-        Value::Array(a) => {
+        ValueRef::U8(x) => json!(x),
+        ValueRef::I8(x) => json!(x),
+        ValueRef::U16(x) => json!(x),
+        ValueRef::I16(x) => json!(x),
+        ValueRef::U32(x) => json!(x),
+        ValueRef::I32(x) => json!(x),
+        ValueRef::U64(x) => json!(x),
+        ValueRef::I64(x) => json!(x),
+        ValueRef::F32(x) => float(x as f64, x.to_string()),
+        ValueRef::F64(x) => float(x, x.to_string()),
+        ValueRef::Bool(x) => json!(x),
+        ValueRef::Str(s) => json!(s),
+        ValueRef::Array(a) => {
             let n = if full {
                 a.len()
             } else {
                 a.len().min(ARRAY_PREVIEW)
             };
-            Json::Array(a.values[..n].iter().map(|x| value(x, full)).collect())
+            Json::Array(a.iter().take(n).map(|x| value(x, full)).collect())
         }
     }
 }
@@ -59,11 +59,11 @@ pub fn dump(file: &GgufFile, path: &Path, full: bool, with_tensors: bool) -> Jso
             m.insert("key".into(), json!(k));
             m.insert("type".into(), json!(v.value_type().name()));
             if let Value::Array(a) = v {
-                m.insert("elem_type".into(), json!(a.elem_type.name()));
+                m.insert("elem_type".into(), json!(a.elem_type().name()));
                 m.insert("len".into(), json!(a.len()));
                 m.insert("truncated".into(), json!(!full && a.len() > ARRAY_PREVIEW));
             }
-            m.insert("value".into(), value(v, full));
+            m.insert("value".into(), value(v.view(), full));
             Json::Object(m)
         })
         .collect();

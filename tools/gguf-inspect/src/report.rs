@@ -4,7 +4,7 @@ use std::path::Path;
 
 use comfy_table::{presets, CellAlignment, Table};
 use gguf::display::{self, kv_line};
-use gguf::{GgufFile, Value};
+use gguf::{GgufFile, Value, ValueRef};
 
 /// Totals over the tensors, as llama.cpp's loader counts them.
 pub struct Totals {
@@ -145,22 +145,22 @@ fn tensor_table(file: &GgufFile) -> Table {
 /// `--key`: a value alone; arrays one element a line, floats in their shortest exact form.
 pub fn key_value(v: &Value) -> Vec<u8> {
     let mut out = Vec::new();
-    match v {
-        Value::Array(a) => {
-            for x in &a.values {
-                out.extend(key_value(x));
-            }
-        }
-        other => {
-            let s = match other {
-                Value::Str(s) => s.clone(),
-                Value::F32(x) => x.to_string(),
-                Value::F64(x) => x.to_string(),
-                Value::Array(_) => unreachable!("handled above"),
-                scalar => display::kv_to_str(scalar, None),
-            };
-            push_line(&mut out, &s);
-        }
-    }
+    push_value(v.view(), &mut out);
     out
+}
+
+/// Nested arrays are flattened, one element a line.
+fn push_value(v: ValueRef, out: &mut Vec<u8>) {
+    let s = match v {
+        ValueRef::Array(a) => {
+            for x in a {
+                push_value(x, out);
+            }
+            return;
+        }
+        ValueRef::F32(x) => x.to_string(),
+        ValueRef::F64(x) => x.to_string(),
+        other => display::scalar_to_str(other),
+    };
+    push_line(out, &s);
 }

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use gguf::{Array, GgufFile, Value, ValueType};
+use gguf::{Array, GgufFile, Value};
 
 /// llama.cpp's token types.
 const TOKEN_NORMAL: i32 = 1;
@@ -212,12 +212,7 @@ pub fn builtin(n_vocab: u64, pre: &str) -> Vocab {
         types.push(TOKEN_NORMAL);
     }
     let (eot, im_end) = (first_special, first_special + 2);
-    let strs = |v: Vec<String>| {
-        Value::Array(Array::new(
-            ValueType::Str,
-            v.into_iter().map(Value::Str).collect(),
-        ))
-    };
+    let strs = |v: Vec<String>| Value::Array(Array::from_strs(v));
     let n_tokens = tokens.len() as u64;
     let kv = vec![
         ("tokenizer.ggml.model", Value::from("gpt2")),
@@ -225,10 +220,7 @@ pub fn builtin(n_vocab: u64, pre: &str) -> Vocab {
         ("tokenizer.ggml.tokens", strs(tokens)),
         (
             "tokenizer.ggml.token_type",
-            Value::Array(Array::new(
-                ValueType::I32,
-                types.into_iter().map(Value::I32).collect(),
-            )),
+            Value::Array(Array::from(types)),
         ),
         (
             "tokenizer.ggml.merges",
@@ -294,9 +286,9 @@ mod tests {
             .strings()
             .unwrap();
         assert!(merges.len() > 200, "{} merges", merges.len());
-        let set: HashSet<&str> = tokens.iter().copied().collect();
+        let set: HashSet<&str> = tokens.iter().collect();
         assert_eq!(set.len(), tokens.len(), "tokens are unique");
-        for m in &merges {
+        for m in merges {
             let (a, b) = m.split_once(' ').unwrap();
             assert!(
                 set.contains(a) && set.contains(b) && set.contains(format!("{a}{b}").as_str()),
@@ -305,7 +297,7 @@ mod tests {
         }
         assert!(set.contains("Ġthe"));
         let eos = get("tokenizer.ggml.eos_token_id").as_u64().unwrap() as usize;
-        assert_eq!(tokens[eos], "<|endoftext|>");
+        assert_eq!(&tokens[eos], "<|endoftext|>");
         assert_eq!(v.n_tokens as usize, tokens.len());
         let padded = builtin(5000, "qwen2");
         assert_eq!(padded.n_tokens, 5000);

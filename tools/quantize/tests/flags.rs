@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use ggml::Type;
-use gguf::{Array, GgufFile, GgufWriter, TensorInfo, Value, ValueType};
+use gguf::{Array, GgufFile, GgufWriter, TensorInfo, Value};
 
 const LAYERS: usize = 4;
 
@@ -131,10 +131,13 @@ fn override_kv_is_written_and_visible_to_inspect() {
         log.contains("validate_override: Using metadata override (  int) 'llama.block_count' = 4"),
         "{log}"
     );
-    let o = Command::new(test_fixtures::bin("llama-gguf-inspect", "llama-gguf-inspect"))
-        .args([s(&out), "--key", "general.name"])
-        .output()
-        .unwrap();
+    let o = Command::new(test_fixtures::bin(
+        "llama-gguf-inspect",
+        "llama-gguf-inspect",
+    ))
+    .args([s(&out), "--key", "general.name"])
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "renamed model");
     let f = GgufFile::open(&out).unwrap();
@@ -238,13 +241,7 @@ fn matrices(f: &GgufFile) -> Vec<(String, usize)> {
 fn write_imatrix_gguf(path: &Path, entries: &[(String, Vec<f32>, f32)]) {
     let mut w = GgufWriter::new();
     w.add_kv("general.type", "imatrix").unwrap();
-    let ds = Array::new(
-        ValueType::Str,
-        vec![
-            Value::Str("calib.txt".into()),
-            Value::Str("more.txt".into()),
-        ],
-    );
+    let ds = Array::from_strs(["calib.txt", "more.txt"]);
     w.add_kv("imatrix.datasets", Value::Array(ds)).unwrap();
     w.add_kv("imatrix.chunk_count", Value::U32(7)).unwrap();
     w.add_kv("imatrix.chunk_size", Value::U32(512)).unwrap();

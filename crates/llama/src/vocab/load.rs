@@ -557,7 +557,7 @@ impl Vocab {
         if let Some(v) = meta(KV_SUPPRESS) {
             let arr = v
                 .as_array()
-                .filter(|a| a.elem_type == ValueType::I32)
+                .filter(|a| a.elem_type() == ValueType::I32)
                 .and_then(|a| a.i32s())
                 .ok_or_else(|| VocabError::BadType(KV_SUPPRESS.into()))?;
             self.suppress = arr
@@ -648,7 +648,7 @@ fn read_merges<'a>(meta: Meta<'a>, optional: bool) -> Result<Option<Vec<&'a str>
                 .as_array()
                 .and_then(|a| a.strings())
                 .ok_or_else(|| VocabError::BadType(KV_MERGES.into()))?;
-            Ok(Some(arr))
+            Ok(Some(arr.iter().collect()))
         }
     }
 }
@@ -660,18 +660,11 @@ fn read_charsmap(meta: Meta) -> Result<Vec<u8>, VocabError> {
     let arr = v
         .as_array()
         .ok_or_else(|| VocabError::BadType(KV_CHARSMAP.into()))?;
-    if arr.elem_type != ValueType::U8 && arr.elem_type != ValueType::I8 {
-        return Err(VocabError::BadType(KV_CHARSMAP.into()));
-    }
-    let bytes: Vec<u8> = arr
-        .values
-        .iter()
-        .map(|x| match x {
-            Value::U8(b) => *b,
-            Value::I8(b) => *b as u8,
-            _ => 0,
-        })
-        .collect();
+    let bytes: Vec<u8> = match (arr.as_slice::<u8>(), arr.as_slice::<i8>()) {
+        (Some(b), _) => b.to_vec(),
+        (_, Some(b)) => b.iter().map(|&x| x as u8).collect(),
+        _ => return Err(VocabError::BadType(KV_CHARSMAP.into())),
+    };
     if bytes.len() < 4 {
         return Err(VocabError::Invalid(
             "precompiled_charsmap too small for xcda_blob_size header!".into(),
@@ -697,17 +690,12 @@ fn read_tokens(meta: Meta) -> Result<Vec<TokenData>, VocabError> {
         Some(v) => {
             let a = v
                 .as_array()
-                .filter(|a| matches!(a.elem_type, ValueType::F32 | ValueType::I32))
                 .ok_or_else(|| VocabError::BadType(KV_SCORES.into()))?;
-            let sc: Vec<f32> = a
-                .values
-                .iter()
-                .map(|x| match x {
-                    Value::F32(f) => *f,
-                    Value::I32(i) => *i as f32,
-                    _ => 0.0,
-                })
-                .collect();
+            let sc: Vec<f32> = match (a.as_slice::<f32>(), a.as_slice::<i32>()) {
+                (Some(f), _) => f.to_vec(),
+                (_, Some(i)) => i.iter().map(|&x| x as f32).collect(),
+                _ => return Err(VocabError::BadType(KV_SCORES.into())),
+            };
             if sc.len() < n {
                 return Err(VocabError::Invalid(format!(
                     "Index out of array bounds for scores ({} < {})",
@@ -723,7 +711,7 @@ fn read_tokens(meta: Meta) -> Result<Vec<TokenData>, VocabError> {
         Some(v) => {
             let a = v
                 .as_array()
-                .filter(|a| a.elem_type == ValueType::I32)
+                .filter(|a| a.elem_type() == ValueType::I32)
                 .and_then(|a| a.i32s())
                 .ok_or_else(|| VocabError::BadType(KV_TOKEN_TYPE.into()))?;
             if a.len() < n {

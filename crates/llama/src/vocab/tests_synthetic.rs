@@ -3,30 +3,21 @@
 
 use std::collections::HashMap;
 
-use gguf::{Array, Value, ValueType};
+use gguf::{Array, Value};
 
 use super::tests::{read_texts, shared_vocabs};
 use super::{Vocab, VocabType, TOKEN_NULL};
 
 fn strs(v: &[&str]) -> Value {
-    Value::Array(Array::new(
-        ValueType::Str,
-        v.iter().map(|s| Value::Str(s.to_string())).collect(),
-    ))
+    Value::Array(Array::from_strs(v))
 }
 
 fn i32s(v: &[i32]) -> Value {
-    Value::Array(Array::new(
-        ValueType::I32,
-        v.iter().map(|&x| Value::I32(x)).collect(),
-    ))
+    Value::Array(Array::from(v.to_vec()))
 }
 
 fn f32s(v: &[f32]) -> Value {
-    Value::Array(Array::new(
-        ValueType::F32,
-        v.iter().map(|&x| Value::F32(x)).collect(),
-    ))
+    Value::Array(Array::from(v.to_vec()))
 }
 
 fn build(kv: Vec<(&str, Value)>) -> Vocab {
