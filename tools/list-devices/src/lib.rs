@@ -4,6 +4,8 @@
 
 use ggml::backend::{DeviceKind, DeviceRef};
 
+pub mod cli;
+
 /// One listed device: name, description, total and free bytes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {

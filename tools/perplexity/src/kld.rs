@@ -12,16 +12,18 @@ use llama::{Batch, Context};
 use rayon::prelude::*;
 use std::time::Instant;
 
-pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
+/// Returns false after logging why when the comparison could not be made (no, unreadable or
+/// mismatched base file, a failed decode).
+pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) -> bool {
     let Some(path) = &o.logits_file else {
         log_err!("kl_divergence: you must provide a name of a file containing the log probabilities of the base model\n");
-        return;
+        return false;
     };
     let mut file = match LogitsReader::open(path) {
         Ok(f) => f,
         Err(e) => {
             log_err!("kl_divergence: {}\n", e);
-            return;
+            return false;
         }
     };
     let model = ctx.model().clone();
@@ -43,7 +45,7 @@ pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
             file.n_vocab,
             n_vocab
         );
-        return;
+        return false;
     }
     let n_chunk = file.n_chunk as usize;
     let n_batch = o.n_batch;
@@ -109,7 +111,7 @@ pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
             if ctx.decode(&batch) != 0 {
                 progress.finish();
                 log_err!("kl_divergence : failed to eval\n");
-                return;
+                return false;
             }
             if num_batches > 1 && n_outputs > 0 {
                 if let Some(r) = ctx.get_logits().get(..n_outputs * n_vocab) {
@@ -126,7 +128,7 @@ pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
             if let Err(e) = file.read_chunk(i + seq, &mut base) {
                 progress.finish();
                 log_err!("kl_divergence: {}\n", e);
-                return;
+                return false;
             }
             let all: &[f32] = if num_batches > 1 {
                 &logits
@@ -142,7 +144,7 @@ pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
             else {
                 progress.finish();
                 log_err!("kl_divergence: the context returned fewer logits than requested\n");
-                return;
+                return false;
             };
             let toks = &file.tokens[start + seq * n_ctx + first..start + seq * n_ctx + n_ctx];
             if toks.iter().any(|&t| t < 0 || t as usize >= n_vocab) {
@@ -151,7 +153,7 @@ pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
                     "kl_divergence: {} holds tokens outside the vocabulary\n",
                     path.display()
                 );
-                return;
+                return false;
             }
             let per_token: Vec<(KldSums, f64, f32)> = (0..n_scored)
                 .into_par_iter()
@@ -185,7 +187,8 @@ pub fn kl_divergence(ctx: &mut Context, o: &PplOptions) {
     log_out!("\n");
     if kld.count < 100 {
         // too few values for statistics
-        return;
+        return true;
     }
     log_out!("{}", summary(&kld, &mut kld_values, &mut p_diff_values));
+    true
 }

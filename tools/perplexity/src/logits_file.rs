@@ -84,7 +84,8 @@ impl LogitsWriter {
 /// A read failure, worded as llama.cpp's messages (after `kl_divergence: `).
 #[derive(Debug, PartialEq, Eq)]
 pub enum ReadError {
-    Open(String),
+    /// the path and the OS's reason
+    Open(String, String),
     BadMagic(String),
     Header(String),
     Tokens(String),
@@ -94,7 +95,7 @@ pub enum ReadError {
 impl std::fmt::Display for ReadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ReadError::Open(p) => write!(f, "failed to open {p}"),
+            ReadError::Open(p, why) => write!(f, "failed to open {p}: {why}"),
             ReadError::BadMagic(p) => write!(
                 f,
                 "{p} does not look like a file containing log-probabilities"
@@ -125,7 +126,7 @@ impl LogitsReader {
     /// anything is allocated, so a damaged file is an error, not a huge allocation.
     pub fn open(path: &Path) -> Result<LogitsReader, ReadError> {
         let p = path.display().to_string();
-        let f = File::open(path).map_err(|_| ReadError::Open(p.clone()))?;
+        let f = File::open(path).map_err(|e| ReadError::Open(p.clone(), e.to_string()))?;
         let file_len = f.metadata().map(|m| m.len()).unwrap_or(0);
         let mut inp = BufReader::new(f);
         let mut magic = [0u8; 8];
@@ -240,7 +241,7 @@ mod tests {
     fn damaged_files_are_errors() {
         let d = dir("bad");
         let p = d.join("f");
-        assert!(matches!(LogitsReader::open(&p), Err(ReadError::Open(_))));
+        assert!(matches!(LogitsReader::open(&p), Err(ReadError::Open(..))));
         std::fs::write(&p, b"_logits").unwrap();
         assert!(matches!(
             LogitsReader::open(&p),

@@ -144,15 +144,22 @@ fn real_main() -> i32 {
     } else if params.multiple_choice {
         // the task file is binary: scored from its bytes, not the parser's text
         tasks::multiple_choice(&mut ctx, &prompt, params.multiple_choice_tasks, n_batch);
-    } else if params.kl_divergence {
-        kl_divergence(&mut ctx, &opts);
-    } else {
-        // failures were reported; llama.cpp still exits with 0 after them
-        let _ = perplexity(&mut ctx, &prompt, &opts);
     }
+    // a failure was logged; llama.cpp exits with 0 after it, a script is better told
+    let ok = if params.hellaswag || params.winogrande || params.multiple_choice {
+        true
+    } else if params.kl_divergence {
+        kl_divergence(&mut ctx, &opts)
+    } else {
+        perplexity(&mut ctx, &prompt, &opts).is_some()
+    };
 
     log_out!("\n");
     ctx.perf_print();
     common::startup::memory_breakdown_print(&ctx);
-    0
+    if ok {
+        0
+    } else {
+        1
+    }
 }

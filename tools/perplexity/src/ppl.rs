@@ -92,10 +92,11 @@ pub fn perplexity(ctx: &mut Context, prompt: &[u8], o: &PplOptions) -> Option<f6
     if let Some(path) = &o.logits_file {
         match LogitsWriter::create(path) {
             Ok(w) => writer = Some(w),
-            Err(_) => {
+            Err(e) => {
                 log_err!(
-                    "perplexity: failed to open {} for writing\n",
-                    path.display()
+                    "perplexity: failed to open {} for writing: {}\n",
+                    path.display(),
+                    e
                 );
                 return None;
             }
@@ -289,6 +290,7 @@ pub fn perplexity(ctx: &mut Context, prompt: &[u8], o: &PplOptions) -> Option<f6
     if let Some(w) = writer.take() {
         if let Err(e) = w.finish() {
             log_err!("perplexity: failed to write the logits file: {}\n", e);
+            return None;
         }
     }
 
