@@ -31,6 +31,8 @@ mod wpm;
 mod tests;
 #[cfg(test)]
 mod tests_synthetic;
+#[cfg(test)]
+mod tests_spm_bytes;
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};

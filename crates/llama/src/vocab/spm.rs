@@ -44,14 +44,18 @@ impl PartialOrd for Bigram {
 }
 
 /// Tokenize `text` (spaces already escaped to U+2581), appending to `out`. `byte_token` maps a
-/// byte to its `<0xXX>` token.
+/// byte to its `<0xXX>` token. A character that is no token and has no byte tokens for all its
+/// bytes (a vocabulary without `<0xXX>` tokens) becomes `unk`; llama.cpp throws there
+/// (`unordered_map::at` in byte_to_token) and ends the program. Returns how many characters
+/// could not be encoded at all (no byte tokens and `unk` is TOKEN_NULL): they are left out.
 pub fn tokenize(
     tokens: &TokenMap,
     data: &[TokenData],
     byte_token: &dyn Fn(u8) -> Option<Token>,
+    unk: Token,
     text: &[u8],
     out: &mut Vec<Token>,
-) {
+) -> usize {
     let mut syms: Vec<Sym> = Vec::with_capacity(text.len());
     let mut off = 0;
     while off < text.len() {
@@ -105,14 +109,23 @@ pub fn tokenize(
     // Every merged symbol is a vocabulary token by construction, so only unmerged characters
     // can miss here; llama.cpp's reverse-merge table never holds a single character, which
     // leaves the byte fallback.
+    let mut dropped = 0;
     let mut i = 0i32;
     while i >= 0 && (i as usize) < syms.len() {
         let s = &syms[i as usize];
         let piece = &text[s.start..s.start + s.n];
         match tokens.get(piece) {
             Some(&id) => out.push(id),
-            None => out.extend(piece.iter().filter_map(|&b| byte_token(b))),
+            None => {
+                let bytes: Option<Vec<Token>> = piece.iter().map(|&b| byte_token(b)).collect();
+                match bytes {
+                    Some(ids) => out.extend(ids),
+                    None if unk != super::TOKEN_NULL => out.push(unk),
+                    None => dropped += 1,
+                }
+            }
         }
         i = s.next;
     }
+    dropped
 }

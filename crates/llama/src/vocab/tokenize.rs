@@ -80,6 +80,7 @@ impl Vocab {
                 let mut prev_special = true;
                 let mut cache: HashMap<Vec<u8>, Vec<Token>, FxBuild> = HashMap::default();
                 let byte_token = |b: u8| self.byte_to_token(b);
+                let mut dropped = 0usize;
                 for fr in &frags {
                     match *fr {
                         Fragment::Text(off, len) => {
@@ -97,12 +98,20 @@ impl Vocab {
                                     }
                                     let start = out.len();
                                     let (map, data) = (&self.token_to_id, &self.tokens);
-                                    spm::tokenize(map, data, &byte_token, word, &mut out);
+                                    dropped += spm::tokenize(
+                                        map,
+                                        data,
+                                        &byte_token,
+                                        s.unk,
+                                        word,
+                                        &mut out,
+                                    );
                                     cache.insert(word.to_vec(), out[start..].to_vec());
                                 }
                             } else {
                                 let (map, data) = (&self.token_to_id, &self.tokens);
-                                spm::tokenize(map, data, &byte_token, &t, &mut out);
+                                dropped +=
+                                    spm::tokenize(map, data, &byte_token, s.unk, &t, &mut out);
                             }
                             prev_special = false;
                         }
@@ -111,6 +120,13 @@ impl Vocab {
                             prev_special = true;
                         }
                     }
+                }
+                if dropped > 0 {
+                    // llama.cpp throws here; saying so beats losing text without a word
+                    ggml::log_warn!(
+                        "tokenize: {} character(s) are no token, have no <0xXX> byte tokens and the vocabulary has no unknown token: left out\n",
+                        dropped
+                    );
                 }
                 if add_special && f.add_bos && out.len() >= 2 && out[1] == s.bos {
                     warn_double_bos("tokenize");
