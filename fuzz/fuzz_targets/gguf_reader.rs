@@ -1,6 +1,7 @@
 //! Fuzz the GGUF reader: any input must parse or fail with an error, never panic, read out of
 //! bounds or allocate without bound; what parses must have every tensor's bytes inside the
-//! data, re-write to a file that parses equal, and survive metadata-only parsing the same way.
+//! data and re-write to a file that parses equal; loading a vocabulary from what parses must
+//! give Ok or Err.
 #![no_main]
 
 use gguf::{GgufFile, GgufWriter};
@@ -17,6 +18,9 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(t.offset % f.alignment, 0);
     }
     assert!(f.data_offset.is_multiple_of(f.alignment));
+    // The vocabulary loader reads the metadata of every model file: types, counts and ids
+    // from the file must be checked, never trusted.
+    let _ = llama::vocab::Vocab::from_gguf(&f);
     // Writing back what was read gives a file that reads back equal. Files whose tensor infos
     // are not in data order (legal) cannot be re-written with their offsets kept.
     if let Ok(w) = GgufWriter::from_gguf(&f) {

@@ -1,8 +1,9 @@
 //! llama-quantize: quantize a GGUF model to one of llama.cpp's mixtures, with its command
 //! line, log lines and output file (byte-identical for the same input and options).
 
-mod args;
 mod progress;
+
+use llama_quantize::args;
 
 use std::process::ExitCode;
 use std::time::Instant;
