@@ -26,7 +26,27 @@ pub fn set_log_callback(cb: Option<LogCallback>) {
     *guard = cb;
 }
 
+thread_local! {
+    static MUTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with this thread's messages dropped: for code run for its verdict rather than its
+/// log (llama-quantize checking that the model it writes would load).
+pub fn muted<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MUTED.with(|m| m.set(self.0));
+        }
+    }
+    let _restore = Restore(MUTED.with(|m| m.replace(true)));
+    f()
+}
+
 pub fn log(level: LogLevel, text: &str) {
+    if MUTED.with(|m| m.get()) {
+        return;
+    }
     let guard = CALLBACK.read().unwrap_or_else(|e| e.into_inner());
     match guard.as_ref() {
         Some(cb) => cb(level, text),

@@ -19,6 +19,11 @@ use std::time::Instant;
 /// Checks `file` (its `kv` and `tensors`; tensor data is not read) as `Model::load` would and
 /// returns the warnings a load gives for it, or the error that would stop the load.
 pub fn check_loadable(file: Arc<GgufFile>) -> Result<Vec<String>> {
+    // the vocabulary's and the loader's log lines belong to a real load, not to this check
+    ggml::log::muted(|| check(file))
+}
+
+fn check(file: Arc<GgufFile>) -> Result<Vec<String>> {
     let ml = ModelLoader {
         path: PathBuf::new(),
         gguf: file.clone(),
