@@ -24,7 +24,7 @@ pub enum LlamaError {
     BadKey { key: String, why: String },
     #[error("missing tensor '{0}'")]
     MissingTensor(String),
-    #[error("tensor '{name}' has wrong shape; expected {expected}, got {got}")]
+    #[error("check_tensor_dims: tensor '{name}' has wrong shape; expected {expected}, got {got}")]
     WrongShape {
         name: String,
         expected: String,

@@ -161,9 +161,10 @@ fn log_load_error(stage: Stage, e: &LlamaError) {
     };
     match e {
         LlamaError::Gguf { path, source } => {
+            // ggml names the function that failed: opening the file, or parsing it
             let func = match **source {
-                gguf::GgufError::Open { .. } => "gguf_init_from_file",
-                _ => "gguf_init_from_file_impl",
+                gguf::GgufError::Invalid { .. } => "gguf_init_from_file_impl",
+                _ => "gguf_init_from_file",
             };
             ggml::log_error!("{}: {}\n", func, source);
             ggml::log_error!(

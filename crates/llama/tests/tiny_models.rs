@@ -221,7 +221,7 @@ fn bad_models_are_errors() {
     let e = load(&m, &ModelParams::default()).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "tensor 'blk.0.ffn_up.weight' has wrong shape; expected    16,    32, got    16,    64,     1,     1"
+        "check_tensor_dims: tensor 'blk.0.ffn_up.weight' has wrong shape; expected    16,    32, got    16,    64,     1,     1"
     );
 
     let spec = Spec {
@@ -423,7 +423,7 @@ fn check_tensors_finds_nan() {
         let e = load(&path, &p).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "tensor 'blk.1.ffn_norm.weight' has invalid data",
+            "tensor 'blk.1.ffn_norm.weight' has invalid data: found nan value at block 2 (row 0)",
             "{mode}"
         );
         let p = ModelParams {
