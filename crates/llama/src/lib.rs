@@ -2,8 +2,10 @@
 pub mod arch;
 mod buffers;
 pub mod cfmt;
+pub mod chat;
 pub mod error;
 pub mod ftype;
+pub mod grammar;
 pub mod hparams;
 mod load_data;
 pub mod loader;
