@@ -52,7 +52,12 @@ pub(crate) fn register(path: &Path) -> Option<Slot> {
 impl Slot {
     pub(crate) fn release(self) {
         let won = TABLE[self.index]
-            .compare_exchange(self.ptr, ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst)
+            .compare_exchange(
+                self.ptr,
+                ptr::null_mut(),
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            )
             .is_ok();
         if won {
             // SAFETY: the exchange took the pointer out of the table, so neither the handler
