@@ -270,8 +270,8 @@ fn errors() {
     let out = ppl(&["-m", &m, "-f", short.to_str().unwrap(), "-c", "128"]);
     assert_eq!(
         out.status.code(),
-        Some(0),
-        "llama.cpp exits 0 after a scoring error"
+        Some(1),
+        "llama.cpp exits 0 after a scoring error; a script is better told"
     );
     let err = text(&out.stderr);
     assert!(
@@ -297,7 +297,7 @@ fn errors() {
         bogus.to_str().unwrap(),
         "--kl-divergence",
     ]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("does not look like a file containing log-probabilities"));
 
     let out = ppl(&["-m", &m, "--no-such-flag"]);
