@@ -1,5 +1,6 @@
 //! What the tools share: logging (llama.cpp's common_log) and, as tools land, their flag groups.
 
 pub mod args;
+pub mod chat;
 pub mod log;
 pub mod startup;

@@ -1,0 +1,327 @@
+//! A model's own Jinja chat template rendered with minijinja, configured as llama.cpp's
+//! engine (common/jinja) behaves: `trim_blocks` and `lstrip_blocks` on, `\r\n` read as `\n`,
+//! one trailing newline dropped, Python's string and dict methods, and llama.cpp's globals
+//! `raise_exception`, `strftime_now` and its `tojson` layout.
+
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::{Kwargs, ValueKind};
+use minijinja::{Environment, Error, ErrorKind, Value};
+
+use super::clock;
+
+/// A parsed Jinja chat template and what it can do.
+#[derive(Debug)]
+pub struct JinjaTemplate {
+    src: String,
+    /// Whether the template renders a leading system message (llama.cpp's
+    /// `caps.supports_system_role`); where not, the system text joins the next message.
+    pub supports_system_role: bool,
+}
+
+impl JinjaTemplate {
+    /// Parses `src`; a syntax error is returned with minijinja's description.
+    pub fn new(src: &str) -> Result<JinjaTemplate, String> {
+        let mut src = src.replace("\r\n", "\n").replace('\r', "\n");
+        if src.ends_with('\n') {
+            src.pop();
+        }
+        let t = JinjaTemplate {
+            src,
+            supports_system_role: true,
+        };
+        {
+            let env = t.env();
+            env.template_from_str(&t.src).map_err(describe)?;
+        }
+        let supports_system_role = t.probe_system_role();
+        Ok(JinjaTemplate {
+            supports_system_role,
+            ..t
+        })
+    }
+
+    pub fn source(&self) -> &str {
+        &self.src
+    }
+
+    /// Renders with `ctx` as the template's globals.
+    pub fn render(&self, ctx: Value) -> Result<String, String> {
+        let env = self.env();
+        let tmpl = env.template_from_str(&self.src).map_err(describe)?;
+        tmpl.render(ctx).map_err(describe)
+    }
+
+    /// llama.cpp tells this from whether the template reads the system message's content;
+    /// here from whether a marker put there reaches the output (a template that raises on a
+    /// system role, or drops it, does not support it).
+    fn probe_system_role(&self) -> bool {
+        const MARKER: &str = "SYSTEM_ROLE_PROBE_7f3a";
+        let msgs = vec![message("system", MARKER), message("user", "User message")];
+        let ctx = Value::from_pairs([
+            ("messages", Value::from(msgs)),
+            ("tools", Value::from(Vec::<Value>::new())),
+            ("bos_token", Value::from("")),
+            ("eos_token", Value::from("")),
+            ("add_generation_prompt", Value::from(true)),
+        ]);
+        self.render(ctx).is_ok_and(|out| out.contains(MARKER))
+    }
+
+    fn env(&self) -> Environment<'_> {
+        let mut env = Environment::new();
+        let syntax = SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build();
+        if let Ok(s) = syntax {
+            env.set_syntax(s);
+        }
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.add_function("raise_exception", raise_exception);
+        env.add_function("strftime_now", strftime_now);
+        env.add_function("tojson", tojson);
+        env.add_filter("tojson", tojson);
+        env
+    }
+}
+
+/// One `{role, content}` message as the template sees it (keys in that order).
+pub fn message(role: &str, content: &str) -> Value {
+    Value::from_pairs([
+        ("role", Value::from(role)),
+        ("content", Value::from(content)),
+    ])
+}
+
+fn describe(e: Error) -> String {
+    let mut s = e.to_string();
+    let mut src = std::error::Error::source(&e);
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}
+
+fn raise_exception(msg: String) -> Result<Value, Error> {
+    Err(Error::new(
+        ErrorKind::InvalidOperation,
+        format!("Jinja Exception: {msg}"),
+    ))
+}
+
+fn strftime_now(fmt: String) -> Result<Value, Error> {
+    clock::strftime_now(&fmt).map(Value::from).ok_or_else(|| {
+        Error::new(
+            ErrorKind::InvalidOperation,
+            "strftime_now: failed to format time",
+        )
+    })
+}
+
+/// llama.cpp's `tojson`: `, ` and `: ` separators (`,` with an indent), keys in insertion
+/// order, non-ASCII kept unless `ensure_ascii`; `sort_keys` is refused as llama.cpp does.
+fn tojson(v: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let indent: Option<i64> = kwargs.get("indent")?;
+    let ensure_ascii: Option<bool> = kwargs.get("ensure_ascii")?;
+    let separators: Option<Vec<String>> = kwargs.get("separators")?;
+    let sort_keys: Option<bool> = kwargs.get("sort_keys")?;
+    kwargs.assert_all_used()?;
+    if sort_keys == Some(true) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            "tojson sort_keys=true not implemented",
+        ));
+    }
+    let indent = indent.unwrap_or(-1);
+    let seps = separators.unwrap_or_default();
+    let item_sep =
+        seps.first()
+            .cloned()
+            .unwrap_or_else(|| if indent < 0 { ", ".into() } else { ",".into() });
+    let key_sep = seps.get(1).cloned().unwrap_or_else(|| ": ".into());
+    let mut out = String::new();
+    write_json(&mut out, &v, 0, indent, &item_sep, &key_sep)?;
+    if ensure_ascii == Some(true) {
+        out = ascii_escape(&out);
+    }
+    Ok(Value::from_safe_string(out))
+}
+
+fn write_json(
+    out: &mut String,
+    v: &Value,
+    lvl: usize,
+    indent: i64,
+    item_sep: &str,
+    key_sep: &str,
+) -> Result<(), Error> {
+    let pad = |n: usize| {
+        if indent > 0 {
+            " ".repeat(n * indent as usize)
+        } else {
+            String::new()
+        }
+    };
+    let nl = if indent >= 0 { "\n" } else { "" };
+    match v.kind() {
+        ValueKind::Undefined | ValueKind::None => out.push_str("null"),
+        ValueKind::Bool => out.push_str(if v.is_true() { "true" } else { "false" }),
+        ValueKind::Number => {
+            if let Some(i) = v.as_i64() {
+                out.push_str(&i.to_string());
+            } else {
+                out.push_str(&v.to_string());
+            }
+        }
+        ValueKind::String => write_json_str(out, v.as_str().unwrap_or_default()),
+        ValueKind::Seq | ValueKind::Iterable => {
+            let items: Vec<Value> = v.try_iter()?.collect();
+            out.push('[');
+            if !items.is_empty() {
+                out.push_str(nl);
+                for (i, item) in items.iter().enumerate() {
+                    out.push_str(&pad(lvl + 1));
+                    write_json(out, item, lvl + 1, indent, item_sep, key_sep)?;
+                    if i + 1 < items.len() {
+                        out.push_str(item_sep);
+                    }
+                    out.push_str(nl);
+                }
+                out.push_str(&pad(lvl));
+            }
+            out.push(']');
+        }
+        ValueKind::Map => {
+            let keys: Vec<Value> = v.try_iter()?.collect();
+            out.push('{');
+            if !keys.is_empty() {
+                out.push_str(nl);
+                for (i, k) in keys.iter().enumerate() {
+                    out.push_str(&pad(lvl + 1));
+                    write_json_str(out, &k.to_string());
+                    out.push_str(key_sep);
+                    write_json(out, &v.get_item(k)?, lvl + 1, indent, item_sep, key_sep)?;
+                    if i + 1 < keys.len() {
+                        out.push_str(item_sep);
+                    }
+                    out.push_str(nl);
+                }
+                out.push_str(&pad(lvl));
+            }
+            out.push('}');
+        }
+        _ => out.push_str("null"),
+    }
+    Ok(())
+}
+
+fn write_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn ascii_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{:04x}", u));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn render(src: &str, ctx: Value) -> Result<String, String> {
+        JinjaTemplate::new(src)?.render(ctx)
+    }
+
+    #[test]
+    fn tojson_layout_as_llama_cpp() {
+        let ctx = Value::from_pairs([(
+            "x",
+            Value::from_pairs([("b", Value::from(1)), ("a", Value::from(vec!["é", "<"]))]),
+        )]);
+        assert_eq!(
+            render("{{ x | tojson }}", ctx.clone()).unwrap(),
+            r#"{"b": 1, "a": ["é", "<"]}"#
+        );
+        assert_eq!(
+            render("{{ x | tojson(indent=2) }}", ctx.clone()).unwrap(),
+            "{\n  \"b\": 1,\n  \"a\": [\n    \"é\",\n    \"<\"\n  ]\n}"
+        );
+        assert_eq!(
+            render("{{ x | tojson(ensure_ascii=true) }}", ctx.clone()).unwrap(),
+            r#"{"b": 1, "a": ["\u00e9", "<"]}"#
+        );
+        assert!(render("{{ x | tojson(sort_keys=true) }}", ctx).is_err());
+    }
+
+    #[test]
+    fn globals_and_python_methods() {
+        let e = render("{{ raise_exception('no') }}", Value::UNDEFINED).unwrap_err();
+        assert!(e.contains("Jinja Exception: no"), "{e}");
+        let y = render("{{ strftime_now('%Y') }}", Value::UNDEFINED).unwrap();
+        assert_eq!(y.len(), 4);
+        assert_eq!(
+            render("{{ '  a b '.strip().title() }}", Value::UNDEFINED).unwrap(),
+            "A B"
+        );
+        assert_eq!(
+            render(
+                "{% for k, v in {'x': 1}.items() %}{{ k }}={{ v }}{% endfor %}",
+                Value::UNDEFINED
+            )
+            .unwrap(),
+            "x=1"
+        );
+    }
+
+    #[test]
+    fn block_whitespace_and_trailing_newline() {
+        assert_eq!(
+            render("a\r\n  {% if true %}\nb\n{% endif %}\n", Value::UNDEFINED).unwrap(),
+            "a\nb\n"
+        );
+    }
+
+    #[test]
+    fn syntax_error_is_an_error() {
+        assert!(JinjaTemplate::new("{% if %}").is_err());
+    }
+
+    #[test]
+    fn system_role_probe() {
+        assert!(
+            JinjaTemplate::new("{% for m in messages %}{{ m.content }}{% endfor %}")
+                .unwrap()
+                .supports_system_role
+        );
+        let no_sys = "{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}";
+        assert!(!JinjaTemplate::new(no_sys).unwrap().supports_system_role);
+        let drops = "{% for m in messages %}{% if m.role != 'system' %}{{ m.content }}{% endif %}{% endfor %}";
+        assert!(!JinjaTemplate::new(drops).unwrap().supports_system_role);
+    }
+}

@@ -1,0 +1,121 @@
+#[path = "../../../llama/src/chat/upstream_cases.rs"]
+mod upstream_cases;
+
+use super::*;
+use upstream_cases::CASES;
+
+fn conversation() -> Vec<ChatMessage> {
+    [
+        ("system", "You are a helpful assistant"),
+        ("user", "Hello"),
+        ("assistant", "Hi there"),
+        ("user", "Who are you"),
+        ("assistant", "   I am an assistant   "),
+        ("user", "Another question"),
+    ]
+    .iter()
+    .map(|(r, c)| ChatMessage::new(r, c))
+    .collect()
+}
+
+/// test-chat-template.cpp's Jinja half: each model's template rendered through the common
+/// layer gives what llama.cpp's engine gives.
+#[test]
+fn upstream_cases_render_with_jinja_as_llama_cpp() {
+    let mut failed = Vec::new();
+    let mut ran = 0;
+    for case in CASES.iter().filter(|c| c.supported_with_jinja) {
+        ran += 1;
+        let mut chat = conversation();
+        chat.extend(case.extra.iter().map(|(r, c)| ChatMessage::new(r, c)));
+        let want = if case.expected_jinja.is_empty() {
+            case.expected
+        } else {
+            case.expected_jinja
+        };
+        let got = ChatTemplates::from_source(case.template, case.bos, case.eos, true)
+            .and_then(|t| t.apply(&chat, true, true, &TemplateKwargs::new()));
+        match got {
+            Ok(out) if out == want => {}
+            Ok(out) => failed.push(format!("{}:\n  want {want:?}\n  got  {out:?}", case.name)),
+            Err(e) => failed.push(format!("{}: {e}", case.name)),
+        }
+    }
+    assert_eq!(ran, 35);
+    assert!(
+        failed.is_empty(),
+        "{} of {ran} differ:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
+
+#[test]
+fn legacy_apply_and_unknown_template() {
+    let t = ChatTemplates::from_source("chatml", "", "", false).unwrap();
+    let msgs = [ChatMessage::new("user", "hi")];
+    assert_eq!(
+        t.apply(&msgs, true, false, &TemplateKwargs::new()).unwrap(),
+        "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    );
+    let bad = ChatTemplates::from_source("{{ nothing known }}", "", "", false).unwrap();
+    assert_eq!(
+        bad.apply(&msgs, true, false, &TemplateKwargs::new())
+            .unwrap_err(),
+        "this custom template is not supported, try using --jinja"
+    );
+    assert!(verify_template("llama3", false));
+    assert!(!verify_template("llama-9000", false));
+    assert!(verify_template("{{ messages[0].content }}", true));
+    assert!(!verify_template("{% if %}", true));
+}
+
+#[test]
+fn format_single_is_the_new_text_only() {
+    for use_jinja in [false, true] {
+        let t = ChatTemplates::from_source("chatml", "", "", use_jinja).unwrap();
+        let past = [
+            ChatMessage::new("system", "S"),
+            ChatMessage::new("user", "hi"),
+            ChatMessage::new("assistant", "yo"),
+        ];
+        let s = t
+            .format_single(&past, &ChatMessage::new("user", "again"), true, use_jinja)
+            .unwrap();
+        assert_eq!(
+            s,
+            "\n<|im_start|>user\nagain<|im_end|>\n<|im_start|>assistant\n"
+        );
+        let first = t
+            .format_single(&[], &ChatMessage::new("system", "S"), false, use_jinja)
+            .unwrap();
+        assert_eq!(first, "<|im_start|>system\nS<|im_end|>\n");
+    }
+}
+
+#[test]
+fn example_and_kwargs_reach_the_template() {
+    // the template prints every content, so the system message stays its own turn
+    let t = ChatTemplates::from_source(
+        "{{ messages | length }}{% for m in messages %}|{{ m.content }}{% endfor %}|{{ enable_thinking }}|{{ add_generation_prompt }}",
+        "",
+        "",
+        true,
+    )
+    .unwrap();
+    let mut kw = TemplateKwargs::new();
+    assert_eq!(
+        t.format_example(true, &kw).unwrap(),
+        "4|You are a helpful assistant|Hello|Hi there|How are you?|True|True"
+    );
+    kw.insert("enable_thinking".into(), "false".into());
+    assert_eq!(
+        t.format_example(true, &kw).unwrap(),
+        "4|You are a helpful assistant|Hello|Hi there|How are you?|False|True"
+    );
+    let none = t.apply(&[], false, true, &TemplateKwargs::new()).unwrap();
+    assert_eq!(
+        none, "0|True|",
+        "add_generation_prompt stays undefined when off"
+    );
+}
