@@ -476,4 +476,17 @@ fn expert_count_on_a_dense_model_is_a_warning() {
         "{err}"
     );
     assert!(out.is_file());
+    // llama-completion loads both, dense, with the same note
+    for m in [&model, &out] {
+        let o = Command::new(bin("llama-completion"))
+            .args(["-m", s(m), "-p", "x", "-n", "1", "-no-cnv"])
+            .output()
+            .expect("run llama-completion");
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert!(
+            err.contains("llama_model_load: warning: llama.expert_count = 8 but the model has no expert tensors: it is loaded as a dense model\n"),
+            "{err}"
+        );
+    }
 }

@@ -224,6 +224,12 @@ impl Model {
             Some(a) => HParams::load(&ml.gguf, a).map_err(|e| (Stage::Hparams, e))?,
             None => HParams::vocab_only(&ml.gguf),
         };
+        if let (Some(a), false) = (arch, params.vocab_only) {
+            // the same notes as llama-quantize's check of what it writes (model_check)
+            for w in crate::model_check::ignored_keys(&ml.gguf, a) {
+                ggml::log_warn!("llama_model_load: warning: {}\n", w);
+            }
+        }
         let vocab = Vocab::from_gguf(&ml.gguf)
             .map_err(|e| (Stage::Vocabulary, LlamaError::Vocab(e.to_string())))?;
         let name = ml
