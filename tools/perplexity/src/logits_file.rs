@@ -34,6 +34,10 @@ pub struct LogitsWriter {
 
 impl LogitsWriter {
     pub fn create(path: &Path) -> std::io::Result<LogitsWriter> {
+        // the rename at the end would fail after all the work
+        if path.is_dir() {
+            return Err(std::io::Error::other("is a directory"));
+        }
         let (f, tmp) = atomic_file::create_tmp(path)?;
         Ok(LogitsWriter {
             out: Some(BufWriter::new(f)),
@@ -233,6 +237,11 @@ mod tests {
             let mut w = LogitsWriter::create(&path).unwrap();
             w.write_header(4, 3, 1, &[1, 2, 3, 4]).unwrap();
         }
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+        let e = LogitsWriter::create(&d)
+            .err()
+            .expect("a directory is refused");
+        assert_eq!(e.to_string(), "is a directory");
         assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
         let _ = std::fs::remove_dir_all(&d);
     }
