@@ -27,8 +27,9 @@ fuzz_target!(|data: &[u8]| {
         let slices: Vec<&[u8]> = f.tensors.iter().map(|t| f.tensor_data(t)).collect();
         let bytes = w.to_bytes(&slices).expect("a parsed file can be written");
         let g = GgufFile::from_bytes(bytes).expect("a written file parses");
-        // NaN payloads compare unequal; compare the encodings instead.
-        assert_eq!(format!("{:?}", g.kv), format!("{:?}", f.kv));
+        // NaN payloads compare unequal; compare the encodings then (formatting every input's
+        // KVs would cost a tenth of the run).
+        assert!(g.kv == f.kv || format!("{:?}", g.kv) == format!("{:?}", f.kv));
         assert_eq!(g.tensors, f.tensors);
     }
 });
