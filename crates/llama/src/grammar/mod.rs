@@ -19,7 +19,7 @@ pub use parser::{parse, ParsedGrammar};
 pub use print::print_grammar;
 pub use stacks::{Pos, Stack};
 pub use state::{Grammar, GrammarTokens, GrammarVocab};
-pub use trigger::TriggerPattern;
+pub use trigger::{words_pattern as trigger_words_pattern, TriggerPattern};
 pub use utf8::PartialUtf8;
 
 /// `llama_gretype`.

@@ -252,7 +252,7 @@ impl Grammar {
                 if !allow_eog {
                     t.logit = f32::NEG_INFINITY;
                 }
-            } else if piece.first().is_none_or(|&b| b == 0) {
+            } else if piece.first().map_or(true, |&b| b == 0) {
                 t.logit = f32::NEG_INFINITY;
             } else if cached {
                 borrowed.push(i);

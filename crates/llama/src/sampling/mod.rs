@@ -8,6 +8,7 @@ mod adaptive;
 mod array;
 mod basic;
 mod chain;
+mod grammar;
 mod mirostat;
 mod params;
 mod penalties;
@@ -20,8 +21,9 @@ pub use basic::{
     xtc, Dist, Empty, Greedy, LogitBias, MinP, Temp, TempExt, TopK, TopNSigma, TopP, Typical, Xtc,
 };
 pub use chain::{Chain, PerfSamplerData};
+pub use grammar::{sample_with_grammar, GrammarSampler};
 pub use mirostat::{mirostat, mirostat_v2, Mirostat, MirostatV2};
-pub use params::{SamplerType, SamplingParams, TokenText};
+pub use params::{GrammarTrigger, GrammarTriggerType, SamplerType, SamplingParams, TokenText};
 pub use penalties::{dry, dry_from_token_sequences, penalties, Dry, Penalties};
 
 /// `LLAMA_DEFAULT_SEED`: asks for a random seed.

@@ -3,8 +3,9 @@
 
 use super::{
     adaptive_p, dist, dry, logit_bias, min_p, mirostat, mirostat_v2, penalties, temp, temp_ext,
-    top_k, top_n_sigma, top_p, typical, xtc, Chain, DEFAULT_SEED,
+    top_k, top_n_sigma, top_p, typical, xtc, Chain, GrammarSampler, DEFAULT_SEED,
 };
+use crate::grammar::{GrammarError, GrammarVocab};
 
 /// What the samplers that read text need from a vocabulary (DRY's breakers, EOG biases).
 pub trait TokenText {
@@ -130,6 +131,24 @@ impl SamplerType {
     }
 }
 
+/// `common_grammar_trigger_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GrammarTriggerType {
+    Token,
+    Word,
+    Pattern,
+    PatternFull,
+}
+
+/// `common_grammar_trigger`: what wakes a lazy grammar.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrammarTrigger {
+    pub ty: GrammarTriggerType,
+    pub value: String,
+    /// The token, for [`GrammarTriggerType::Token`].
+    pub token: i32,
+}
+
 /// `common_params_sampling`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SamplingParams {
@@ -166,6 +185,12 @@ pub struct SamplingParams {
     pub samplers: Vec<SamplerType>,
     pub logit_bias: Vec<(i32, f32)>,
     pub logit_bias_eog: Vec<(i32, f32)>,
+    /// GBNF text (`--grammar`, `--grammar-file`, or converted from `-j` / `-jf`); empty for
+    /// none.
+    pub grammar: String,
+    /// Whether the grammar waits for one of `grammar_triggers`.
+    pub grammar_lazy: bool,
+    pub grammar_triggers: Vec<GrammarTrigger>,
 }
 
 impl Default for SamplingParams {
@@ -214,6 +239,9 @@ impl Default for SamplingParams {
             ],
             logit_bias: Vec::new(),
             logit_bias_eog: Vec::new(),
+            grammar: String::new(),
+            grammar_lazy: false,
+            grammar_triggers: Vec::new(),
         }
     }
 }
@@ -266,6 +294,53 @@ impl SamplingParams {
             .map(|s| s.to_str())
             .collect::<Vec<_>>()
             .join(";")
+    }
+
+    /// The grammar sampler of `common_sampler_init`: None without a grammar. Trigger words are
+    /// escaped into patterns, full patterns anchored, tokens kept; a lazy grammar waits for
+    /// them. A grammar that does not build fails with llama.cpp's "failed to parse grammar"
+    /// (its cause already logged).
+    pub fn build_grammar(
+        &self,
+        vocab: &dyn GrammarVocab,
+    ) -> Result<Option<GrammarSampler>, GrammarError> {
+        if self.grammar.is_empty() {
+            return Ok(None);
+        }
+        if self.grammar.starts_with("%llguidance") {
+            return Err(GrammarError(
+                "failed to parse grammar: llguidance is not enabled".into(),
+            ));
+        }
+        let mut patterns = Vec::new();
+        let mut tokens = Vec::new();
+        for t in &self.grammar_triggers {
+            match t.ty {
+                GrammarTriggerType::Word => patterns.push(regex_escape(&t.value)),
+                GrammarTriggerType::Pattern => patterns.push(t.value.clone()),
+                GrammarTriggerType::PatternFull => {
+                    let p = &t.value;
+                    patterns.push(if p.is_empty() {
+                        "^$".to_string()
+                    } else {
+                        format!(
+                            "{}{p}{}",
+                            if p.starts_with('^') { "" } else { "^" },
+                            if p.ends_with('$') { "" } else { "$" }
+                        )
+                    });
+                }
+                GrammarTriggerType::Token => tokens.push(t.token),
+            }
+        }
+        let built = if self.grammar_lazy {
+            GrammarSampler::lazy_patterns(vocab, &self.grammar, "root", &tokens, &patterns)
+        } else {
+            GrammarSampler::new(vocab, &self.grammar, "root")
+        };
+        built
+            .map(Some)
+            .map_err(|_| GrammarError("failed to parse grammar".into()))
     }
 
     /// `common_sampler_init`: logit-bias first when any bias is set, then either the configured
@@ -349,6 +424,18 @@ impl SamplingParams {
         }
         Ok(chain)
     }
+}
+
+/// `regex_escape` of llama.cpp's common: regex specials get a backslash.
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if ".^$|()*+?[]{}\\".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]
