@@ -40,7 +40,8 @@ impl std::str::FromStr for FlashAttnType {
 /// the data is ready (read it with ggml::backend::get_tensor); returning false stops.
 pub type EvalCallback = Box<dyn FnMut(&GgmlContext, TensorId, bool) -> bool + Send>;
 
-/// Called while a graph computes; returning true aborts it.
+/// Checked after every graph node, after each scheduler split and before each ubatch; returning
+/// true stops the decode, which returns 2 (the ubatches already computed stay in the KV cache).
 pub type AbortCallback = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
 pub struct ContextParams {

@@ -1,6 +1,7 @@
 //! decode (llama_context::decode): validate the batch, find KV slots for all its ubatches,
-//! then for each ubatch build (or reuse) the graph, fill its inputs, compute, and keep the
-//! requested logits; plus the logits accessors, the memory (KV) operations and perf.
+//! then for each ubatch (unless the abort callback stops the batch first) build (or reuse) the
+//! graph, fill its inputs, compute, and keep the requested logits; plus the logits accessors,
+//! the memory (KV) operations and perf.
 
 use crate::batch::{self, Batch, Ubatch};
 use crate::context::Context;
@@ -9,6 +10,16 @@ use crate::kv_cache::SlotInfo;
 use crate::perf::{cfloat, PerfContextData};
 use ggml::backend::{set_tensor, Status};
 use ggml::Type;
+
+/// The number of ggml's enum ggml_status, which llama.cpp's messages print.
+fn status_code(s: Status) -> i32 {
+    match s {
+        Status::Success => 0,
+        Status::Aborted => 1,
+        Status::Failed => -1,
+        Status::AllocFailed => -2,
+    }
+}
 
 fn i32_bytes(v: &[i32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -84,7 +95,12 @@ impl Context {
             } else {
                 ub.n_outputs()
             };
-            let status = self.process_ubatch(ub, slot, n_outputs, n_outputs_prev);
+            // the previous ubatches are kept: an abort here loses only the rest of the batch
+            let status = if self.sched.abort_requested() {
+                Status::Aborted
+            } else {
+                self.process_ubatch(ub, slot, n_outputs, n_outputs_prev)
+            };
             if status != Status::Success {
                 // forget what this ubatch stored, as llama.cpp does
                 let mut pos_min = std::collections::BTreeMap::new();
@@ -156,8 +172,12 @@ impl Context {
         let status = self.sched.graph_compute(&mut built.graph);
         if status != Status::Success {
             ggml::log_error!(
-                "process_ubatch: failed to compute graph, compute status: {:?}\n",
-                status
+                "graph_compute: ggml_backend_sched_graph_compute_async failed with error {}\n",
+                status_code(status)
+            );
+            ggml::log_error!(
+                "process_ubatch: failed to compute graph, compute status: {}\n",
+                status_code(status)
             );
             return status;
         }

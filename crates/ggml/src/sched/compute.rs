@@ -1,5 +1,6 @@
 //! ggml_backend_sched_compute_splits: copy each split's inputs in, then run the split on its
-//! backend (as one graph, or in runs between the nodes an eval callback wants to see).
+//! backend (as one graph, or in runs between the nodes an eval callback wants to see), with an
+//! abort check after each split.
 
 use super::Sched;
 use crate::backend::{self, BufferUsage, GraphView, Status};
@@ -223,6 +224,9 @@ impl Sched {
             self.splits[split_id].nodes = nodes;
             if status != Status::Success {
                 return status;
+            }
+            if self.abort_requested() {
+                return Status::Aborted;
             }
 
             if self.events_enabled[b] {

@@ -28,6 +28,9 @@ pub const MAX_COPIES: usize = 4;
 /// false, after the node was computed, "continue?" (false stops the split).
 pub type EvalCallback = Box<dyn FnMut(&Context, TensorId, bool) -> bool + Send>;
 
+/// Returning true aborts the computation (ggml_abort_callback).
+pub type AbortCallback = Arc<dyn Fn() -> bool + Send + Sync>;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SchedError {
     #[error("the scheduler needs at least one backend")]
@@ -135,6 +138,7 @@ pub struct Sched {
     graph_inputs_capacity: usize,
 
     callback_eval: Option<EvalCallback>,
+    abort: Option<AbortCallback>,
     op_offload: bool,
     hash_size: usize,
 
@@ -240,6 +244,7 @@ impl Sched {
             graph_inputs: Vec::new(),
             graph_inputs_capacity: MAX_SPLIT_INPUTS,
             callback_eval: None,
+            abort: None,
             op_offload,
             hash_size: hash_size(graph_size),
             debug: env_int("GGML_SCHED_DEBUG").unwrap_or(0),
@@ -470,6 +475,20 @@ impl Sched {
 
     pub fn set_eval_callback(&mut self, cb: Option<EvalCallback>) {
         self.callback_eval = cb;
+    }
+
+    /// Sets the abort callback of every backend, and checks it after each split too: a backend
+    /// that cannot stop inside its graph (a GPU's) still stops at the next split boundary.
+    pub fn set_abort_callback(&mut self, cb: Option<AbortCallback>) {
+        for b in &mut self.backends {
+            b.set_abort_callback(cb.clone());
+        }
+        self.abort = cb;
+    }
+
+    /// Whether the abort callback asks to stop now (false without one).
+    pub fn abort_requested(&self) -> bool {
+        self.abort.as_ref().is_some_and(|cb| cb())
     }
 
     /// Pins a tensor of the next graph to a backend; no pass overwrites it.
