@@ -4,8 +4,8 @@
 mod chat;
 mod interrupt;
 mod session;
+mod user_input;
 
-use std::io::BufRead;
 use std::time::Instant;
 
 use common::args::{self, ConversationMode, Example, Params, ParseOutput};
@@ -247,6 +247,10 @@ fn run() -> i32 {
         log_inf!("\n");
     }
 
+    // where llama.cpp installs its handler; the abort callback lets Ctrl+C stop a long prompt
+    interrupt::install();
+    ctx.set_abort_callback(Some(interrupt::abort_callback()));
+
     if params.interactive {
         log_inf!("{F}: interactive mode on.\n");
         for a in &params.antiprompt {
@@ -442,6 +446,15 @@ struct Loop<'a> {
 }
 
 impl Loop<'_> {
+    /// A Ctrl+C that stops the run: the timings and "Interrupted by user", status 130, as
+    /// completion.cpp's handler does (it also skips saving the session).
+    fn stop_interrupted(&self, out: &mut Utf8Out) -> ! {
+        out.text("\n");
+        startup::perf_print(self.ctx, Some(&self.smpl.times()));
+        log_out!("Interrupted by user\n");
+        std::process::exit(130);
+    }
+
     fn run(mut self) -> Result<(), i32> {
         let vocab = self.vocab;
         let n_ctx = self.n_ctx;
@@ -471,19 +484,16 @@ impl Loop<'_> {
             })
             .collect();
 
-        interrupt::install();
+        let mut user_input = user_input::Reader::default();
         while (n_remain != 0 && !is_antiprompt) || self.params.interactive {
-            if interrupt::take() {
-                if self.params.interactive && !is_interacting {
-                    is_interacting = true;
-                    need_insert_eot = true;
-                } else {
-                    out.text("\n");
-                    startup::perf_print(self.ctx, Some(&self.smpl.times()));
-                    log_out!("Interrupted by user\n");
-                    std::process::exit(130);
-                }
+            if interrupt::take_interject() {
+                is_interacting = true;
+                need_insert_eot = true;
             }
+            if interrupt::stop_requested() {
+                self.stop_interrupted(&mut out);
+            }
+            interrupt::arm_interject(self.params.interactive && !is_interacting);
             if !embd.is_empty() {
                 let max_embd_size = (n_ctx - 4).max(0) as usize;
                 if embd.len() > max_embd_size {
@@ -541,7 +551,11 @@ impl Loop<'_> {
 
                 if !embd.is_empty() {
                     log_dbg!("eval: {}\n", string_from(vocab, &embd));
-                    if self.ctx.decode(&Batch::get_one(&embd)) != 0 {
+                    let rc = self.ctx.decode(&Batch::get_one(&embd));
+                    if rc == 2 && interrupt::stop_requested() {
+                        self.stop_interrupted(&mut out);
+                    }
+                    if rc != 0 {
                         log_err!("{F} : failed to eval\n");
                         return Err(1);
                     }
@@ -663,11 +677,16 @@ impl Loop<'_> {
                     if !self.params.input_prefix.is_empty() && !self.conversation {
                         out.text(&self.params.input_prefix);
                     }
-                    let mut buffer = read_user_input(self.params.multiline_input);
-                    if buffer.is_empty() {
-                        out.text("EOF by user\n");
-                        break;
-                    }
+                    // waiting for the user, a Ctrl+C stops the run
+                    interrupt::arm_interject(false);
+                    let mut buffer = match user_input.read(self.params.multiline_input) {
+                        user_input::Input::Text(t) => t,
+                        user_input::Input::Eof => {
+                            out.text("EOF by user\n");
+                            break;
+                        }
+                        user_input::Input::Interrupted => self.stop_interrupted(&mut out),
+                    };
                     if buffer.ends_with('\n') {
                         buffer.pop();
                     }
@@ -748,37 +767,6 @@ impl Loop<'_> {
         self.session
             .finish(self.params.prompt_cache_all && !self.params.prompt_cache_ro);
         Ok(())
-    }
-}
-
-/// `console::readline` on plain stdin: a trailing '\' asks for another line (with
-/// `-mli`, the roles of '\' and plain Return are swapped); '/' returns control without a newline.
-fn read_user_input(multiline: bool) -> String {
-    let stdin = std::io::stdin();
-    let mut buffer = String::new();
-    loop {
-        let mut line = String::new();
-        match stdin.lock().read_line(&mut line) {
-            Ok(0) | Err(_) => return buffer,
-            Ok(_) => {}
-        }
-        if line.ends_with('\n') {
-            line.pop();
-        }
-        let mut another = multiline;
-        if line.ends_with('\\') {
-            line.pop();
-            another = !multiline;
-        } else if line.ends_with('/') {
-            line.pop();
-            buffer.push_str(&line);
-            return buffer;
-        }
-        buffer.push_str(&line);
-        buffer.push('\n');
-        if !another {
-            return buffer;
-        }
     }
 }
 
