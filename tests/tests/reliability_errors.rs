@@ -50,12 +50,44 @@ fn assert_fails(o: &Output, what: &str, lines: &[String]) {
 }
 
 /// A fresh directory under target/test-models/scratch, its own to every call (tests run in
-/// parallel, and making a scratch directory empties it).
-fn scratch(name: &str) -> PathBuf {
+/// parallel, and making a scratch directory empties it); removed when dropped.
+struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
-    test_fixtures::scratch_dir(&format!("reliability-{name}-{}-{n}", std::process::id()))
+    Scratch(test_fixtures::scratch_dir(&format!(
+        "reliability-{name}-{}-{n}",
+        std::process::id()
+    )))
+}
+
+/// A generated model cached as target/test-models/reliability/<name> (the shape and seed fix
+/// its bytes; concurrent test processes each write a temporary file and rename it).
+fn cached_model(name: &str, shape: &[&str]) -> PathBuf {
+    let dir = test_fixtures::cache_dir().join("reliability");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(name);
+    if !out.is_file() {
+        let tmp = dir.join(format!(".{name}.{}", std::process::id()));
+        gguf_new(&tmp, shape);
+        std::fs::rename(&tmp, &out).unwrap();
+    }
+    out
 }
 
 fn gguf_new(out: &Path, shape: &[&str]) {
@@ -70,13 +102,10 @@ fn gguf_new(out: &Path, shape: &[&str]) {
 fn small_model() -> &'static Path {
     static MODEL: OnceLock<PathBuf> = OnceLock::new();
     MODEL.get_or_init(|| {
-        let dir = test_fixtures::cache_dir().join("reliability");
-        std::fs::create_dir_all(&dir).unwrap();
-        let out = dir.join(format!("small-{}.gguf", std::process::id()));
         #[rustfmt::skip]
-        gguf_new(&out, &["--arch", "llama", "--layers", "2", "--embd", "128", "--heads", "4",
-            "--heads-kv", "2", "--ff", "192", "--ctx", "512", "--vocab-size", "1000"]);
-        out
+        let m = cached_model("small.gguf", &["--arch", "llama", "--layers", "2", "--embd", "128",
+            "--heads", "4", "--heads-kv", "2", "--ff", "192", "--ctx", "512", "--vocab-size", "1000"]);
+        m
     })
 }
 
@@ -354,16 +383,9 @@ fn bad_override_regex() {
 
 #[test]
 fn kv_type_that_cannot_hold_the_head_size() {
-    static MODEL: OnceLock<PathBuf> = OnceLock::new();
-    let m = MODEL.get_or_init(|| {
-        let out = test_fixtures::cache_dir()
-            .join("reliability")
-            .join(format!("head16-{}.gguf", std::process::id()));
-        #[rustfmt::skip]
-        gguf_new(&out, &["--arch", "llama", "--layers", "1", "--embd", "64", "--heads", "4",
-            "--heads-kv", "2", "--ff", "96", "--ctx", "256", "--vocab-size", "300"]);
-        out
-    });
+    #[rustfmt::skip]
+    let m = cached_model("head16.gguf", &["--arch", "llama", "--layers", "1", "--embd", "64",
+        "--heads", "4", "--heads-kv", "2", "--ff", "96", "--ctx", "256", "--vocab-size", "300"]);
     let m = m.to_str().unwrap();
     let cause = "K cache type q4_0 with block size 32 does not divide n_embd_head_k=16";
     let common = |tool_line: &str| {
@@ -534,7 +556,7 @@ fn perplexity_logits_file_cannot_be_written() {
     let want =
         ["perplexity: failed to write the logits file: File too large (os error 27)".to_string()];
     assert_fails(&o, "perplexity over the file size limit", &want);
-    let left: Vec<_> = std::fs::read_dir(&dir)
+    let left: Vec<_> = std::fs::read_dir(&*dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n != "text.txt")
@@ -701,6 +723,36 @@ fn list_devices_answers_like_the_other_tools() {
 
 #[test]
 fn version_agrees_across_tools() {
+    const TOOLS: [&str; 5] = [
+        "completion",
+        "perplexity",
+        "eval-callback",
+        "bench",
+        "list-devices",
+    ];
+    // built in one cargo run, the tools link one build of build-info even while commits land
+    // (test_fixtures::bin builds them one by one)
+    let exe = tool(TOOLS[0]);
+    let release = exe
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|d| d == "release");
+    let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cargo.args(["build", "--quiet"]);
+    cargo.args(if release {
+        &["--release"][..]
+    } else {
+        &["--profile", "test"][..]
+    });
+    for t in TOOLS {
+        cargo.args(["-p", &format!("llama-{t}")]);
+    }
+    let status = cargo
+        .current_dir(test_fixtures::repo_root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "cargo build of the tools");
+
     let first_line = |name: &str| {
         let o = run(name, &["--version"]);
         assert_eq!(
@@ -715,7 +767,7 @@ fn version_agrees_across_tools() {
             .unwrap_or_else(|| panic!("llama-{name} --version printed:\n{err}"))
             .to_string()
     };
-    let want = first_line("completion");
+    let want = first_line(TOOLS[0]);
     assert!(
         want.contains(" (build ") && want.contains(", commit "),
         "{want}"
@@ -724,7 +776,7 @@ fn version_agrees_across_tools() {
         !want.ends_with("commit unknown)") || !test_fixtures::repo_root().join(".git").exists(),
         "{want}"
     );
-    for name in ["perplexity", "eval-callback", "bench", "list-devices"] {
+    for name in &TOOLS[1..] {
         assert_eq!(first_line(name), want, "llama-{name}");
     }
 }

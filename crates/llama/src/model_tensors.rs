@@ -523,9 +523,8 @@ impl<'a> TensorCreator<'a> {
         kind: LayerKind,
         op: Op,
     ) -> Result<TensorId> {
-        Ok(self
-            .create(name, dims, REQUIRED, kind, op)?
-            .expect("required tensors are present or an error"))
+        self.create(name, dims, REQUIRED, kind, op)?
+            .ok_or_else(|| LlamaError::MissingTensor(name.to_string()))
     }
 
     /// done_getting_tensors, then the buffers and the data.

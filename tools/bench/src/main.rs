@@ -72,7 +72,8 @@ fn real_main() -> i32 {
         buffer_types: &bufts,
     };
 
-    let p = match params::parse(&argv[1..], &env) {
+    // a process started without even argv[0] has no arguments either
+    let p = match params::parse(argv.get(1..).unwrap_or(&[]), &env) {
         Ok(Command::Help) => {
             print!("{}", llama_bench::usage::usage(&argv0));
             return 0;

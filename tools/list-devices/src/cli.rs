@@ -10,17 +10,15 @@ pub enum Action {
     Invalid(String),
 }
 
-/// The first of `-h`/`--help`/`--usage` or `--version` wins, as in the common parser; any
-/// other argument is an error.
+/// Arguments are read in order, as the common parser reads them: `-h`/`--help`/`--usage` or
+/// `--version` ends the reading, any other argument is an error.
 pub fn parse(args: &[String]) -> Action {
-    for a in args {
-        match a.as_str() {
-            "-h" | "--help" | "--usage" => return Action::Help,
-            "--version" => return Action::Version,
-            _ => return Action::Invalid(a.clone()),
-        }
+    match args.first().map(String::as_str) {
+        None => Action::List,
+        Some("-h" | "--help" | "--usage") => Action::Help,
+        Some("--version") => Action::Version,
+        Some(a) => Action::Invalid(a.to_string()),
     }
-    Action::List
 }
 
 pub fn usage(argv0: &str) -> String {
