@@ -4,6 +4,7 @@ use super::opt::{Handler, Opt};
 use super::options::read_file;
 use super::util::{stof, stoul};
 use super::Params;
+use crate::json_schema::json_schema_text_to_grammar;
 use llama::sampling::SamplerType;
 
 /// The sampling options, in llama.cpp's declaration order.
@@ -154,20 +155,20 @@ pub(super) fn sampling_options(d: &Params) -> Vec<Opt> {
             p.sampling.logit_bias.push((tok, bias));
             Ok(())
         })).sp(),
-        Opt::new(&["--grammar"], Some("GRAMMAR"), format!("BNF-like grammar to constrain generations (see samples in grammars/ dir) (default: '{}')", d.grammar), Str(|p, _, v| {
-            p.grammar = v.to_string();
+        Opt::new(&["--grammar"], Some("GRAMMAR"), "BNF-like grammar to constrain generations (see samples in grammars/ dir)", Str(|p, _, v| {
+            p.sampling.grammar = v.to_string();
             Ok(())
         })).sp(),
         Opt::new(&["--grammar-file"], Some("FNAME"), "file to read grammar from", Str(|p, _, v| {
-            p.grammar = read_file(v)?;
+            p.sampling.grammar = read_file(v)?;
             Ok(())
         })).sp(),
-        Opt::new(&["-j", "--json-schema"], Some("SCHEMA"), "JSON schema to constrain generations (https://json-schema.org/), e.g. `{}` for any JSON object\nFor schemas w/ external $refs, use --grammar + example/json_schema_to_grammar.py instead", Str(|p, _, v| {
-            p.grammar = v.to_string();
+        Opt::new(&["-j", "--json-schema"], Some("SCHEMA"), "JSON schema to constrain generations (https://json-schema.org/), e.g. `{\"type\": \"object\"}` for any JSON object", Str(|p, _, v| {
+            p.sampling.grammar = json_schema_text_to_grammar(v)?;
             Ok(())
         })).sp(),
-        Opt::new(&["-jf", "--json-schema-file"], Some("FILE"), "File containing a JSON schema to constrain generations (https://json-schema.org/), e.g. `{}` for any JSON object\nFor schemas w/ external $refs, use --grammar + example/json_schema_to_grammar.py instead", Str(|p, _, v| {
-            p.grammar = read_file(v)?;
+        Opt::new(&["-jf", "--json-schema-file"], Some("FILE"), "File containing a JSON schema to constrain generations (https://json-schema.org/), e.g. `{\"type\": \"object\"}` for any JSON object", Str(|p, _, v| {
+            p.sampling.grammar = json_schema_text_to_grammar(&read_file(v)?)?;
             Ok(())
         })).sp(),
         Opt::new(&["-bs", "--backend-sampling"], None, "enable backend sampling (experimental) (default: disabled)", Void(|p, _| {
@@ -209,5 +210,49 @@ mod tests {
         );
         assert_eq!(parse_logit_bias("abc"), None);
         assert_eq!(parse_logit_bias("12*3"), None);
+    }
+
+    fn parse_args(args: &[&str]) -> Result<crate::args::Params, String> {
+        struct Quiet;
+        impl crate::args::ParseOutput for Quiet {
+            fn out(&mut self, _: &str) {}
+            fn err(&mut self, _: &str) {}
+        }
+        let argv: Vec<String> = ["llama-completion", "-m", "model.gguf"]
+            .into_iter()
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
+        crate::args::parse(
+            &argv,
+            crate::args::Example::Completion,
+            &crate::args::ParseEnv::default(),
+            &mut Quiet,
+            None,
+        )
+        .map_err(|e| format!("{e:?}"))
+    }
+
+    #[test]
+    fn grammar_flags_fill_the_sampling_grammar() {
+        let p = parse_args(&["--grammar", "root ::= \"a\""]).unwrap();
+        assert_eq!(p.sampling.grammar, "root ::= \"a\"");
+        let schema =
+            r#"{"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"]}"#;
+        let p = parse_args(&["-j", schema]).unwrap();
+        assert_eq!(
+            p.sampling.grammar,
+            crate::json_schema::json_schema_text_to_grammar(schema).unwrap()
+        );
+        assert!(p.sampling.grammar.contains("answer-kv ::="));
+        let e = parse_args(&["-j", "{\"type\": \"foo\"}"]).unwrap_err();
+        assert!(
+            e.contains("error while handling argument \\\"-j\\\": JSON schema conversion failed"),
+            "{e}"
+        );
+        let e = parse_args(&["-jf", "/nonexistent/schema.json"]).unwrap_err();
+        assert!(e.contains("failed to open file"), "{e}");
+        let e = parse_args(&["--grammar-file", "/nonexistent/g.gbnf"]).unwrap_err();
+        assert!(e.contains("failed to open file"), "{e}");
     }
 }
