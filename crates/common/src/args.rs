@@ -597,6 +597,19 @@ fn postprocess(params: &mut Params, _ex: Example) -> Result<(), ParseError> {
             *b = util::process_escapes(b);
         }
     }
+    if !params.chat_template.is_empty()
+        && !crate::chat::verify_template(&params.chat_template, params.use_jinja)
+    {
+        let note = if params.use_jinja {
+            ""
+        } else {
+            "\nnote: llama.cpp was started without --jinja, we only support commonly used templates"
+        };
+        return Err(ParseError::Message(format!(
+            "error: the supplied chat template is not supported: {}{note}\n",
+            params.chat_template
+        )));
+    }
     Ok(())
 }
 

@@ -1,100 +1,114 @@
-//! Chat formatting for conversation mode without a Jinja engine: llama.cpp's built-in template
-//! for ChatML (what Qwen-family models carry), used for any template the model declares.
+//! Conversation-mode formatting for llama-completion: the model's chat template (or the one
+//! `--chat-template`/`--chat-template-file` gives) applied through common's chat layer, with
+//! libllama's built-in layouts or, under `--jinja`, the template itself.
 
+use common::args::Params;
+use common::chat::{ChatTemplates, TemplateKwargs};
 use llama::Model;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct Message {
-    pub role: String,
-    pub content: String,
-}
+pub use common::chat::ChatMessage as Message;
 
-impl Message {
-    pub fn new(role: &str, content: &str) -> Message {
-        Message {
-            role: role.to_string(),
-            content: content.to_string(),
-        }
-    }
+/// The chat templates and how completion applies them.
+pub struct Template {
+    templates: ChatTemplates,
+    use_jinja: bool,
+    /// `params.default_template_kwargs`: what -rea, --reasoning-effort and
+    /// --[no-]reasoning-preserve hand the template (llama-completion passes them to the
+    /// example it prints only).
+    kwargs: TemplateKwargs,
 }
-
-/// The chat template of a model, as far as this build can apply it.
-#[derive(Clone, Debug, Default)]
-pub struct Template;
 
 impl Template {
-    /// The model's explicit template, if it has one (`common_chat_templates_was_explicit`).
-    pub fn from_model(model: &Model) -> Option<Template> {
-        model
-            .meta_get("tokenizer.chat_template")
-            .filter(|t| !t.is_empty())
-            .map(|_| Template)
+    /// `common_chat_templates_init(model, params.chat_template)`; an error is logged as
+    /// llama.cpp logs it.
+    pub fn init(model: &Model, params: &Params) -> Result<Template, ()> {
+        let templates = match ChatTemplates::init(model, &params.chat_template, params.use_jinja) {
+            Ok(t) => t,
+            Err(e) => {
+                common::log_err!("common_chat_templates_init: error: {e}\n");
+                common::log_err!(
+                    "common_chat_templates_init: failed to initialize chat template\n"
+                );
+                common::log_err!("common_chat_templates_init: please consider disabling jinja via --no-jinja, or using another chat template\n");
+                return Err(());
+            }
+        };
+        Ok(Template {
+            templates,
+            use_jinja: params.use_jinja,
+            kwargs: default_template_kwargs(params),
+        })
     }
 
-    /// `llama_chat_apply_template` with the ChatML layout.
-    pub fn apply(&self, msgs: &[Message], add_assistant: bool) -> String {
-        let mut s = String::new();
-        for m in msgs {
-            s.push_str(&format!(
-                "<|im_start|>{}\n{}<|im_end|>\n",
-                m.role, m.content
-            ));
-        }
-        if add_assistant {
-            s.push_str("<|im_start|>assistant\n");
-        }
-        s
+    /// `common_chat_templates_was_explicit`.
+    pub fn was_explicit(&self) -> bool {
+        self.templates.was_explicit()
+    }
+
+    /// `common_chat_templates_apply(...).prompt` for the whole chat.
+    pub fn apply(&self, msgs: &[Message], add_assistant: bool) -> Result<String, String> {
+        self.templates
+            .apply(msgs, add_assistant, self.use_jinja, &TemplateKwargs::new())
     }
 
     /// `common_chat_format_single`: the text a new message adds to the formatted history.
-    pub fn format_single(&self, past: &[Message], role: &str, content: &str) -> String {
+    pub fn format_single(
+        &self,
+        past: &[Message],
+        role: &str,
+        content: &str,
+    ) -> Result<String, String> {
         let add_ass = role == "user";
-        let fmt_past = if past.is_empty() {
-            String::new()
-        } else {
-            self.apply(past, false)
-        };
-        let mut all = past.to_vec();
-        all.push(Message::new(role, content));
-        let fmt_new = self.apply(&all, add_ass);
-        let mut out = String::new();
-        if add_ass && fmt_past.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str(&fmt_new[fmt_past.len().min(fmt_new.len())..]);
-        out
+        self.templates
+            .format_single(past, &Message::new(role, content), add_ass, self.use_jinja)
     }
 
     /// `common_chat_format_example`.
-    pub fn example(&self) -> String {
-        let msgs = [
-            Message::new("system", "You are a helpful assistant"),
-            Message::new("user", "Hello"),
-            Message::new("assistant", "Hi there"),
-            Message::new("user", "How are you?"),
-        ];
-        self.apply(&msgs, true)
+    pub fn example(&self) -> Result<String, String> {
+        self.templates.format_example(self.use_jinja, &self.kwargs)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The kwargs common/arg.cpp collects: `enable_thinking` from -rea on/off,
+/// `reasoning_effort` unless `default`, `preserve_reasoning` (on unless turned off).
+fn default_template_kwargs(p: &Params) -> TemplateKwargs {
+    let mut kw = TemplateKwargs::new();
+    match p.reasoning.as_str() {
+        "on" | "enabled" | "true" | "1" => {
+            kw.insert("enable_thinking".into(), "true".into());
+        }
+        "off" | "disabled" | "false" | "0" => {
+            kw.insert("enable_thinking".into(), "false".into());
+        }
+        _ => {}
+    }
+    if p.reasoning_effort != "default" {
+        kw.insert(
+            "reasoning_effort".into(),
+            serde_json::Value::from(p.reasoning_effort.as_str()).to_string(),
+        );
+    }
+    kw.insert(
+        "preserve_reasoning".into(),
+        p.reasoning_preserve.to_string(),
+    );
+    kw
+}
 
-    #[test]
-    fn chatml_layout() {
-        let t = Template;
-        assert_eq!(
-            t.apply(&[Message::new("user", "hi")], true),
-            "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
-        );
-        let past = [Message::new("user", "hi"), Message::new("assistant", "yo")];
-        assert_eq!(
-            t.format_single(&past, "user", "again"),
-            "\n<|im_start|>user\nagain<|im_end|>\n<|im_start|>assistant\n"
-        );
-        assert!(t
-            .example()
-            .starts_with("<|im_start|>system\nYou are a helpful assistant<|im_end|>\n"));
+/// What llama-completion does not act on, said rather than ignored: llama.cpp hands the
+/// reasoning budget and format only to llama-server/llama-cli, which parse the model's
+/// thinking; its completion tool takes the flags and leaves them unused.
+pub fn warn_unused_reasoning_flags(p: &Params) {
+    if p.reasoning_format != "auto" {
+        common::log_wrn!("warning: --reasoning-format has no effect in llama-completion (llama.cpp applies it in llama-server and llama-cli only)\n");
+    }
+    if p.reasoning_budget != -1 {
+        common::log_wrn!("warning: --reasoning-budget has no effect in llama-completion (llama.cpp applies it in llama-server and llama-cli only)\n");
+    }
+    if !p.reasoning_budget_message.is_empty() {
+        common::log_wrn!("warning: --reasoning-budget-message has no effect in llama-completion (llama.cpp applies it in llama-server and llama-cli only)\n");
+    }
+    if p.reasoning != "auto" || p.reasoning_effort != "default" {
+        common::log_wrn!("warning: -rea/--reasoning-effort reach only the chat template example llama-completion prints, and only with --jinja (as in llama.cpp)\n");
     }
 }

@@ -120,7 +120,10 @@ fn run() -> i32 {
         }
     };
     let vocab: &Vocab = model.vocab();
-    let template = chat::Template::from_model(&model);
+    let Ok(template) = chat::Template::init(&model, &params) else {
+        return 1;
+    };
+    chat::warn_unused_reasoning_flags(&params);
 
     // timings start here, after loading and warmup
     ctx.perf_reset();
@@ -133,7 +136,7 @@ fn run() -> i32 {
         );
     }
 
-    let has_chat_template = template.is_some();
+    let has_chat_template = template.was_explicit();
     if params.conversation_mode == ConversationMode::Auto {
         if has_chat_template {
             log_inf!("{F}: chat template is available, enabling conversation mode (disable it with -no-cnv)\n");
@@ -146,13 +149,18 @@ fn run() -> i32 {
     if conversation && !has_chat_template {
         log_wrn!("{F}: chat template is not available or is not supported. This may cause the model to output suboptimal responses\n");
     }
-    let template = template.unwrap_or_default();
     if conversation {
         if params.enable_chat_template {
             if !params.prompt.is_empty() && params.system_prompt.is_empty() {
                 log_wrn!("*** User-specified prompt will pre-start conversation, did you mean to set --system-prompt (-sys) instead?\n");
             }
-            log_inf!("{F}: chat template example:\n{}\n", template.example());
+            match template.example() {
+                Ok(ex) => log_inf!("{F}: chat template example:\n{ex}\n"),
+                Err(e) => {
+                    log_err!("{F}: error: failed to apply the chat template: {e}\n");
+                    return 1;
+                }
+            }
         } else {
             log_inf!("{F}: in-suffix/prefix is specified, chat template will be disabled\n");
         }
@@ -183,7 +191,13 @@ fn run() -> i32 {
             waiting_for_first_input = true;
         }
         if !params.system_prompt.is_empty() || !params.prompt.is_empty() {
-            prompt = template.apply(&chat_msgs, !params.prompt.is_empty());
+            prompt = match template.apply(&chat_msgs, !params.prompt.is_empty()) {
+                Ok(p) => p,
+                Err(e) => {
+                    log_err!("{F}: error: failed to apply the chat template: {e}\n");
+                    return 1;
+                }
+            };
         }
     } else {
         prompt = params.prompt.clone();
@@ -702,8 +716,18 @@ impl Loop<'_> {
                         }
                         let user_inp = if format_chat {
                             let formatted =
-                                self.template
-                                    .format_single(&self.chat_msgs, "user", &buffer);
+                                match self
+                                    .template
+                                    .format_single(&self.chat_msgs, "user", &buffer)
+                                {
+                                    Ok(f) => f,
+                                    Err(e) => {
+                                        log_err!(
+                                            "{F}: error: failed to apply the chat template: {e}\n"
+                                        );
+                                        return Err(1);
+                                    }
+                                };
                             self.chat_msgs.push(chat::Message::new("user", &buffer));
                             formatted
                         } else {

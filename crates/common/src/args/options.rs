@@ -731,7 +731,7 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
             p.tok_show_count = true;
             Ok(())
         })).ex(TOKENIZE),
-        // completion chat-related flags: accepted; this build has no chat template engine
+        // completion chat flags: templates are applied in tools/completion via common::chat
         Opt::new(&["--jinja"], None, format!("whether to use jinja template engine for chat (default: {})", ed(d.use_jinja)), Bool(|p, v| p.use_jinja = v))
             .neg(&["--no-jinja"]).env("LLAMA_ARG_JINJA").ex(COMPLETION),
         Opt::new(&["--reasoning-format"], Some("FORMAT"), "controls whether thought tags are allowed and/or extracted from the response, and in which format they're returned; one of:\n- none: leaves thoughts unparsed in `message.content`\n- deepseek: puts thoughts in `message.reasoning_content`\n- deepseek-legacy: keeps `<think>` tags in `message.content` while also populating `message.reasoning_content`\n(default: auto)", Str(|p, _, v| {
@@ -768,11 +768,11 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
         })).env("LLAMA_ARG_THINK_BUDGET_MESSAGE").ex(COMPLETION),
         Opt::new(&["--reasoning-preserve"], None, format!("preserve reasoning trace in the full history, not just the last assistant message (default: {})", ed(d.reasoning_preserve)), Bool(|p, v| p.reasoning_preserve = v))
             .neg(&["--no-reasoning-preserve"]).env("LLAMA_ARG_REASONING_PRESERVE").ex(COMPLETION),
-        Opt::new(&["--chat-template"], Some("JINJA_TEMPLATE"), "set custom jinja chat template (default: template taken from model's metadata)", Str(|p, _, v| {
+        Opt::new(&["--chat-template"], Some("JINJA_TEMPLATE"), format!("set custom jinja chat template (default: template taken from model's metadata)\nif suffix/prefix are specified, template will be disabled\nonly commonly used templates are accepted (unless --jinja is set before this flag):\nlist of built-in templates:\n{}", llama::chat::builtin_templates().join(", ")), Str(|p, _, v| {
             p.chat_template = v.to_string();
             Ok(())
         })).env("LLAMA_ARG_CHAT_TEMPLATE").ex(COMPLETION),
-        Opt::new(&["--chat-template-file"], Some("JINJA_TEMPLATE_FILE"), "set custom jinja chat template file (default: template taken from model's metadata)", Str(|p, _, v| {
+        Opt::new(&["--chat-template-file"], Some("JINJA_TEMPLATE_FILE"), format!("set custom jinja chat template file (default: template taken from model's metadata)\nif suffix/prefix are specified, template will be disabled\nonly commonly used templates are accepted (unless --jinja is set before this flag):\nlist of built-in templates:\n{}", llama::chat::builtin_templates().join(", ")), Str(|p, _, v| {
             p.chat_template = read_file(v)?;
             Ok(())
         })).env("LLAMA_ARG_CHAT_TEMPLATE_FILE").ex(COMPLETION),
