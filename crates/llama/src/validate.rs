@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn says_where_the_first_bad_value_is() {
-        let mut v = vec![1.0f32; 12];
+        let mut v = [1.0f32; 12];
         v[7] = f32::NAN;
         v[9] = f32::INFINITY;
         let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
