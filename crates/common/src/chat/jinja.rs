@@ -4,7 +4,10 @@
 //! `raise_exception`, `strftime_now` and its `tojson` layout.
 
 use minijinja::syntax::SyntaxConfig;
-use minijinja::value::{Kwargs, ValueKind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use minijinja::value::{Enumerator, Kwargs, Object, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, Value};
 
 use super::clock;
@@ -51,12 +54,17 @@ impl JinjaTemplate {
         tmpl.render(ctx).map_err(describe)
     }
 
-    /// llama.cpp tells this from whether the template reads the system message's content;
-    /// here from whether a marker put there reaches the output (a template that raises on a
-    /// system role, or drops it, does not support it).
+    /// llama.cpp's check: a system message then a user one rendered, and the system role
+    /// supported where the template read the system message's content (one that raises
+    /// on a system role first, or skips it, never does).
     fn probe_system_role(&self) -> bool {
-        const MARKER: &str = "SYSTEM_ROLE_PROBE_7f3a";
-        let msgs = vec![message("system", MARKER), message("user", "User message")];
+        let read = Arc::new(AtomicBool::new(false));
+        let system = ProbeMessage {
+            role: "system",
+            content: "System message",
+            read: read.clone(),
+        };
+        let msgs = vec![Value::from_object(system), message("user", "User message")];
         let ctx = Value::from_pairs([
             ("messages", Value::from(msgs)),
             ("tools", Value::from(Vec::<Value>::new())),
@@ -64,7 +72,9 @@ impl JinjaTemplate {
             ("eos_token", Value::from("")),
             ("add_generation_prompt", Value::from(true)),
         ]);
-        self.render(ctx).is_ok_and(|out| out.contains(MARKER))
+        // a render that fails still tells whether the content was read before it failed
+        let _ = self.render(ctx);
+        read.load(Ordering::Relaxed)
     }
 
     fn env(&self) -> Environment<'_> {
@@ -82,6 +92,31 @@ impl JinjaTemplate {
         env.add_function("tojson", tojson);
         env.add_filter("tojson", tojson);
         env
+    }
+}
+
+/// A message that notes when the template reads its content (llama.cpp's value stats).
+#[derive(Debug)]
+struct ProbeMessage {
+    role: &'static str,
+    content: &'static str,
+    read: Arc<AtomicBool>,
+}
+
+impl Object for ProbeMessage {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        match key.as_str()? {
+            "role" => Some(Value::from(self.role)),
+            "content" => {
+                self.read.store(true, Ordering::Relaxed);
+                Some(Value::from(self.content))
+            }
+            _ => None,
+        }
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Str(&["role", "content"])
     }
 }
 
@@ -323,5 +358,8 @@ mod tests {
         assert!(!JinjaTemplate::new(no_sys).unwrap().supports_system_role);
         let drops = "{% for m in messages %}{% if m.role != 'system' %}{{ m.content }}{% endif %}{% endfor %}";
         assert!(!JinjaTemplate::new(drops).unwrap().supports_system_role);
+        // read, not printed verbatim: still supported, as llama.cpp counts it
+        let reads = "{% set s = messages[0]['content'] | upper %}{{ s | length }}";
+        assert!(JinjaTemplate::new(reads).unwrap().supports_system_role);
     }
 }
