@@ -112,3 +112,26 @@ pub fn warn_unused_reasoning_flags(p: &Params) {
         common::log_wrn!("warning: -rea/--reasoning-effort reach only the chat template example llama-completion prints, and only with --jinja (as in llama.cpp)\n");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::args::Example;
+
+    #[test]
+    fn kwargs_as_common_arg_collects_them() {
+        let mut p = Params::for_example(Example::Completion);
+        let kw = default_template_kwargs(&p);
+        assert_eq!(kw.len(), 1);
+        assert_eq!(kw["preserve_reasoning"], "true");
+        p.reasoning = "off".into();
+        p.reasoning_effort = "high \"x\"".into();
+        p.reasoning_preserve = false;
+        let kw = default_template_kwargs(&p);
+        assert_eq!(kw["enable_thinking"], "false");
+        assert_eq!(kw["reasoning_effort"], r#""high \"x\"""#);
+        assert_eq!(kw["preserve_reasoning"], "false");
+        p.reasoning = "auto".into();
+        assert!(!default_template_kwargs(&p).contains_key("enable_thinking"));
+    }
+}
