@@ -68,6 +68,15 @@ fn real_main() -> i32 {
     common::log::init();
     common::args::apply_log_settings(&params);
 
+    // the scoring runs on rayon's pool: made here, a thread the OS refuses is an error rather
+    // than a panic at the first chunk
+    if let Err(e) = rayon::ThreadPoolBuilder::new().build_global() {
+        log_err!(
+            "llama_perplexity: failed to create the scoring threads: {}\n",
+            e
+        );
+        return 1;
+    }
     let n_ctx = params.n_ctx;
     if n_ctx <= 0 {
         log_err!("llama_perplexity: perplexity tool requires '--ctx-size' > 0\n");
