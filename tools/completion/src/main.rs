@@ -11,7 +11,8 @@ use std::time::Instant;
 use common::args::{self, ConversationMode, Example, Params, ParseOutput};
 use common::startup::{self, token_to_piece, SamplerTimes, VocabText};
 use common::{log_cnt, log_dbg, log_err, log_inf, log_out, log_wrn};
-use llama::sampling::{Chain, Sampler, TokenDataArray};
+use llama::grammar::GrammarError;
+use llama::sampling::{sample_with_grammar, Chain, GrammarSampler, Sampler};
 use llama::vocab::Vocab;
 use llama::{Batch, Context};
 
@@ -30,9 +31,11 @@ fn main() {
     std::process::exit(run());
 }
 
-/// `common_sampler`: the chain plus the accepted history and the time spent sampling.
+/// `common_sampler`: the chain, the grammar kept beside it, the accepted history and the time
+/// spent sampling.
 struct Sampling {
     chain: Chain,
+    grmr: Option<GrammarSampler>,
     prev: Vec<i32>,
     n_prev: usize,
     t_total: std::time::Duration,
@@ -42,21 +45,27 @@ impl Sampling {
     fn sample(&mut self, ctx: &Context) -> Option<i32> {
         let t0 = Instant::now();
         let logits = ctx.get_logits_ith(-1)?;
-        let mut cur = TokenDataArray::from_logits(logits);
-        self.chain.apply(&mut cur);
-        let id = cur.selected_id();
+        let id = sample_with_grammar(&mut self.chain, self.grmr.as_ref(), logits, false);
         self.t_total += t0.elapsed();
         id
     }
 
-    fn accept(&mut self, id: i32) {
+    /// `common_sampler_accept`: generated tokens advance the grammar too, prompt tokens only
+    /// the chain. Fails where llama.cpp's grammar throws (no way left to continue).
+    fn accept(&mut self, id: i32, accept_grammar: bool) -> Result<(), GrammarError> {
         let t0 = Instant::now();
+        if accept_grammar {
+            if let Some(g) = &mut self.grmr {
+                g.accept(id)?;
+            }
+        }
         self.chain.accept(id);
         if self.prev.len() == self.n_prev {
             self.prev.remove(0);
         }
         self.prev.push(id);
         self.t_total += t0.elapsed();
+        Ok(())
     }
 
     fn last(&self) -> Option<i32> {
@@ -303,8 +312,22 @@ fn run() -> i32 {
             return 1;
         }
     };
+    let grmr = match params.sampling.build_grammar(vocab) {
+        Ok(g) => g,
+        Err(e) => {
+            log_err!("{F}: error: {e}\n");
+            return 1;
+        }
+    };
+    if grmr.is_some() && params.backend_sampling {
+        log_wrn!(
+            "common_sampler_init: backend sampling is not compatible with grammar, disabling\n"
+        );
+        params.backend_sampling = false;
+    }
     let mut smpl = Sampling {
         chain,
+        grmr,
         prev: Vec::new(),
         n_prev: params.sampling.n_prev.max(32) as usize,
         t_total: Default::default(),
@@ -594,7 +617,10 @@ impl Loop<'_> {
                     );
                     return Err(1);
                 };
-                self.smpl.accept(id);
+                if let Err(e) = self.smpl.accept(id, true) {
+                    log_err!("{F}: error: {e}\n");
+                    return Err(1);
+                }
                 embd.push(id);
                 if self.conversation && !self.waiting_for_first_input && !vocab.is_eog(id) {
                     assistant.push_str(&token_to_piece(vocab, id, false));
@@ -606,8 +632,8 @@ impl Loop<'_> {
                 while self.embd_inp.len() > n_consumed {
                     let t = self.embd_inp[n_consumed];
                     embd.push(t);
-                    // prompt tokens feed the repetition penalties too
-                    self.smpl.accept(t);
+                    // prompt tokens feed the repetition penalties too, not the grammar
+                    let _ = self.smpl.accept(t, false);
                     n_consumed += 1;
                     if embd.len() as i32 == self.params.n_batch {
                         break;
