@@ -1,9 +1,12 @@
-//! Array values kept packed: one boxed slice of the element type, one text buffer for strings,
-//! so that an array costs about what its elements occupy in the file rather than a `Value`
-//! (32 bytes, plus a heap block per string) apiece. Elements are read out on access.
+//! Array values kept packed: one slice of the element type, one text buffer for strings, so
+//! that an array costs about what its elements occupy in the file rather than a `Value` (32
+//! bytes, plus a heap block per string) apiece. Elements are read out on access. The slices
+//! are shared, so that copies of a file's metadata (a writer made from a reader, quantize's
+//! checks) do not each copy a large array again.
 
 use std::fmt;
 use std::ops::Index;
+use std::sync::Arc;
 
 use crate::error::GgufError;
 use crate::value::{Value, ValueRef, ValueType};
@@ -15,20 +18,20 @@ pub struct Array(Data);
 
 #[derive(Clone, Debug, PartialEq)]
 enum Data {
-    U8(Box<[u8]>),
-    I8(Box<[i8]>),
-    U16(Box<[u16]>),
-    I16(Box<[i16]>),
-    U32(Box<[u32]>),
-    I32(Box<[i32]>),
-    F32(Box<[f32]>),
-    Bool(Box<[bool]>),
-    // Boxed so that an array of arrays pays 24 bytes per inner array, not 56.
-    Str(Box<StrArray>),
-    Array(Box<[Array]>),
-    U64(Box<[u64]>),
-    I64(Box<[i64]>),
-    F64(Box<[f64]>),
+    U8(Arc<[u8]>),
+    I8(Arc<[i8]>),
+    U16(Arc<[u16]>),
+    I16(Arc<[i16]>),
+    U32(Arc<[u32]>),
+    I32(Arc<[i32]>),
+    F32(Arc<[f32]>),
+    Bool(Arc<[bool]>),
+    // Behind a pointer so that an array of arrays pays 24 bytes per inner array, not 56.
+    Str(Arc<StrArray>),
+    Array(Arc<[Array]>),
+    U64(Arc<[u64]>),
+    I64(Arc<[i64]>),
+    F64(Arc<[f64]>),
 }
 
 mod sealed {
@@ -41,7 +44,7 @@ pub trait Packed: sealed::Sealed + Copy + 'static {
     #[doc(hidden)]
     fn slice_of(a: &Array) -> Option<&[Self]>;
     #[doc(hidden)]
-    fn into_array(v: Box<[Self]>) -> Array;
+    fn into_array(v: Arc<[Self]>) -> Array;
     #[doc(hidden)]
     fn view(self) -> ValueRef<'static>;
     #[doc(hidden)]
@@ -59,7 +62,7 @@ macro_rules! packed {
                     _ => None,
                 }
             }
-            fn into_array(v: Box<[$t]>) -> Array {
+            fn into_array(v: Arc<[$t]>) -> Array {
                 Array(Data::$v(v))
             }
             fn view(self) -> ValueRef<'static> {
@@ -74,7 +77,12 @@ macro_rules! packed {
         }
         impl From<Vec<$t>> for Array {
             fn from(v: Vec<$t>) -> Array {
-                Array(Data::$v(v.into_boxed_slice()))
+                Array(Data::$v(Arc::from(v)))
+            }
+        }
+        impl From<&[$t]> for Array {
+            fn from(v: &[$t]) -> Array {
+                Array(Data::$v(Arc::from(v)))
             }
         }
     )*};
@@ -87,7 +95,7 @@ fn packed_from_values<T: Packed>(values: &[Value]) -> Result<Array, GgufError> {
     for (index, v) in values.iter().enumerate() {
         out.push(T::from_value(v).ok_or_else(|| mixed(T::TYPE, index, v))?);
     }
-    Ok(T::into_array(out.into_boxed_slice()))
+    Ok(T::into_array(Arc::from(out)))
 }
 
 fn mixed(elem_type: ValueType, index: usize, v: &Value) -> GgufError {
@@ -139,7 +147,7 @@ impl Array {
     }
 
     pub fn from_arrays(items: Vec<Array>) -> Array {
-        Array(Data::Array(items.into_boxed_slice()))
+        Array(Data::Array(Arc::from(items)))
     }
 
     pub fn elem_type(&self) -> ValueType {
@@ -264,7 +272,7 @@ impl Array {
 impl From<StrArray> for Array {
     fn from(mut s: StrArray) -> Array {
         s.shrink_to_fit();
-        Array(Data::Str(Box::new(s)))
+        Array(Data::Str(Arc::new(s)))
     }
 }
 

@@ -7,6 +7,7 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use crate::array::{Array, Packed, StrArray};
 use crate::error::{invalid, ErrorKind, GgufError};
@@ -167,7 +168,7 @@ impl<'a> Cursor<'a> {
     ) -> PResult<Array> {
         // The caller bounded len by the bytes left, so len * N cannot overflow.
         let bytes = self.take(len * N as u64, field)?;
-        let values: Box<[T]> = bytes
+        let values: Arc<[T]> = bytes
             .chunks_exact(N)
             .map(|c| {
                 let mut a = [0u8; N];
@@ -198,7 +199,7 @@ impl<'a> Cursor<'a> {
         }
         let elem = |i: u64| move || format!("{}[{}]", field(), i);
         Ok(match elem_type {
-            ValueType::U8 => Array::from(self.take(len, field)?.to_vec()),
+            ValueType::U8 => Array::from(self.take(len, field)?),
             ValueType::I8 => self.packed(len, field, i8::from_le_bytes)?,
             ValueType::U16 => self.packed(len, field, u16::from_le_bytes)?,
             ValueType::I16 => self.packed(len, field, i16::from_le_bytes)?,

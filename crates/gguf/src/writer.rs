@@ -172,7 +172,9 @@ impl GgufWriter {
 
     /// Header, KV pairs, tensor infos and the padding up to the data section.
     pub fn header_bytes(&self) -> Vec<u8> {
-        let mut b = Vec::new();
+        // Sized first: a metadata array of many megabytes is then written in place, not
+        // through a doubling buffer's copies.
+        let mut b = Vec::with_capacity(self.header_len() as usize);
         b.extend_from_slice(MAGIC);
         b.extend_from_slice(&VERSION.to_le_bytes());
         b.extend_from_slice(&(self.tensors.len() as u64).to_le_bytes());
@@ -198,6 +200,26 @@ impl GgufWriter {
         b
     }
 
+    /// The length of `header_bytes`, counted without encoding anything.
+    fn header_len(&self) -> u64 {
+        let kv: u64 = self
+            .kv
+            .iter()
+            .map(|(k, v)| 8 + k.len() as u64 + 4 + encoded_len(v.view()))
+            .sum();
+        let infos: u64 = self
+            .tensors
+            .iter()
+            .map(|t| 8 + t.name.len() as u64 + 4 + 8 * t.shape().len() as u64 + 4 + 8)
+            .sum();
+        let len = 4 + 4 + 8 + 8 + kv + infos;
+        if !self.tensors.is_empty() || self.pad_end {
+            pad_to(len, self.alignment)
+        } else {
+            len
+        }
+    }
+
     /// Total size of the file this writer produces.
     pub fn file_size(&self) -> u64 {
         let data = if self.pad_end {
@@ -205,7 +227,7 @@ impl GgufWriter {
         } else {
             self.data_end
         };
-        self.header_bytes().len() as u64 + data
+        self.header_len() + data
     }
 
     /// Start writing to any sink; tensor data follows through `TensorStream::write_data`.
@@ -281,6 +303,25 @@ fn check_array(key: &str, a: &Array, depth: usize) -> Result<(), GgufError> {
 fn encode_str(s: &str, b: &mut Vec<u8>) {
     b.extend_from_slice(&(s.len() as u64).to_le_bytes());
     b.extend_from_slice(s.as_bytes());
+}
+
+/// Bytes `encode_ref` writes for `v`.
+fn encoded_len(v: ValueRef) -> u64 {
+    match v {
+        ValueRef::Str(s) => 8 + s.len() as u64,
+        ValueRef::Array(a) => {
+            let elems = match (a.elem_type().fixed_size(), a.strings(), a.arrays()) {
+                (Some(size), _, _) => size as u64 * a.len() as u64,
+                (None, Some(s), _) => s.iter().map(|x| 8 + x.len() as u64).sum(),
+                (None, None, Some(inner)) => {
+                    inner.iter().map(|x| encoded_len(ValueRef::Array(x))).sum()
+                }
+                (None, None, None) => 0,
+            };
+            4 + 8 + elems
+        }
+        other => other.value_type().fixed_size().unwrap_or(0) as u64,
+    }
 }
 
 fn encode_value(v: &Value, b: &mut Vec<u8>) {

@@ -33,7 +33,11 @@ fn array_bytes(elem: ValueType, len: u64, payload: &[u8]) -> Vec<u8> {
 fn write_one(v: Value) -> Vec<u8> {
     let mut w = GgufWriter::new();
     w.add_kv("k", v).unwrap();
-    w.to_bytes(&[]).unwrap()
+    // The size is counted without encoding: it must agree with what is written.
+    let size = w.file_size();
+    let bytes = w.to_bytes(&[]).unwrap();
+    assert_eq!(size, bytes.len() as u64);
+    bytes
 }
 
 fn read_one(bytes: Vec<u8>) -> Value {
@@ -360,7 +364,10 @@ fn metadata_only_reads_a_large_array_across_chunks() {
     w.add_tensor("t", ggml::Type::F32, &[4]).unwrap();
     let dir = test_fixtures::scratch_dir("gguf-packed-metadata");
     let path = dir.join("big.gguf");
-    std::fs::write(&path, w.to_bytes(&[&[1; 16]]).unwrap()).unwrap();
+    let size = w.file_size();
+    let bytes = w.to_bytes(&[&[1; 16]]).unwrap();
+    assert_eq!(size, bytes.len() as u64);
+    std::fs::write(&path, bytes).unwrap();
     let meta = GgufFile::open_metadata(&path).unwrap();
     let whole = GgufFile::open(&path).unwrap();
     assert_eq!(meta.kv, whole.kv);

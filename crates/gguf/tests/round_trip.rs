@@ -65,7 +65,9 @@ fn sample_writer() -> (GgufWriter, Vec<Vec<u8>>) {
 fn every_value_type_round_trips() {
     let (w, data) = sample_writer();
     let slices: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+    let size = w.file_size();
     let bytes = w.to_bytes(&slices).unwrap();
+    assert_eq!(size, bytes.len() as u64);
     let f = GgufFile::from_bytes(bytes.clone()).unwrap();
     assert_eq!(f.version, 3);
     assert_eq!(f.kv, all_values());
