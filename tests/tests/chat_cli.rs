@@ -267,28 +267,12 @@ fn help_lists_the_builtin_templates() {
 }
 
 #[test]
-fn unused_reasoning_flags_are_said_not_ignored() {
+fn flags_llama_completion_does_not_act_on_are_said_not_ignored() {
     let Some(m) = smollm2_or_skip() else { return };
     let m = m.to_str().unwrap();
-    let o = completion(
-        &[
-            "-m",
-            m,
-            "-no-cnv",
-            "-p",
-            "Hi",
-            "-n",
-            "1",
-            "-c",
-            "64",
-            "--no-warmup",
-            "--reasoning-budget",
-            "10",
-            "--reasoning-format",
-            "none",
-        ],
-        "",
-    );
+    #[rustfmt::skip]
+    let o = completion(&["-m", m, "-cnv", "-sys", "Be brief.", "--jinja", "--skip-chat-parsing",
+        "-n", "1", "-c", "64", "--no-warmup", "--reasoning-budget", "10", "--reasoning-format", "none"], "");
     assert!(o.status.success(), "{}", text_of(&o));
     let err = text(&o.stderr);
     assert!(
@@ -299,4 +283,12 @@ fn unused_reasoning_flags_are_said_not_ignored() {
         err.contains("warning: --reasoning-format has no effect in llama-completion"),
         "{err}"
     );
+    // llama.cpp's own warning when the initial prompt is applied with --skip-chat-parsing
+    assert!(
+        err.contains(
+            "Forcing pure content template, will not render reasoning or tools separately."
+        ),
+        "{err}"
+    );
+    assert!(text(&o.stdout).contains("EOF by user"), "{}", text_of(&o));
 }

@@ -12,6 +12,9 @@ pub use common::chat::ChatMessage as Message;
 pub struct Template {
     templates: ChatTemplates,
     use_jinja: bool,
+    /// `--skip-chat-parsing` (`force_pure_content_parser`): changes nothing in the prompt;
+    /// llama.cpp only warns when it applies the initial prompt with Jinja.
+    force_pure_content: bool,
     /// `params.default_template_kwargs`: what -rea, --reasoning-effort and
     /// --[no-]reasoning-preserve hand the template (llama-completion passes them to the
     /// example it prints only).
@@ -36,6 +39,7 @@ impl Template {
         Ok(Template {
             templates,
             use_jinja: params.use_jinja,
+            force_pure_content: params.skip_chat_parsing,
             kwargs: default_template_kwargs(params),
         })
     }
@@ -45,8 +49,15 @@ impl Template {
         self.templates.was_explicit()
     }
 
-    /// `common_chat_templates_apply(...).prompt` for the whole chat.
+    /// `common_chat_templates_apply(...).prompt` for the whole chat (completion's initial
+    /// prompt).
     pub fn apply(&self, msgs: &[Message], add_assistant: bool) -> Result<String, String> {
+        if self.force_pure_content && self.use_jinja {
+            // llama.cpp's message, without a newline
+            common::log_wrn!(
+                "Forcing pure content template, will not render reasoning or tools separately."
+            );
+        }
         self.templates
             .apply(msgs, add_assistant, self.use_jinja, &TemplateKwargs::new())
     }
