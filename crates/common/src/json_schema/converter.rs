@@ -127,7 +127,7 @@ impl<'d> Converter<'d> {
     /// `_add_rule`: the name for `rule`, numbered when the name is taken by another rule.
     pub(crate) fn add_rule(&mut self, name: &str, rule: &str) -> String {
         let esc = escape_rule_name(name);
-        if self.rules.get(&esc).is_none_or_eq(rule) {
+        if self.rules.get(&esc).map(|r| r == rule) != Some(false) {
             self.rules.insert(esc.clone(), rule.to_string());
             return esc;
         }
@@ -412,20 +412,18 @@ impl<'d> Converter<'d> {
             depth: usize,
         ) {
             match comp {
-                Schema::Ref(r) => {
-                    // a $ref cycle through allOf would recurse forever in llama.cpp
-                    if depth < 64 {
-                        if let Some(t) = doc.refs.get(r) {
-                            add_component(
-                                doc,
-                                t,
-                                is_required,
-                                required,
-                                properties,
-                                enum_values,
-                                depth + 1,
-                            );
-                        }
+                // a $ref cycle through allOf would recurse forever in llama.cpp
+                Schema::Ref(r) if depth < 64 => {
+                    if let Some(t) = doc.refs.get(r) {
+                        add_component(
+                            doc,
+                            t,
+                            is_required,
+                            required,
+                            properties,
+                            enum_values,
+                            depth + 1,
+                        );
                     }
                 }
                 Schema::Object { properties: ps, .. } => {
@@ -642,15 +640,5 @@ impl<'d> Converter<'d> {
             s.push('\n');
         }
         s
-    }
-}
-
-trait NoneOrEq {
-    fn is_none_or_eq(&self, rule: &str) -> bool;
-}
-
-impl NoneOrEq for Option<&String> {
-    fn is_none_or_eq(&self, rule: &str) -> bool {
-        self.map_or(true, |r| r == rule)
     }
 }

@@ -167,7 +167,7 @@ fn dump_float(f: f64, out: &mut String) {
     }
     if k <= n && n <= 15 {
         out.push_str(&digits);
-        out.extend(std::iter::repeat('0').take((n - k) as usize));
+        out.push_str(&"0".repeat((n - k) as usize));
         out.push_str(".0");
     } else if 0 < n && n <= 15 {
         out.push_str(&digits[..n as usize]);
@@ -175,7 +175,7 @@ fn dump_float(f: f64, out: &mut String) {
         out.push_str(&digits[n as usize..]);
     } else if -4 < n && n <= 0 {
         out.push_str("0.");
-        out.extend(std::iter::repeat('0').take((-n) as usize));
+        out.push_str(&"0".repeat((-n) as usize));
         out.push_str(&digits);
     } else {
         out.push_str(&digits[..1]);

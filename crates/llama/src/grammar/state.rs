@@ -252,7 +252,7 @@ impl Grammar {
                 if !allow_eog {
                     t.logit = f32::NEG_INFINITY;
                 }
-            } else if piece.first().map_or(true, |&b| b == 0) {
+            } else if matches!(piece.first(), None | Some(0)) {
                 t.logit = f32::NEG_INFINITY;
             } else if cached {
                 borrowed.push(i);

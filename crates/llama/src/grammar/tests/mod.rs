@@ -280,7 +280,7 @@ fn llama_cpp_llama_grammar_case() {
                 .collect()
         })
         .collect();
-    let expected = vec![
+    let expected = [
         vec![e(Char, 61), e(RuleRef, 7), e(Char, 40)],
         vec![e(RuleRef, 7), e(Char, 97)],
     ];
