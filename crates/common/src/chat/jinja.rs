@@ -28,6 +28,7 @@ impl JinjaTemplate {
         if src.ends_with('\n') {
             src.pop();
         }
+        let src = neutral_generation_tags(&src);
         let t = JinjaTemplate {
             src,
             supports_system_role: true,
@@ -126,6 +127,51 @@ pub fn message(role: &str, content: &str) -> Value {
         ("role", Value::from(role)),
         ("content", Value::from(content)),
     ])
+}
+
+/// `{% generation %}` ... `{% endgeneration %}` (Hugging Face's marker of the assistant's
+/// own tokens) renders its body unchanged in llama.cpp; minijinja does not know the tag, so
+/// each becomes an always-true `if` with the same whitespace control.
+fn neutral_generation_tags(src: &str) -> String {
+    let mut out = String::with_capacity(src.len());
+    let mut rest = src;
+    while let Some(at) = rest.find("{%") {
+        out.push_str(&rest[..at]);
+        let tag = &rest[at..];
+        let Some(end) = tag.find("%}") else {
+            out.push_str(tag);
+            return out;
+        };
+        let inner = &tag[2..end];
+        let (open_ws, body) = match inner.chars().next() {
+            Some(c @ ('-' | '+')) => (Some(c), &inner[1..]),
+            _ => (None, inner),
+        };
+        let (body, close_ws) = match body.chars().last() {
+            Some(c @ ('-' | '+')) => (&body[..body.len() - 1], Some(c)),
+            _ => (body, None),
+        };
+        let repl = match body.trim() {
+            "generation" => Some("if true"),
+            "endgeneration" => Some("endif"),
+            _ => None,
+        };
+        match repl {
+            Some(r) => {
+                out.push_str("{%");
+                out.extend(open_ws);
+                out.push(' ');
+                out.push_str(r);
+                out.push(' ');
+                out.extend(close_ws);
+                out.push_str("%}");
+            }
+            None => out.push_str(&tag[..end + 2]),
+        }
+        rest = &tag[end + 2..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn describe(e: Error) -> String {
@@ -340,6 +386,16 @@ mod tests {
             render("a\r\n  {% if true %}\nb\n{% endif %}\n", Value::UNDEFINED).unwrap(),
             "a\nb\n"
         );
+    }
+
+    #[test]
+    fn generation_tags_render_their_body() {
+        let src = "a{%- generation -%}\n b {% endgeneration %}c{% if x %}{% endif %}";
+        assert_eq!(
+            neutral_generation_tags(src),
+            "a{%- if true -%}\n b {% endif %}c{% if x %}{% endif %}"
+        );
+        assert_eq!(render(src, Value::UNDEFINED).unwrap(), "ab c");
     }
 
     #[test]

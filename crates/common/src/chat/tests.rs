@@ -119,3 +119,82 @@ fn example_and_kwargs_reach_the_template() {
         "add_generation_prompt stays undefined when off"
     );
 }
+
+/// Real models' templates (llama.cpp's models/templates) render the example chat through
+/// minijinja: each turn's text is there, and where the layout is short, all of it.
+#[test]
+fn model_templates_render() {
+    let cases: [(&str, &str, &str, &str); 8] = [
+        (
+            "Llama-3.1-8B-Instruct",
+            include_str!("testdata/meta-llama-Llama-3.1-8B-Instruct.jinja"),
+            "<|begin_of_text|>",
+            "<|eot_id|>",
+        ),
+        (
+            "Qwen3-0.6B",
+            include_str!("testdata/Qwen-Qwen3-0.6B.jinja"),
+            "",
+            "<|im_end|>",
+        ),
+        (
+            "gemma-2-2b-it",
+            include_str!("testdata/google-gemma-2-2b-it.jinja"),
+            "<bos>",
+            "<eos>",
+        ),
+        (
+            "Phi-3.5-mini-instruct",
+            include_str!("testdata/microsoft-Phi-3.5-mini-instruct.jinja"),
+            "<s>",
+            "<|endoftext|>",
+        ),
+        (
+            "Mistral-Nemo-Instruct-2407",
+            include_str!("testdata/mistralai-Mistral-Nemo-Instruct-2407.jinja"),
+            "<s>",
+            "</s>",
+        ),
+        (
+            "gpt-oss-120b",
+            include_str!("testdata/openai-gpt-oss-120b.jinja"),
+            "<|startoftext|>",
+            "<|return|>",
+        ),
+        (
+            "SmolLM3-3B",
+            include_str!("testdata/HuggingFaceTB-SmolLM3-3B.jinja"),
+            "",
+            "<|im_end|>",
+        ),
+        (
+            "LFM2.5-8B-A1B",
+            include_str!("testdata/LFM2.5-8B-A1B.jinja"),
+            "<|startoftext|>",
+            "<|im_end|>",
+        ),
+    ];
+    for (name, src, bos, eos) in cases {
+        let t = ChatTemplates::from_source(src, bos, eos, true)
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let out = t
+            .format_example(true, &TemplateKwargs::new())
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        for part in [
+            "You are a helpful assistant",
+            "Hello",
+            "Hi there",
+            "How are you?",
+        ] {
+            assert!(out.contains(part), "{name} lost {part:?}:\n{out}");
+        }
+        match name {
+            // raises on a system role: the system text joins the first user turn
+            "gemma-2-2b-it" => assert_eq!(out, "<bos><start_of_turn>user\nYou are a helpful assistant\nHello<end_of_turn>\n<start_of_turn>model\nHi there<end_of_turn>\n<start_of_turn>user\nHow are you?<end_of_turn>\n<start_of_turn>model\n"),
+            "Phi-3.5-mini-instruct" => assert_eq!(out, "<|system|>\nYou are a helpful assistant<|end|>\n<|user|>\nHello<|end|>\n<|assistant|>\nHi there<|end|>\n<|user|>\nHow are you?<|end|>\n<|assistant|>\n"),
+            "Qwen3-0.6B" => assert!(out.starts_with("<|im_start|>system\nYou are a helpful assistant<|im_end|>\n<|im_start|>user\nHello<|im_end|>\n") && out.ends_with("<|im_start|>user\nHow are you?<|im_end|>\n<|im_start|>assistant\n"), "{out}"),
+            "Llama-3.1-8B-Instruct" => assert!(out.starts_with("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: ") && out.ends_with("<|start_header_id|>user<|end_header_id|>\n\nHow are you?<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"), "{out}"),
+            _ => {}
+        }
+    }
+}
