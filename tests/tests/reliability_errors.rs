@@ -723,17 +723,21 @@ fn list_devices_answers_like_the_other_tools() {
 
 #[test]
 fn version_agrees_across_tools() {
-    const TOOLS: [&str; 5] = [
+    const TOOLS: [&str; 7] = [
         "completion",
         "perplexity",
         "eval-callback",
         "bench",
         "list-devices",
+        "tokenize",
+        "gguf-inspect",
     ];
     // built in one cargo run, the tools link one build of build-info even while commits land
     // (test_fixtures::bin builds them one by one)
-    let exe = tool(TOOLS[0]);
-    let release = exe
+    // (test_fixtures::bin builds each once a process: done first, so the one run below is
+    // the last build before the tools run)
+    let exes: Vec<PathBuf> = TOOLS.iter().map(|t| tool(t)).collect();
+    let release = exes[0]
         .parent()
         .and_then(Path::file_name)
         .is_some_and(|d| d == "release");

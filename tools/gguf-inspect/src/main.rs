@@ -6,7 +6,7 @@ mod json;
 mod report;
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -15,12 +15,16 @@ use gguf::GgufFile;
 #[derive(Parser, Debug)]
 #[command(
     name = "llama-gguf-inspect",
-    version,
+    disable_version_flag = true,
     about = "Show the metadata and tensors of a GGUF file"
 )]
 struct Args {
     /// The GGUF file
-    file: PathBuf,
+    #[arg(required_unless_present = "version")]
+    file: Option<PathBuf>,
+    /// Show version and build info (the same line as every other tool's)
+    #[arg(long)]
+    version: bool,
     /// Print a complete machine-readable dump as JSON
     #[arg(long)]
     json: bool,
@@ -35,21 +39,21 @@ struct Args {
     key: Option<String>,
 }
 
-fn run(args: &Args) -> Result<(), String> {
+fn run(args: &Args, path: &Path) -> Result<(), String> {
     // Only the metadata is read: inspecting a 100 GB model must not read its weights.
-    let file = GgufFile::open_metadata(&args.file).map_err(|e| e.to_string())?;
+    let file = GgufFile::open_metadata(path).map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();
     let bytes = if let Some(key) = &args.key {
         let v = file
             .get(key)
-            .ok_or_else(|| format!("key '{key}' not found in {}", args.file.display()))?;
+            .ok_or_else(|| format!("key '{key}' not found in {}", path.display()))?;
         report::key_value(v)
     } else if args.json {
-        let mut s = json::dump(&file, &args.file, args.full_arrays, !args.no_tensors).to_string();
+        let mut s = json::dump(&file, path, args.full_arrays, !args.no_tensors).to_string();
         s.push('\n');
         s.into_bytes()
     } else {
-        report::text(&file, &args.file, args.full_arrays, !args.no_tensors)
+        report::text(&file, path, args.full_arrays, !args.no_tensors)
     };
     match out.write_all(&bytes).and_then(|_| out.flush()) {
         // A closed pipe (`| head`) is not an error worth reporting.
@@ -60,7 +64,11 @@ fn run(args: &Args) -> Result<(), String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match run(&args) {
+    let Some(path) = args.file.as_deref().filter(|_| !args.version) else {
+        eprint!("{}", build_info::version_text());
+        return ExitCode::SUCCESS;
+    };
+    match run(&args, path) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e}");
