@@ -555,4 +555,52 @@ mod tests {
         );
         assert_eq!(SamplerType::from_names(&["top-k"], false), vec![]);
     }
+
+    struct Pieces;
+    impl crate::grammar::GrammarVocab for Pieces {
+        fn n_tokens(&self) -> usize {
+            4
+        }
+        fn piece(&self, id: i32) -> Vec<u8> {
+            ["</s>", "so: ", "{", "}"][id as usize].as_bytes().to_vec()
+        }
+        fn is_eog(&self, id: i32) -> bool {
+            id == 0
+        }
+        fn tokenize_special(&self, _text: &[u8]) -> Vec<i32> {
+            Vec::new()
+        }
+    }
+
+    #[test]
+    fn build_grammar_makes_lazy_samplers_from_triggers() {
+        let none = SamplingParams::default();
+        assert!(none.build_grammar(&Pieces).unwrap().is_none());
+        let p = SamplingParams {
+            grammar: "root ::= \"{}\"".into(),
+            grammar_lazy: true,
+            grammar_triggers: vec![GrammarTrigger {
+                ty: GrammarTriggerType::Word,
+                value: "{".into(),
+                token: -1,
+            }],
+            ..Default::default()
+        };
+        let mut g = p.build_grammar(&Pieces).unwrap().unwrap();
+        g.accept(1).unwrap();
+        assert!(g.grammar().unwrap().awaiting_trigger());
+        g.accept(2).unwrap();
+        assert!(!g.grammar().unwrap().awaiting_trigger());
+        g.accept(3).unwrap();
+        assert!(g.grammar().unwrap().can_end());
+        let bad = SamplingParams {
+            grammar: "root ::= [".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            bad.build_grammar(&Pieces).unwrap_err().0,
+            "failed to parse grammar"
+        );
+        assert_eq!(regex_escape("a.b*(c)"), "a\\.b\\*\\(c\\)");
+    }
 }
