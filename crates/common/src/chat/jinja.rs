@@ -250,10 +250,11 @@ fn write_json(
         ValueKind::Undefined | ValueKind::None => out.push_str("null"),
         ValueKind::Bool => out.push_str(if v.is_true() { "true" } else { "false" }),
         ValueKind::Number => {
-            if let Some(i) = v.as_i64() {
-                out.push_str(&i.to_string());
-            } else {
-                out.push_str(&v.to_string());
+            // an integer as such; a float as C++'s `ostream << double` writes it (%g)
+            match (v.is_integer(), v.as_i64(), f64::try_from(v.clone())) {
+                (true, Some(i), _) => out.push_str(&i.to_string()),
+                (_, _, Ok(f)) => out.push_str(&crate::startup::fmt_g(f)),
+                _ => out.push_str(&v.to_string()),
             }
         }
         ValueKind::String => write_json_str(out, v.as_str().unwrap_or_default()),
@@ -358,6 +359,19 @@ mod tests {
             r#"{"b": 1, "a": ["\u00e9", "<"]}"#
         );
         assert!(render("{{ x | tojson(sort_keys=true) }}", ctx).is_err());
+        let nums = Value::from_pairs([(
+            "n",
+            Value::from(vec![
+                Value::from(3),
+                Value::from(1.0),
+                Value::from(0.1),
+                Value::from(1e-7),
+            ]),
+        )]);
+        assert_eq!(
+            render("{{ n | tojson }}", nums).unwrap(),
+            "[3, 1, 0.1, 1e-07]"
+        );
     }
 
     #[test]
