@@ -19,6 +19,10 @@ pub struct JinjaTemplate {
     /// Whether the template renders a leading system message (llama.cpp's
     /// `caps.supports_system_role`); where not, the system text joins the next message.
     pub supports_system_role: bool,
+    /// Whether the template wants content as a list of `{type: text, text}` parts and
+    /// cannot take a plain string (llama.cpp's `supports_typed_content` without
+    /// `supports_string_content`): content is then handed over as one text part.
+    pub typed_content_only: bool,
 }
 
 impl JinjaTemplate {
@@ -32,14 +36,17 @@ impl JinjaTemplate {
         let t = JinjaTemplate {
             src,
             supports_system_role: true,
+            typed_content_only: false,
         };
         {
             let env = t.env();
             env.template_from_str(&t.src).map_err(describe)?;
         }
         let supports_system_role = t.probe_system_role();
+        let typed_content_only = t.probe_typed_content_only();
         Ok(JinjaTemplate {
             supports_system_role,
+            typed_content_only,
             ..t
         })
     }
@@ -76,6 +83,32 @@ impl JinjaTemplate {
         // a render that fails still tells whether the content was read before it failed
         let _ = self.render(ctx);
         read.load(Ordering::Relaxed)
+    }
+
+    /// llama.cpp's first caps check: a user message whose content is a marker string; where
+    /// the template fails on it or loses it, but renders the marker given as a text part,
+    /// it takes typed content only. (llama.cpp watches for list operations on the content;
+    /// minijinja gives no such hook, so both forms are tried.)
+    fn probe_typed_content_only(&self) -> bool {
+        const MARKER: &str = "STRING_MARKER";
+        let ctx = |content: Value| {
+            let msg = Value::from_pairs([("role", Value::from("user")), ("content", content)]);
+            Value::from_pairs([
+                ("messages", Value::from(vec![msg])),
+                ("tools", Value::from(Vec::<Value>::new())),
+                ("bos_token", Value::from("")),
+                ("eos_token", Value::from("")),
+                ("add_generation_prompt", Value::from(true)),
+            ])
+        };
+        if self
+            .render(ctx(Value::from(MARKER)))
+            .is_ok_and(|o| o.contains(MARKER))
+        {
+            return false;
+        }
+        self.render(ctx(Value::from(vec![text_part(MARKER)])))
+            .is_ok_and(|o| o.contains(MARKER))
     }
 
     fn env(&self) -> Environment<'_> {
@@ -172,6 +205,18 @@ fn neutral_generation_tags(src: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// The same with the content as one `{type: text, text}` part.
+pub fn typed_message(role: &str, content: &str) -> Value {
+    Value::from_pairs([
+        ("role", Value::from(role)),
+        ("content", Value::from(vec![text_part(content)])),
+    ])
+}
+
+fn text_part(text: &str) -> Value {
+    Value::from_pairs([("type", Value::from("text")), ("text", Value::from(text))])
 }
 
 fn describe(e: Error) -> String {
@@ -431,5 +476,17 @@ mod tests {
         // read, not printed verbatim: still supported, as llama.cpp counts it
         let reads = "{% set s = messages[0]['content'] | upper %}{{ s | length }}";
         assert!(JinjaTemplate::new(reads).unwrap().supports_system_role);
+    }
+
+    #[test]
+    fn typed_content_probe() {
+        let plain = "{% for m in messages %}{{ m.content }}{% endfor %}";
+        assert!(!JinjaTemplate::new(plain).unwrap().typed_content_only);
+        let typed =
+            "{% for m in messages %}{% for p in m.content %}{{ p.text }}{% endfor %}{% endfor %}";
+        let t = JinjaTemplate::new(typed).unwrap();
+        assert!(t.typed_content_only);
+        let both = "{% for m in messages %}{% if m.content is string %}{{ m.content }}{% else %}{{ m.content[0].text }}{% endif %}{% endfor %}";
+        assert!(!JinjaTemplate::new(both).unwrap().typed_content_only);
     }
 }

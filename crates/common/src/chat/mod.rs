@@ -174,10 +174,12 @@ impl ChatTemplates {
                 ),
             }
         }
-        let messages: Vec<Value> = msgs
-            .iter()
-            .map(|m| jinja::message(&m.role, &m.content))
-            .collect();
+        let as_value = if tmpl.typed_content_only {
+            jinja::typed_message
+        } else {
+            jinja::message
+        };
+        let messages: Vec<Value> = msgs.iter().map(|m| as_value(&m.role, &m.content)).collect();
         let mut ctx: Vec<(String, Value)> = vec![
             ("messages".into(), Value::from(messages)),
             ("bos_token".into(), Value::from(self.bos_token.as_str())),
