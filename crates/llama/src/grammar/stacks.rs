@@ -225,7 +225,10 @@ pub(crate) fn reject_candidates_for_stack<'a>(
                 if tok.partial.n_remain != 0 {
                     rejects.push(*tok);
                 }
-            } else if !match_token(top, tok.id) {
+            } else if tok.at > 0 || !match_token(top, tok.id) {
+                // llama.cpp lets a token whose text reaches a token element midway through
+                // (`"a" <[5]>` and the piece "ab") pass here, though accepting it then leaves
+                // no stack and aborts; only a whole token can match a token element
                 rejects.push(*tok);
             }
         }
