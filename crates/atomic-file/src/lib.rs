@@ -37,9 +37,16 @@ fn tmp_path_for(dest: &Path, pid: u32) -> PathBuf {
 /// Creates the temporary for `dest` (after removing stale ones of the same name) and registers
 /// it for removal on SIGINT/SIGTERM. Write the data to the file, then `TmpGuard::commit`.
 pub fn create_tmp(dest: &Path) -> io::Result<(File, TmpGuard)> {
+    check_dest(dest)?;
     remove_stale(dest);
     let tmp = tmp_path(dest);
-    let file = File::create(&tmp)?;
+    // A file of our own name can only be left by an earlier process with our pid; never follow
+    // a link planted at that name.
+    let _ = std::fs::remove_file(&tmp);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)?;
     let slot = registry::register(&tmp);
     Ok((
         file,
@@ -48,6 +55,36 @@ pub fn create_tmp(dest: &Path) -> io::Result<(File, TmpGuard)> {
             slot,
         },
     ))
+}
+
+/// Refuses a destination that exists but is not a regular file (or a link to one): renaming
+/// the temporary onto a device such as /dev/full, a FIFO or a socket would replace it.
+fn check_dest(dest: &Path) -> io::Result<()> {
+    let Ok(meta) = std::fs::metadata(dest) else {
+        return Ok(());
+    };
+    let ft = meta.file_type();
+    if ft.is_file() {
+        return Ok(());
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let what = if ft.is_dir() {
+        "a directory"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(io::Error::other(format!(
+        "'{}' exists and is {what}, not a regular file",
+        dest.display()
+    )))
 }
 
 /// Owns a temporary file: removes it when dropped, unless `commit` moved it into place.
@@ -67,7 +104,7 @@ impl TmpGuard {
     /// Renames the temporary onto `dest`; on failure the temporary is removed.
     pub fn commit(mut self, dest: &Path) -> io::Result<()> {
         let tmp = self.tmp.take().expect("set until commit or drop");
-        let res = std::fs::rename(&tmp, dest);
+        let res = check_dest(dest).and_then(|()| std::fs::rename(&tmp, dest));
         // A signal between the rename and here unlinks a path that no longer exists: harmless.
         if let Some(s) = self.slot.take() {
             s.release();

@@ -100,3 +100,28 @@ fn unwritable_destination_is_an_error_and_leaves_nothing() {
     let e = create_tmp(Path::new("/nonexistent-dir-atomic-file/x")).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
 }
+
+#[test]
+fn a_destination_that_is_a_device_or_fifo_is_refused_before_anything_is_created() {
+    // as root, renaming onto /dev/null would replace the device node
+    let e = create_tmp(Path::new("/dev/null")).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "'/dev/null' exists and is a character device, not a regular file"
+    );
+    assert!(!tmp_path(Path::new("/dev/null")).exists());
+
+    let d = dir("fifo-dest");
+    let fifo = d.join("out.kld");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates the node.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let e = create_tmp(&fifo).unwrap_err();
+    assert!(
+        e.to_string()
+            .ends_with("exists and is a FIFO, not a regular file"),
+        "{e}"
+    );
+    assert_eq!(names(&d), ["out.kld"]);
+    let _ = std::fs::remove_dir_all(&d);
+}
