@@ -166,3 +166,67 @@ fn llama_cpp_integration_schema_cases() {
     }
     assert_eq!(n, 33);
 }
+
+/// Random schemas from JSON schema's keywords: conversion never panics, and what it produces
+/// is a grammar llama's parser reads (or refuses with an error, for huge repetitions).
+#[test]
+fn random_schemas_neither_panic_nor_produce_garbage() {
+    let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    fn schema(next: &mut dyn FnMut() -> u64, depth: u32) -> String {
+        let leaf = [
+            r##"{"type":"integer","minimum":-15,"maximum":1234}"##,
+            r##"{"type":"integer","exclusiveMinimum":7.5}"##,
+            r##"{"type":"integer","maximum":-3}"##,
+            r##"{"type":"string","pattern":"^a[bc]{1,3}(d|e)*\\.$"}"##,
+            r##"{"type":"string","pattern":"^(?=x)$"}"##,
+            r##"{"type":"string","pattern":"^(a$"}"##,
+            r##"{"type":"string","format":"date-time"}"##,
+            r##"{"type":"string","minLength":2,"maxLength":4}"##,
+            r##"{"enum":["a",1,null,2.5,{"k":[true]}]}"##,
+            r##"{"const":"x\"y"}"##,
+            r##"{"type":["number","null"]}"##,
+            r##"{"$ref":"#/$defs/d"}"##,
+            r##"{"$ref":"#/nowhere"}"##,
+            r##"{}"##,
+            r##"{"type":"bogus"}"##,
+            r##"{"type":"boolean"}"##,
+        ];
+        if depth == 0 || next() % 3 == 0 {
+            return leaf[(next() % leaf.len() as u64) as usize].to_string();
+        }
+        let a = schema(next, depth - 1);
+        let b = schema(next, depth - 1);
+        match next() % 6 {
+            0 => format!(
+                r##"{{"type":"object","properties":{{"p q":{a},"r":{b}}},"required":["r"],"additionalProperties":{b}}}"##
+            ),
+            1 => format!(r##"{{"type":"array","items":{a},"minItems":1,"maxItems":3}}"##),
+            2 => format!(r##"{{"anyOf":[{a},{b}]}}"##),
+            3 => format!(r##"{{"allOf":[{a},{b}]}}"##),
+            4 => format!(r##"{{"prefixItems":[{a},{b}]}}"##),
+            _ => format!(
+                r##"{{"type":"object","properties":{{"a":{a}}},"additionalProperties":false}}"##
+            ),
+        }
+    }
+    let mut converted = 0;
+    for _ in 0..600 {
+        let body = schema(&mut next, 3);
+        let text = format!(
+            r##"{{"$defs":{{"d":{{"type":"object","properties":{{"n":{{"$ref":"#/$defs/d"}}}}}}}},"allOf":[{body}]}}"##
+        );
+        let Ok(g) = json_schema_text_to_grammar(&text) else {
+            continue;
+        };
+        converted += 1;
+        llama::grammar::Grammar::new(None, &g, "root", false, &[], &[])
+            .unwrap_or_else(|e| panic!("{text}\n{g}\n{e}"));
+    }
+    assert!(converted > 100, "only {converted} converted");
+}
