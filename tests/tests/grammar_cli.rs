@@ -91,11 +91,19 @@ fn json_schema_output_validates() {
     let model = model.to_str().unwrap();
     let schema =
         r#"{"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"]}"#;
-    for q in [
-        "What is 2+3? Answer in JSON.",
-        "How many legs does a dog have? Answer in JSON.",
+    let dir = test_fixtures::scratch_dir("grammar-cli");
+    let schema_file = dir.join("answer.schema.json");
+    std::fs::write(&schema_file, schema).unwrap();
+    let schema_file = schema_file.to_str().unwrap();
+    for (q, flag, value) in [
+        ("What is 2+3? Answer in JSON.", "-j", schema),
+        (
+            "How many legs does a dog have? Answer in JSON.",
+            "-jf",
+            schema_file,
+        ),
     ] {
-        let body = generate(model, q, &["-j", schema]);
+        let body = generate(model, q, &[flag, value]);
         let v: serde_json::Value = serde_json::from_str(&body)
             .unwrap_or_else(|e| panic!("{q}: output is not JSON ({e}):\n{body}"));
         let obj = v
