@@ -54,16 +54,61 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs()
 }
 
+/// Which of llama.cpp's x86 builds computes in the float order this CPU runs here: ggml's
+/// kernels (and ours, which follow them) sum in another order with AVX-512 than with AVX2, so
+/// llama.cpp's own results differ between the two by up to ~0.3% on the quantized models.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum SimdClass {
+    Avx512,
+    Avx2,
+    /// Neither: our portable order, for which no llama.cpp log was recorded.
+    Other,
+}
+
+fn simd_class() -> SimdClass {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let fma = is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c");
+        if fma && is_x86_feature_detected!("avx512f") {
+            return SimdClass::Avx512;
+        }
+        if fma && is_x86_feature_detected!("avx2") {
+            return SimdClass::Avx2;
+        }
+    }
+    SimdClass::Other
+}
+
+/// llama.cpp's log for `ty` recorded on this CPU's SIMD class, and the relative bound that
+/// applies: 0.01% where the float order is llama.cpp's (the values are then equal to every
+/// printed digit), 1% on CPUs for which no llama.cpp log exists (compared with the AVX2 one).
+fn reference_log(ty: &str) -> (String, f64) {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let avx2 = fixtures.join(format!("perplexity-{ty}-avx2.log"));
+    match simd_class() {
+        SimdClass::Avx512 => {
+            // shared/reference has llama.cpp's AVX-512 logs for f32, q8_0, q4_0 and q4_k_m;
+            // tests/fixtures holds the ones recorded here with llama.cpp built from the pinned
+            // source
+            let shared =
+                test_fixtures::shared_dir().join(format!("reference/logs/perplexity-{ty}.log"));
+            let fixture = fixtures.join(format!("perplexity-{ty}.log"));
+            let path = if shared.exists() { shared } else { fixture };
+            (std::fs::read_to_string(path).unwrap(), 1e-4)
+        }
+        SimdClass::Avx2 => (std::fs::read_to_string(avx2).unwrap(), 1e-4),
+        SimdClass::Other => {
+            eprintln!("note: no llama.cpp log for this CPU's float order; comparing with the AVX2 one within 1%");
+            (std::fs::read_to_string(avx2).unwrap(), 1e-2)
+        }
+    }
+}
+
 /// Runs `-c 128 -b 128 --chunks 8` on `model` and checks every chunk value and the final
-/// estimate against llama.cpp's reference/logs/perplexity-<ty>.log within 0.01%; returns stderr.
+/// estimate against llama.cpp's log of the same file on the same SIMD class (`reference_log`);
+/// returns stderr.
 fn assert_matches_reference(model: &std::path::Path, ty: &str) -> String {
-    // shared/reference has llama.cpp's logs for f32, q8_0, q4_0 and q4_k_m; tests/fixtures
-    // holds the ones recorded here with llama.cpp built from the pinned source
-    let shared = test_fixtures::shared_dir().join(format!("reference/logs/perplexity-{ty}.log"));
-    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join(format!("fixtures/perplexity-{ty}.log"));
-    let reference =
-        std::fs::read_to_string(if shared.exists() { shared } else { fixture }).unwrap();
+    let (reference, rel) = reference_log(ty);
     let want_chunks = chunk_values(reference.lines().find(|l| l.starts_with("[1]")).unwrap());
     let want_final = final_estimate(&reference).unwrap();
     assert_eq!(want_chunks.len(), 8);
@@ -87,19 +132,20 @@ fn assert_matches_reference(model: &std::path::Path, ty: &str) -> String {
     assert_eq!(got.len(), 8, "{ty}: stdout: {stdout}");
     for (i, (g, w)) in got.iter().zip(&want_chunks).enumerate() {
         assert!(
-            close(*g, *w, 1e-4),
-            "{ty} chunk {}: {g} vs llama.cpp {w}",
-            i + 1
+            close(*g, *w, rel),
+            "{ty} chunk {}: {g} vs llama.cpp {w} ({:?} log)",
+            i + 1,
+            simd_class()
         );
     }
     let (p, u) = final_estimate(&stderr).expect("final estimate on stderr");
     assert!(
-        close(p, want_final.0, 1e-4),
+        close(p, want_final.0, rel),
         "{ty}: PPL {p} vs {}",
         want_final.0
     );
     assert!(
-        close(u, want_final.1, 1e-4),
+        close(u, want_final.1, rel),
         "{ty}: uncertainty {u} vs {}",
         want_final.1
     );
@@ -246,9 +292,10 @@ fn output_type_one_and_batched_chunks() {
         rows[1][0], "0",
         "llama.cpp prints the offset of the first chunk of the batch"
     );
-    let reference =
-        std::fs::read_to_string(test_fixtures::shared_dir().join("reference/logs/perplexity-f32.log"))
-            .unwrap();
+    let reference = std::fs::read_to_string(
+        test_fixtures::shared_dir().join("reference/logs/perplexity-f32.log"),
+    )
+    .unwrap();
     let want = chunk_values(reference.lines().find(|l| l.starts_with("[1]")).unwrap());
     for (r, w) in rows.iter().zip(&want) {
         let v: f64 = r[1].parse().unwrap();
