@@ -723,7 +723,7 @@ fn list_devices_answers_like_the_other_tools() {
 
 #[test]
 fn version_agrees_across_tools() {
-    const TOOLS: [&str; 7] = [
+    const TOOLS: [&str; 9] = [
         "completion",
         "perplexity",
         "eval-callback",
@@ -731,6 +731,8 @@ fn version_agrees_across_tools() {
         "list-devices",
         "tokenize",
         "gguf-inspect",
+        "quantize",
+        "gguf-new",
     ];
     // built in one cargo run, the tools link one build of build-info even while commits land
     // (test_fixtures::bin builds them one by one)

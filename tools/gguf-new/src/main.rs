@@ -64,7 +64,6 @@ fn parse_weight_type(s: &str) -> Result<WeightType, String> {
 #[derive(Parser, Debug)]
 #[command(
     name = "llama-gguf-new",
-    version,
     about = "Write a GGUF model with random weights of a chosen shape",
     after_help = "Presets: tiny (the reference model's shape), qwen2-0.5b, tinyllama-1.1b, llama-7b, llama3-8b.\n\
                   Flags given with --preset override its values."
@@ -129,6 +128,11 @@ pub struct Args {
 fn main() -> ExitCode {
     // Ctrl+C or a kill must not leave the half-written model's temporary behind.
     atomic_file::install_signal_cleanup();
+    // the same version line as every other tool (clap's own would print only the version)
+    if std::env::args().nth(1).is_some_and(|a| a == "--version") {
+        eprint!("{}", build_info::version_text());
+        return ExitCode::SUCCESS;
+    }
     let args = Args::parse();
     match model::run(&args) {
         Ok(()) => ExitCode::SUCCESS,

@@ -94,6 +94,11 @@ fn main() -> ExitCode {
     // Ctrl+C or a kill must not leave the half-written output's temporary behind.
     atomic_file::install_signal_cleanup();
     let argv: Vec<String> = std::env::args().collect();
+    // llama.cpp's llama-quantize has no --version; ours answers it like every other tool
+    if argv.get(1).is_some_and(|a| a == "--version") {
+        eprint!("{}", build_info::version_text());
+        return ExitCode::SUCCESS;
+    }
     let mut a = match args::parse(&argv) {
         Ok(a) => a,
         Err(args::Exit(code)) => return ExitCode::from(code),
