@@ -441,3 +441,34 @@ fn help_prints_usage_and_exits_0() {
     assert!(out.contains("[options] GGUF_IN GGUF_OUT"), "{out}");
     assert!(out.contains("  --split-max-tensors     max tensors in each split (default: 128)\n"));
 }
+
+#[test]
+fn delete_splits_removes_the_shards_once_merged() {
+    let dir = test_fixtures::scratch_dir("gguf-split-delete");
+    inputs(&dir);
+    let prefix = dir.join("s");
+    let o = split_tool(&[
+        "--split-max-tensors",
+        "10",
+        s(&dir.join("q8.gguf")),
+        s(&prefix),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let shards: Vec<String> = (1..=3)
+        .map(|i| format!("{}-{i:05}-of-00003.gguf", s(&prefix)))
+        .collect();
+    let merged = dir.join("merged.gguf");
+    let o = split_tool(&["--merge", "--delete-splits", &shards[0], s(&merged)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    for shard in &shards {
+        assert!(!Path::new(shard).exists(), "{shard} still there");
+        assert!(
+            err.contains(&format!("gguf_merge: deleted file {shard}\n")),
+            "{err}"
+        );
+    }
+    let a = GgufFile::open(dir.join("q8.gguf")).unwrap();
+    let b = GgufFile::open(&merged).unwrap();
+    assert_eq!(a.data(), b.data(), "the merged tensor data");
+}
