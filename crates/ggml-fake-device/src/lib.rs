@@ -11,8 +11,12 @@
 
 mod device;
 mod mock_cpu;
+mod reg;
 
-pub use device::{Counters, TestBackend, TestBufferType, TestDevice, TestDeviceConfig};
+pub use device::{
+    Counters, InnerBackendFn, TestBackend, TestBufferType, TestDevice, TestDeviceConfig,
+};
+pub use reg::{fake_gpus, FakeReg};
 pub use mock_cpu::MockCpuDevice;
 
 /// ggml-cuda's get_op_batch_size: the dimension that counts tokens for the offload decision.

@@ -85,7 +85,7 @@ impl StateCache {
 pub struct Resolver<'a> {
     pub ctx: &'a Context,
     pub n: usize,
-    pub static_split: &'a StaticSplitFn,
+    pub static_split: &'a (dyn Fn(&Tensor) -> SplitState + Send + Sync + 'a),
     pub cache: &'a mut StateCache,
 }
 
