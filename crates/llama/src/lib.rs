@@ -6,6 +6,7 @@ pub mod error;
 pub mod ftype;
 pub mod hparams;
 mod load_data;
+mod meta_split;
 pub mod loader;
 pub mod model;
 mod model_print;

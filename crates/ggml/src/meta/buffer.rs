@@ -68,6 +68,7 @@ impl MetaBufferType {
                 StaticSlices {
                     state: s,
                     addrs,
+                    layout: layout_of(&ctx[id]),
                 },
             );
             meta_off += pad(ctx[id].nbytes(), align);
@@ -136,6 +137,15 @@ impl BufferType for MetaBufferType {
 pub(crate) struct StaticSlices {
     pub state: SplitState,
     pub addrs: Vec<usize>,
+    /// the tensor's shape and type, for writes by address (the loader's)
+    pub layout: Tensor,
+}
+
+fn layout_of(t: &Tensor) -> Tensor {
+    let mut x = Tensor::new(t.ty, t.ne);
+    x.nb = t.nb;
+    x.name = t.name.clone();
+    x
 }
 
 pub struct MetaBufferImpl {
@@ -220,9 +230,16 @@ impl MetaBufferImpl {
     }
 }
 
-impl TensorIo for MetaBufferImpl {
-    fn set_tensor(&self, t: &Tensor, data: &[u8], offset: usize) {
-        let (s, addrs) = self.placement(t);
+impl MetaBufferImpl {
+    /// The static tensor whose bytes contain meta address `addr`, and the offset into it.
+    fn static_containing(&self, addr: usize) -> Option<(SplitState, Vec<usize>, Tensor, usize)> {
+        let m = self.statics.lock().unwrap_or_else(|e| e.into_inner());
+        let (&key, e) = m.range(..=addr).next_back()?;
+        (addr < key + e.layout.nbytes().max(1))
+            .then(|| (e.state.clone(), e.addrs.clone(), e.layout.clone(), addr - key))
+    }
+
+    fn write(&self, t: &Tensor, s: SplitState, addrs: Vec<usize>, data: &[u8], offset: usize) {
         if s.axis.dim().is_none() {
             for j in 0..self.n() {
                 let x = self.slice_tensor(t, &SplitState::mirrored(), j, addrs[j]);
@@ -247,8 +264,7 @@ impl TensorIo for MetaBufferImpl {
         }
     }
 
-    fn get_tensor(&self, t: &Tensor, out: &mut [u8], offset: usize) {
-        let (s, addrs) = self.placement(t);
+    fn read(&self, t: &Tensor, s: SplitState, addrs: Vec<usize>, out: &mut [u8], offset: usize) {
         if s.is_mirrored() {
             self.bufs[0].get(addrs[0] + offset, out);
             return;
@@ -282,8 +298,16 @@ impl TensorIo for MetaBufferImpl {
         }
     }
 
-    fn memset_tensor(&self, t: &Tensor, value: u8, offset: usize, size: usize) {
-        let (s, addrs) = self.placement(t);
+    #[allow(clippy::too_many_arguments)]
+    fn fill(
+        &self,
+        t: &Tensor,
+        s: SplitState,
+        addrs: Vec<usize>,
+        value: u8,
+        offset: usize,
+        size: usize,
+    ) {
         if s.axis.dim().is_none() {
             for j in 0..self.n() {
                 self.bufs[j].memset(addrs[j] + offset, value, size);
@@ -301,7 +325,21 @@ impl TensorIo for MetaBufferImpl {
             self.fail(t, "fill", &s);
         }
     }
+}
 
+impl TensorIo for MetaBufferImpl {
+    fn set_tensor(&self, t: &Tensor, data: &[u8], offset: usize) {
+        let (s, addrs) = self.placement(t);
+        self.write(t, s, addrs, data, offset)
+    }
+    fn get_tensor(&self, t: &Tensor, out: &mut [u8], offset: usize) {
+        let (s, addrs) = self.placement(t);
+        self.read(t, s, addrs, out, offset)
+    }
+    fn memset_tensor(&self, t: &Tensor, value: u8, offset: usize, size: usize) {
+        let (s, addrs) = self.placement(t);
+        self.fill(t, s, addrs, value, offset, size)
+    }
     fn as_any(&self) -> &dyn std::any::Any {
         self
     }
@@ -314,14 +352,21 @@ impl BufferImpl for MetaBufferImpl {
     fn size(&self) -> usize {
         self.size
     }
-    // Untyped access by address sees a compute buffer as mirrored: written to every device,
-    // read from the first.
+    // Untyped access by address: inside a static tensor (the loader writes weights by address)
+    // it goes to that tensor's slices; a compute buffer is seen as mirrored, written to every
+    // device and read from the first.
     fn set(&self, addr: usize, data: &[u8]) {
+        if let Some((s, addrs, t, off)) = self.static_containing(addr) {
+            return self.write(&t, s, addrs, data, off);
+        }
         for j in 0..self.n() {
             self.bufs[j].set(self.compute_addr(addr, j), data);
         }
     }
     fn get(&self, addr: usize, out: &mut [u8]) {
+        if let Some((s, addrs, t, off)) = self.static_containing(addr) {
+            return self.read(&t, s, addrs, out, off);
+        }
         self.bufs[0].get(self.compute_addr(addr, 0), out);
     }
     fn memset(&self, addr: usize, value: u8, size: usize) {
@@ -330,6 +375,9 @@ impl BufferImpl for MetaBufferImpl {
                 b.clear(value);
             }
             return;
+        }
+        if let Some((s, addrs, t, off)) = self.static_containing(addr) {
+            return self.fill(&t, s, addrs, value, off, size);
         }
         for j in 0..self.n() {
             self.bufs[j].memset(self.compute_addr(addr, j), value, size);
