@@ -246,9 +246,10 @@ fn output_type_one_and_batched_chunks() {
         rows[1][0], "0",
         "llama.cpp prints the offset of the first chunk of the batch"
     );
-    let reference =
-        std::fs::read_to_string(test_fixtures::shared_dir().join("reference/logs/perplexity-f32.log"))
-            .unwrap();
+    let reference = std::fs::read_to_string(
+        test_fixtures::shared_dir().join("reference/logs/perplexity-f32.log"),
+    )
+    .unwrap();
     let want = chunk_values(reference.lines().find(|l| l.starts_with("[1]")).unwrap());
     for (r, w) in rows.iter().zip(&want) {
         let v: f64 = r[1].parse().unwrap();

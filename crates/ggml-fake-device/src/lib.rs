@@ -16,8 +16,8 @@ mod reg;
 pub use device::{
     Counters, InnerBackendFn, TestBackend, TestBufferType, TestDevice, TestDeviceConfig,
 };
-pub use reg::{fake_gpus, FakeReg};
 pub use mock_cpu::MockCpuDevice;
+pub use reg::{fake_gpus, FakeReg};
 
 /// ggml-cuda's get_op_batch_size: the dimension that counts tokens for the offload decision.
 pub fn op_batch_size(ctx: &ggml::Context, op: ggml::TensorId) -> i64 {

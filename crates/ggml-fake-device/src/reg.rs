@@ -62,7 +62,10 @@ struct HostComm {
 
 impl Comm for HostComm {
     fn allreduce(&mut self, tensors: &[&Tensor]) -> bool {
-        if tensors.iter().any(|t| t.ty != ggml::Type::F32 || !t.is_contiguous()) {
+        if tensors
+            .iter()
+            .any(|t| t.ty != ggml::Type::F32 || !t.is_contiguous())
+        {
             return false;
         }
         let mut sum = vec![0f32; tensors[0].nelements() as usize];

@@ -32,7 +32,9 @@ fn devices(n: usize) -> Vec<DeviceRef> {
 }
 
 fn backends(devs: &[DeviceRef]) -> Vec<Box<dyn Backend>> {
-    devs.iter().map(|d| d.clone().init_backend().unwrap()).collect()
+    devs.iter()
+        .map(|d| d.clone().init_backend().unwrap())
+        .collect()
 }
 
 /// One F32 tensor of `len` elements in device j's memory holding `vals`.
@@ -57,17 +59,22 @@ fn butterfly_sums_over_2_to_5_devices_with_folding() {
         let vals: Vec<Vec<f32>> = (0..n)
             .map(|j| (0..len).map(|i| (j * 10 + i) as f32 + 0.25).collect())
             .collect();
-        let tensors: Vec<Tensor> = devs.iter().zip(&vals).map(|(d, v)| on_device(d, v)).collect();
-        let want: Vec<f32> = (0..len)
-            .map(|i| (0..n).map(|j| vals[j][i]).sum())
+        let tensors: Vec<Tensor> = devs
+            .iter()
+            .zip(&vals)
+            .map(|(d, v)| on_device(d, v))
             .collect();
+        let want: Vec<f32> = (0..len).map(|i| (0..n).map(|j| vals[j][i]).sum()).collect();
         let mut tmp = TmpBuffers::default();
         let log = allreduce_fallback(&mut bs, &tensors, &vec![true; n], &mut tmp).unwrap();
         for t in &tensors {
             assert_eq!(tensor_to_f32(t), want, "n = {n}, {}", t.name);
         }
         let p = 1usize << (usize::BITS - 1 - n.leading_zeros());
-        let folds = log.iter().filter(|s| matches!(s, ReduceStep::Fold { .. })).count();
+        let folds = log
+            .iter()
+            .filter(|s| matches!(s, ReduceStep::Fold { .. }))
+            .count();
         let backs = log
             .iter()
             .filter(|s| matches!(s, ReduceStep::CopyBack { .. }))
@@ -218,7 +225,9 @@ fn fill(ctx: &Context, t: TensorId, seed: u64) -> Vec<f32> {
 }
 
 fn input_values() -> Vec<f32> {
-    (0..D * T).map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0).collect()
+    (0..D * T)
+        .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+        .collect()
 }
 
 /// The MLP on the CPU alone.
@@ -255,7 +264,13 @@ struct Run {
     m: Mlp,
 }
 
-fn on_meta(dev: &Arc<MetaDevice>, bs: Vec<Box<dyn Backend>>, comm: Option<Box<dyn ggml::backend::Comm>>, n_layer: usize, gates: bool) -> Run {
+fn on_meta(
+    dev: &Arc<MetaDevice>,
+    bs: Vec<Box<dyn Backend>>,
+    comm: Option<Box<dyn ggml::backend::Comm>>,
+    n_layer: usize,
+    gates: bool,
+) -> Run {
     let mut m = mlp(n_layer, gates);
     let buft = dev.meta_buft().clone();
     let wbuf = buft.alloc_static(&mut m.g.ctx, &m.weights).unwrap();
@@ -299,11 +314,25 @@ fn a_tensor_parallel_mlp_matches_the_cpu_alone() {
     ] {
         let devs = devices(n);
         let dev = meta_device(devs.clone(), mlp_split(n, weights.clone()));
-        assert_eq!(dev.name(), format!("Meta({})", (0..n).map(|j| format!("GPU{j}")).collect::<Vec<_>>().join(",")));
+        assert_eq!(
+            dev.name(),
+            format!(
+                "Meta({})",
+                (0..n)
+                    .map(|j| format!("GPU{j}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        );
         let r = on_meta(&dev, backends(&devs), None, 2, false);
         assert_close(&r.out, &want, &format!("n = {n}, split {weights:?}"));
         // one reduce per block (the down projection), none for the split logits
-        let reduced: Vec<&str> = r.backend.last_reduces.iter().map(|x| x.node.as_str()).collect();
+        let reduced: Vec<&str> = r
+            .backend
+            .last_reduces
+            .iter()
+            .map(|x| x.node.as_str())
+            .collect();
         assert_eq!(reduced, ["ffn_down-0", "ffn_down-1"], "n = {n}");
         assert!(r.backend.last_reduces.iter().all(|x| !x.comm));
         assert_eq!(r.backend.plan().unwrap().subgraphs.len(), 3);
@@ -345,7 +374,12 @@ fn the_reduce_waits_past_muls_by_mirrored_gates() {
     let dev = meta_device(devs.clone(), mlp_split(3, vec![0.0; 3]));
     let r = on_meta(&dev, backends(&devs), None, 2, true);
     assert_close(&r.out, &want, "delayed");
-    let reduced: Vec<&str> = r.backend.last_reduces.iter().map(|x| x.node.as_str()).collect();
+    let reduced: Vec<&str> = r
+        .backend
+        .last_reduces
+        .iter()
+        .map(|x| x.node.as_str())
+        .collect();
     assert_eq!(reduced, ["gate2-0", "gate2-1"]);
     let plan = r.backend.plan().unwrap();
     let ctx = &r.m.g.ctx;
@@ -365,13 +399,25 @@ fn zero_size_slices_skip_their_nodes_through_the_delayed_range() {
     assert_close(&r.out, &want, "zero-size");
     let plan = r.backend.plan().unwrap();
     let ctx = &r.m.g.ctx;
-    let idx = |name: &str| r.m.g.nodes.iter().position(|&t| ctx[t].name == name).unwrap();
+    let idx = |name: &str| {
+        r.m.g
+            .nodes
+            .iter()
+            .position(|&t| ctx[t].name == name)
+            .unwrap()
+    };
     let (down, g1, g2) = (idx("ffn_down-0"), idx("gate1-0"), idx("gate2-0"));
     let idle: Vec<usize> = (0..n).filter(|&j| !plan.computed[j][down]).collect();
-    assert_eq!(idle.len(), 1, "exactly one device has an empty slice of layer 0");
+    assert_eq!(
+        idle.len(),
+        1,
+        "exactly one device has an empty slice of layer 0"
+    );
     let j = idle[0];
     assert!(!plan.computed[j][g1] && !plan.computed[j][g2]);
-    assert!(r.backend.last_reduces[0].steps.contains(&ReduceStep::Zero { dev: j }));
+    assert!(r.backend.last_reduces[0]
+        .steps
+        .contains(&ReduceStep::Zero { dev: j }));
     // the other devices compute the whole chain
     for k in (0..n).filter(|&k| k != j) {
         assert!(plan.computed[k][down] && plan.computed[k][g2]);
@@ -429,6 +475,9 @@ fn an_op_without_a_rule_fails_the_compute_by_name() {
     let e = build_plan(&g.ctx, &g.nodes, 2, split.as_ref(), &mut cache)
         .err()
         .expect("refused");
-    assert!(e.to_string().contains("MUL_MAT") && e.to_string().contains("row_parallel"), "{e}");
+    assert!(
+        e.to_string().contains("MUL_MAT") && e.to_string().contains("row_parallel"),
+        "{e}"
+    );
     let _ = dev;
 }

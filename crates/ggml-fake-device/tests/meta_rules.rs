@@ -56,7 +56,10 @@ fn matmul_algebra() {
 
     // MIRRORED x MIRRORED -> MIRRORED
     let mm = ctx.mul_mat(w_mir, x);
-    assert_eq!(resolve(&ctx, &tab, mm, false, 2).unwrap(), SplitState::mirrored());
+    assert_eq!(
+        resolve(&ctx, &tab, mm, false, 2).unwrap(),
+        SplitState::mirrored()
+    );
 
     // AXIS_1 x MIRRORED -> AXIS_0 with the weight's counts
     let col = ctx.mul_mat(w_col, x);

@@ -281,10 +281,10 @@ pub fn allocate_and_load(
             buffer.name(),
             buffer.size() as f64 / MIB
         );
-        if let Some(meta) = buffer.tensor_io().and_then(|io| {
-            io.as_any()
-                .downcast_ref::<ggml::meta::MetaBufferImpl>()
-        }) {
+        if let Some(meta) = buffer
+            .tensor_io()
+            .and_then(|io| io.as_any().downcast_ref::<ggml::meta::MetaBufferImpl>())
+        {
             // what each device of a meta buffer holds
             for b in meta.simple() {
                 ggml::log_info!(

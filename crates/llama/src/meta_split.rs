@@ -15,10 +15,18 @@ use std::sync::Arc;
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kind {
     /// attn_q, attn_k, attn_v weights: output rows
-    QkvWeight { v: bool, q: bool },
+    QkvWeight {
+        v: bool,
+        q: bool,
+    },
     /// their biases: one value per output row
-    QkvBias { v: bool, q: bool },
-    KvCache { v: bool },
+    QkvBias {
+        v: bool,
+        q: bool,
+    },
+    KvCache {
+        v: bool,
+    },
     AttnOut,
     FfnUpGate,
     FfnUpGateBias,
@@ -38,17 +46,41 @@ impl Patterns {
         let r = |s: &str| Regex::new(s).expect("a valid pattern");
         Patterns {
             table: vec![
-                (r(r"^blk\.\d+\.attn_q\.weight$"), Kind::QkvWeight { v: false, q: true }),
-                (r(r"^blk\.\d+\.attn_k\.weight$"), Kind::QkvWeight { v: false, q: false }),
-                (r(r"^blk\.\d+\.attn_v\.weight$"), Kind::QkvWeight { v: true, q: false }),
-                (r(r"^blk\.\d+\.attn_q\.bias$"), Kind::QkvBias { v: false, q: true }),
-                (r(r"^blk\.\d+\.attn_k\.bias$"), Kind::QkvBias { v: false, q: false }),
-                (r(r"^blk\.\d+\.attn_v\.bias$"), Kind::QkvBias { v: true, q: false }),
+                (
+                    r(r"^blk\.\d+\.attn_q\.weight$"),
+                    Kind::QkvWeight { v: false, q: true },
+                ),
+                (
+                    r(r"^blk\.\d+\.attn_k\.weight$"),
+                    Kind::QkvWeight { v: false, q: false },
+                ),
+                (
+                    r(r"^blk\.\d+\.attn_v\.weight$"),
+                    Kind::QkvWeight { v: true, q: false },
+                ),
+                (
+                    r(r"^blk\.\d+\.attn_q\.bias$"),
+                    Kind::QkvBias { v: false, q: true },
+                ),
+                (
+                    r(r"^blk\.\d+\.attn_k\.bias$"),
+                    Kind::QkvBias { v: false, q: false },
+                ),
+                (
+                    r(r"^blk\.\d+\.attn_v\.bias$"),
+                    Kind::QkvBias { v: true, q: false },
+                ),
                 (r(r"^cache_k_l\d+$"), Kind::KvCache { v: false }),
                 (r(r"^cache_v_l\d+$"), Kind::KvCache { v: true }),
                 (r(r"^blk\.\d+\.attn_output\.weight$"), Kind::AttnOut),
-                (r(r"^blk\.\d+\.ffn_(up|gate)(_exps)?\.weight$"), Kind::FfnUpGate),
-                (r(r"^blk\.\d+\.ffn_(up|gate)(_exps)?\.bias$"), Kind::FfnUpGateBias),
+                (
+                    r(r"^blk\.\d+\.ffn_(up|gate)(_exps)?\.weight$"),
+                    Kind::FfnUpGate,
+                ),
+                (
+                    r(r"^blk\.\d+\.ffn_(up|gate)(_exps)?\.bias$"),
+                    Kind::FfnUpGateBias,
+                ),
                 (r(r"^blk\.\d+\.ffn_down(_exps)?\.weight$"), Kind::FfnDown),
                 (r(r"^blk\.\d+\.ffn_down_exps\.bias$"), Kind::FfnDownExpsBias),
                 (r(r"^output\.weight$"), Kind::Output),

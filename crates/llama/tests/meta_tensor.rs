@@ -35,8 +35,25 @@ fn gqa_model() -> PathBuf {
         let st = std::process::Command::new(test_fixtures::bin("llama-gguf-new", "llama-gguf-new"))
             .arg("-o")
             .arg(&tmp)
-            .args(["--layers", "2", "--embd", "192", "--heads", "6", "--heads-kv", "3"])
-            .args(["--ff", "256", "--vocab-size", "512", "--ctx", "256", "--quiet"])
+            .args([
+                "--layers",
+                "2",
+                "--embd",
+                "192",
+                "--heads",
+                "6",
+                "--heads-kv",
+                "3",
+            ])
+            .args([
+                "--ff",
+                "256",
+                "--vocab-size",
+                "512",
+                "--ctx",
+                "256",
+                "--quiet",
+            ])
             .status()
             .expect("run llama-gguf-new");
         assert!(st.success(), "llama-gguf-new failed");
@@ -55,7 +72,9 @@ fn load(path: &std::path::Path, devices: &[&str], tensor: bool) -> Arc<Model> {
         devices: Some(devices.iter().map(|s| s.to_string()).collect()),
         ..Default::default()
     };
-    common::capture(|| Model::load(path, &p)).0.expect("model loads")
+    common::capture(|| Model::load(path, &p))
+        .0
+        .expect("model loads")
 }
 
 struct Out {
@@ -72,7 +91,9 @@ fn run(model: Arc<Model>, prompt: &[i32], n_gen: usize) -> Out {
         flash_attn_type: FlashAttnType::Enabled,
         ..Default::default()
     };
-    let mut ctx = common::capture(|| Context::new(model, p)).0.expect("context");
+    let mut ctx = common::capture(|| Context::new(model, p))
+        .0
+        .expect("context");
     let mut b = Batch::new();
     for (i, &t) in prompt.iter().enumerate() {
         b.add(t, i as i32, &[0], true);
@@ -174,6 +195,8 @@ fn tensor_split_requires_flash_attention() {
         flash_attn_type: FlashAttnType::Disabled,
         ..Default::default()
     };
-    let e = common::capture(|| Context::new(model, p)).0.err().expect("refused");
+    let Err(e) = common::capture(|| Context::new(model, p)).0 else {
+        panic!("a tensor-split context without flash attention was created");
+    };
     assert!(e.to_string().contains("flash_attn"), "{e}");
 }

@@ -131,10 +131,13 @@ fn override_kv_is_written_and_visible_to_inspect() {
         log.contains("validate_override: Using metadata override (  int) 'llama.block_count' = 4"),
         "{log}"
     );
-    let o = Command::new(test_fixtures::bin("llama-gguf-inspect", "llama-gguf-inspect"))
-        .args([s(&out), "--key", "general.name"])
-        .output()
-        .unwrap();
+    let o = Command::new(test_fixtures::bin(
+        "llama-gguf-inspect",
+        "llama-gguf-inspect",
+    ))
+    .args([s(&out), "--key", "general.name"])
+    .output()
+    .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "renamed model");
     let f = GgufFile::open(&out).unwrap();

@@ -5,9 +5,7 @@ use super::device::MetaDevice;
 use super::plan::{build_plan, graph_uid, Plan};
 use super::reduce::{allreduce_fallback, n_reduce_steps, ReduceStep, TmpBuffers};
 use super::rules::{MetaError, StateCache};
-use crate::backend::{
-    regs, Backend, BackendError, Comm, DeviceRef, GraphView, Status,
-};
+use crate::backend::{regs, Backend, BackendError, Comm, DeviceRef, GraphView, Status};
 use crate::tensor::Tensor;
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! slices.
 
 use super::rules::{MetaError, StaticSplitFn};
-use super::slice::{for_each_run, slice_nbytes, slice_shape};
+use super::slice::{for_each_run, slice_nbytes};
 use super::split::SplitState;
 use crate::backend::{BackendError, Buffer, BufferImpl, BufferType, BufferTypeRef, TensorIo};
 use crate::context::Context;
@@ -187,7 +187,10 @@ impl MetaBufferImpl {
     }
 
     pub(crate) fn record_compute_state(&self, t: &Tensor, s: &SplitState) {
-        let mut m = self.compute_states.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = self
+            .compute_states
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         m.insert((t.addr(), t.name.clone()), s.clone());
     }
 
@@ -198,24 +201,15 @@ impl MetaBufferImpl {
         }
         let n = self.n();
         let addrs = (0..n).map(|j| self.compute_addr(t.addr(), j)).collect();
-        let m = self.compute_states.lock().unwrap_or_else(|e| e.into_inner());
+        let m = self
+            .compute_states
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let s = m
             .get(&(t.addr(), t.name.clone()))
             .cloned()
             .unwrap_or_else(SplitState::mirrored);
         (s, addrs)
-    }
-
-    fn slice_tensor(&self, t: &Tensor, s: &SplitState, j: usize, addr: usize) -> Tensor {
-        let (ne, nb) = slice_shape(t, s, j);
-        let mut x = Tensor::new(t.ty, ne);
-        x.nb = nb;
-        x.name = t.name.clone();
-        x.data = Some(TensorData {
-            buffer: self.bufs[j].clone(),
-            addr,
-        });
-        x
     }
 
     fn fail(&self, t: &Tensor, what: &str, s: &SplitState) -> ! {
@@ -235,19 +229,24 @@ impl MetaBufferImpl {
     fn static_containing(&self, addr: usize) -> Option<(SplitState, Vec<usize>, Tensor, usize)> {
         let m = self.statics.lock().unwrap_or_else(|e| e.into_inner());
         let (&key, e) = m.range(..=addr).next_back()?;
-        (addr < key + e.layout.nbytes().max(1))
-            .then(|| (e.state.clone(), e.addrs.clone(), e.layout.clone(), addr - key))
+        (addr < key + e.layout.nbytes().max(1)).then(|| {
+            (
+                e.state.clone(),
+                e.addrs.clone(),
+                e.layout.clone(),
+                addr - key,
+            )
+        })
     }
 
     fn write(&self, t: &Tensor, s: SplitState, addrs: Vec<usize>, data: &[u8], offset: usize) {
         if s.axis.dim().is_none() {
-            for j in 0..self.n() {
-                let x = self.slice_tensor(t, &SplitState::mirrored(), j, addrs[j]);
+            for (j, (buf, &addr)) in self.bufs.iter().zip(&addrs).enumerate() {
                 if s.is_partial() && j > 0 {
                     // the sum over devices is the value: the first device holds it all
-                    self.bufs[j].memset(x.addr() + offset, 0, data.len());
+                    buf.memset(addr + offset, 0, data.len());
                 } else {
-                    self.bufs[j].set(x.addr() + offset, data);
+                    buf.set(addr + offset, data);
                 }
             }
             return;
@@ -275,8 +274,8 @@ impl MetaBufferImpl {
             }
             let mut acc = vec![0f32; out.len() / 4];
             let mut tmp = vec![0u8; out.len()];
-            for j in 0..self.n() {
-                self.bufs[j].get(addrs[j] + offset, &mut tmp);
+            for (buf, &addr) in self.bufs.iter().zip(&addrs) {
+                buf.get(addr + offset, &mut tmp);
                 for (a, c) in acc.iter_mut().zip(tmp.chunks_exact(4)) {
                     *a += f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 }
@@ -309,8 +308,8 @@ impl MetaBufferImpl {
         size: usize,
     ) {
         if s.axis.dim().is_none() {
-            for j in 0..self.n() {
-                self.bufs[j].memset(addrs[j] + offset, value, size);
+            for (buf, &addr) in self.bufs.iter().zip(&addrs) {
+                buf.memset(addr + offset, value, size);
             }
             return;
         }

@@ -117,8 +117,7 @@ impl Device for MetaDevice {
     fn supports_buft(&self, buft: &BufferTypeRef) -> bool {
         as_meta_buft(buft).is_some_and(|m| {
             m.simple.len() == self.buft.simple.len()
-                && m
-                    .simple
+                && m.simple
                     .iter()
                     .zip(&self.buft.simple)
                     .all(|(a, b)| same_buft(a, b))

@@ -61,7 +61,17 @@ pub fn graph_uid(ctx: &Context, nodes: &[TensorId]) -> u64 {
     nodes.hash(&mut h);
     for id in touched(ctx, nodes) {
         let t = &ctx[id];
-        (id, t.ty, t.ne, t.nb, t.op.name(), t.src, t.view_src, t.view_offs).hash(&mut h);
+        (
+            id,
+            t.ty,
+            t.ne,
+            t.nb,
+            t.op.name(),
+            t.src,
+            t.view_src,
+            t.view_offs,
+        )
+            .hash(&mut h);
         (t.addr(), t.flags, &t.name).hash(&mut h);
         if let Op::Permute { axes } = t.op {
             axes.hash(&mut h);
@@ -344,7 +354,12 @@ pub fn build_plan(
 
     let mut computed: Vec<Vec<bool>> = ctxs
         .iter()
-        .map(|cj| nodes.iter().map(|&id| cj[id].has_flag(flags::COMPUTE)).collect())
+        .map(|cj| {
+            nodes
+                .iter()
+                .map(|&id| cj[id].has_flag(flags::COMPUTE))
+                .collect()
+        })
         .collect();
     let mut states = Vec::with_capacity(nodes.len());
     for &id in nodes {

@@ -14,7 +14,11 @@ pub enum ReduceStep {
     /// a device past the largest power of two folds into the lower one, before the butterfly
     Fold { src: usize, dst: usize },
     /// butterfly exchange at this stride
-    Exchange { src: usize, dst: usize, stride: usize },
+    Exchange {
+        src: usize,
+        dst: usize,
+        stride: usize,
+    },
     /// the reduced result copied back to a folded device
     CopyBack { src: usize, dst: usize },
     /// a device whose slice was empty had its contents cleared to zero first

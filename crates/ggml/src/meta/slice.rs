@@ -10,9 +10,9 @@ pub fn slice_shape(t: &Tensor, s: &SplitState, j: usize) -> ([i64; MAX_DIMS], [u
     if let Some(d) = s.axis.dim() {
         let nj = s.count(j);
         ne[d] = nj;
-        for i in 0..MAX_DIMS {
-            if t.nb[i] > t.nb[d] && t.ne[d] != 0 {
-                nb[i] = t.nb[i] * nj as usize / t.ne[d] as usize;
+        for (x, &full) in nb.iter_mut().zip(&t.nb) {
+            if full > t.nb[d] && t.ne[d] != 0 {
+                *x = full * nj as usize / t.ne[d] as usize;
             }
         }
     }

@@ -92,7 +92,8 @@ impl SplitState {
     }
     /// ggml's split_states_equal: the same axis and the same per-device element totals.
     pub fn equal(&self, o: &SplitState, n: usize) -> bool {
-        self.axis == o.axis && (self.axis.dim().is_none() || (0..n).all(|j| self.count(j) == o.count(j)))
+        self.axis == o.axis
+            && (self.axis.dim().is_none() || (0..n).all(|j| self.count(j) == o.count(j)))
     }
 }
 
