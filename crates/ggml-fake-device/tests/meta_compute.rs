@@ -133,9 +133,10 @@ fn mlp_split(n: usize, weights: Vec<f32>) -> Arc<ggml::meta::StaticSplitFn> {
             .and_then(|x| x.parse().ok())
             .unwrap_or(0);
         let rot = il % n;
-        if t.name.ends_with("ffn_up.weight") || t.name.ends_with("ffn_gate.weight") {
+        let n = &t.name;
+        if n.contains("ffn_up") || n.contains("ffn_gate") {
             SplitState::axis(1, split_counts(t.ne[1], &weights, 32, rot))
-        } else if t.name.ends_with("ffn_down.weight") {
+        } else if n.contains("ffn_down") {
             SplitState::axis(0, split_counts(t.ne[0], &weights, 32, rot))
         } else if t.name == "output.weight" {
             SplitState::axis(1, split_counts(t.ne[1], &weights, 1, rot))
@@ -232,7 +233,10 @@ fn input_values() -> Vec<f32> {
 
 /// The MLP on the CPU alone.
 fn reference(n_layer: usize, gates: bool) -> Vec<f32> {
-    let mut m = mlp(n_layer, gates);
+    reference_of(mlp(n_layer, gates))
+}
+
+fn reference_of(mut m: Mlp) -> Vec<f32> {
     let cpu_buft = ggml_cpu::device().buffer_type();
     let size: usize = m.weights.iter().map(|&t| m.g.ctx[t].nbytes() + 64).sum();
     let buf = cpu_buft.clone().alloc_buffer(size).unwrap();
@@ -262,6 +266,7 @@ struct Run {
     out: Vec<f32>,
     backend: MetaBackend,
     m: Mlp,
+    weights: Arc<ggml::backend::Buffer>,
 }
 
 fn on_meta(
@@ -271,7 +276,15 @@ fn on_meta(
     n_layer: usize,
     gates: bool,
 ) -> Run {
-    let mut m = mlp(n_layer, gates);
+    on_meta_of(dev, bs, comm, mlp(n_layer, gates))
+}
+
+fn on_meta_of(
+    dev: &Arc<MetaDevice>,
+    bs: Vec<Box<dyn Backend>>,
+    comm: Option<Box<dyn ggml::backend::Comm>>,
+    mut m: Mlp,
+) -> Run {
     let buft = dev.meta_buft().clone();
     let wbuf = buft.alloc_static(&mut m.g.ctx, &m.weights).unwrap();
     wbuf.set_usage(BufferUsage::Weights);
@@ -292,13 +305,20 @@ fn on_meta(
     });
     assert_eq!(st, Status::Success);
     let out = tensor_to_f32(&m.g.ctx[m.out]);
-    Run { out, backend, m }
+    Run {
+        out,
+        backend,
+        m,
+        weights: wbuf,
+    }
 }
 
+/// Within 1e-5 of the largest value: partial sums are added in another order.
 fn assert_close(got: &[f32], want: &[f32], what: &str) {
     assert_eq!(got.len(), want.len());
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let tol = 1e-5 * w.abs().max(1e-2);
+        let tol = 1e-5 * scale;
         assert!((g - w).abs() <= tol, "{what}: [{i}] {g} vs {w}");
     }
 }
@@ -336,6 +356,17 @@ fn a_tensor_parallel_mlp_matches_the_cpu_alone() {
         assert_eq!(reduced, ["ffn_down-0", "ffn_down-1"], "n = {n}");
         assert!(r.backend.last_reduces.iter().all(|x| !x.comm));
         assert_eq!(r.backend.plan().unwrap().subgraphs.len(), 3);
+        // each device holds only its slices: the mirrored norms and gates in full, a share of
+        // the projections
+        let meta = ggml::meta::meta_buffer_of(&r.m.g.ctx[r.m.weights[0]]).unwrap();
+        let sizes: Vec<usize> = meta.simple().iter().map(|b| b.size()).collect();
+        let total: usize = r.m.weights.iter().map(|&t| r.m.g.ctx[t].nbytes()).sum();
+        assert!(
+            sizes.iter().all(|&s| s < total),
+            "n = {n}: {sizes:?} of {total}"
+        );
+        assert!(sizes.iter().sum::<usize>() >= total);
+        let _ = &r.weights;
     }
 }
 
@@ -480,4 +511,186 @@ fn an_op_without_a_rule_fails_the_compute_by_name() {
         "{e}"
     );
     let _ = dev;
+}
+
+/// Experts' outputs [D, U, T] from a row-parallel projection, combined as MoE does: U views,
+/// each expanded first, then a chain of adds (llama.cpp's build_moe_ffn).
+fn moe_combine(u: i64) -> Mlp {
+    let mut ctx = Context::new();
+    let mut weights = Vec::new();
+    let mut w = |ctx: &mut Context, name: &str, ne: &[i64]| {
+        let t = ctx.new_tensor(Type::F32, ne);
+        ctx.set_name(t, name);
+        weights.push(t);
+        t
+    };
+    let up = w(&mut ctx, "blk.0.ffn_up_exps.weight", &[D, F]);
+    let down = w(&mut ctx, "blk.0.ffn_down_exps.weight", &[F, D]);
+    let out_w = w(&mut ctx, "output.weight", &[D, V]);
+    let inp = ctx.new_tensor_3d(Type::F32, D, u, T);
+    ctx.set_name(inp, "inp_embd");
+    ctx.set_input(inp);
+    let h = ctx.mul_mat(up, inp);
+    let h = ctx.silu(h);
+    let experts = ctx.mul_mat(down, h);
+    ctx.set_name(experts, "ffn_moe_down");
+    let mut g = Graph::new(ctx);
+    let nb1 = g.ctx[experts].nb[1];
+    let nb2 = g.ctx[experts].nb[2];
+    let views: Vec<TensorId> = (0..u as usize)
+        .map(|k| {
+            let v = g.ctx.view_2d(experts, D, T, nb2, k * nb1);
+            g.build_forward_expand(v);
+            v
+        })
+        .collect();
+    let mut sum = g.ctx.add(views[0], views[1]);
+    for &v in &views[2..] {
+        sum = g.ctx.add(sum, v);
+    }
+    g.ctx.set_name(sum, "ffn_moe_out");
+    let out = g.ctx.mul_mat(out_w, sum);
+    g.ctx.set_name(out, "result_output");
+    g.ctx.set_output(out);
+    g.build_forward_expand(out);
+    Mlp {
+        g,
+        inp,
+        out,
+        weights,
+    }
+}
+
+fn moe_input(u: i64) -> Vec<f32> {
+    (0..D * u * T)
+        .map(|i| ((i * 53 % 97) as f32 / 48.0) - 1.0)
+        .collect()
+}
+
+#[test]
+fn the_reduce_waits_past_the_moe_expert_sum() {
+    let u = 3;
+    let mut want_m = moe_combine(u);
+    // the reference sets its own input: patch input_values' length for this graph
+    let want = {
+        let cpu_buft = ggml_cpu::device().buffer_type();
+        let size: usize = want_m
+            .weights
+            .iter()
+            .map(|&t| want_m.g.ctx[t].nbytes() + 64)
+            .sum();
+        let buf = cpu_buft.clone().alloc_buffer(size).unwrap();
+        buf.set_usage(BufferUsage::Weights);
+        let mut ta = ggml::alloc::Tallocr::new(buf);
+        for &t in &want_m.weights {
+            ta.alloc(&mut want_m.g.ctx, t).unwrap();
+        }
+        for (k, &t) in want_m.weights.iter().enumerate() {
+            tensor_set_f32(&want_m.g.ctx[t], &fill(&want_m.g.ctx, t, k as u64 + 1));
+        }
+        let mut ga = Gallocr::new(cpu_buft);
+        assert!(ga.alloc_graph(&mut want_m.g));
+        tensor_set_f32(&want_m.g.ctx[want_m.inp], &moe_input(u));
+        let mut cpu = ggml_cpu::init_backend();
+        let st = cpu.graph_compute(GraphView {
+            ctx: &want_m.g.ctx,
+            nodes: &want_m.g.nodes,
+        });
+        assert_eq!(st, Status::Success);
+        tensor_to_f32(&want_m.g.ctx[want_m.out])
+    };
+    for n in [2usize, 4] {
+        let devs = devices(n);
+        let dev = meta_device(devs.clone(), mlp_split(n, vec![0.0; n]));
+        let mut m = moe_combine(u);
+        let buft = dev.meta_buft().clone();
+        buft.alloc_static(&mut m.g.ctx, &m.weights)
+            .unwrap()
+            .set_usage(BufferUsage::Weights);
+        for (k, &t) in m.weights.iter().enumerate() {
+            tensor_set_f32(&m.g.ctx[t], &fill(&m.g.ctx, t, k as u64 + 1));
+        }
+        let b: BufferTypeRef = buft;
+        let mut ga = Gallocr::new(b);
+        assert!(ga.alloc_graph(&mut m.g));
+        tensor_set_f32(&m.g.ctx[m.inp], &moe_input(u));
+        let mut backend = MetaBackend::with_backends(dev.clone(), backends(&devs), None);
+        let st = backend.graph_compute(GraphView {
+            ctx: &m.g.ctx,
+            nodes: &m.g.nodes,
+        });
+        assert_eq!(st, Status::Success);
+        assert_close(
+            &tensor_to_f32(&m.g.ctx[m.out]),
+            &want,
+            &format!("moe n = {n}"),
+        );
+        // one reduce, of the combined experts rather than of the 3x larger expert outputs
+        let reduced: Vec<&str> = backend
+            .last_reduces
+            .iter()
+            .map(|x| x.node.as_str())
+            .collect();
+        assert_eq!(reduced, ["ffn_moe_out"], "n = {n}");
+    }
+}
+
+/// Two row-parallel branches on the same input, summed: AllReduce(a) + AllReduce(b) is
+/// AllReduce(a + b), so one reduce serves both.
+fn parallel_branches() -> Mlp {
+    let mut ctx = Context::new();
+    let mut weights = Vec::new();
+    let mut w = |ctx: &mut Context, name: &str, ne: &[i64]| {
+        let t = ctx.new_tensor(Type::F32, ne);
+        ctx.set_name(t, name);
+        weights.push(t);
+        t
+    };
+    let up0 = w(&mut ctx, "blk.0.ffn_up.weight", &[D, F]);
+    let down0 = w(&mut ctx, "blk.0.ffn_down.weight", &[F, D]);
+    let up1 = w(&mut ctx, "blk.1.ffn_up.weight", &[D, F]);
+    let down1 = w(&mut ctx, "blk.1.ffn_down.weight", &[F, D]);
+    let out_w = w(&mut ctx, "output.weight", &[D, V]);
+    let inp = ctx.new_tensor_2d(Type::F32, D, T);
+    ctx.set_name(inp, "inp_embd");
+    ctx.set_input(inp);
+    let h0 = ctx.mul_mat(up0, inp);
+    let h0 = ctx.silu(h0);
+    let a = ctx.mul_mat(down0, h0);
+    ctx.set_name(a, "branch_a");
+    let h1 = ctx.mul_mat(up1, inp);
+    let h1 = ctx.silu(h1);
+    let b = ctx.mul_mat(down1, h1);
+    ctx.set_name(b, "branch_b");
+    let sum = ctx.add(a, b);
+    ctx.set_name(sum, "branches");
+    let out = ctx.mul_mat(out_w, sum);
+    ctx.set_name(out, "result_output");
+    ctx.set_output(out);
+    let mut g = Graph::new(ctx);
+    g.build_forward_expand(out);
+    Mlp {
+        g,
+        inp,
+        out,
+        weights,
+    }
+}
+
+#[test]
+fn two_partial_branches_summed_share_one_reduce() {
+    let want = reference_of(parallel_branches());
+    for n in [2usize, 3] {
+        let devs = devices(n);
+        let dev = meta_device(devs.clone(), mlp_split(n, vec![0.0; n]));
+        let r = on_meta_of(&dev, backends(&devs), None, parallel_branches());
+        assert_close(&r.out, &want, &format!("branches n = {n}"));
+        let reduced: Vec<&str> = r
+            .backend
+            .last_reduces
+            .iter()
+            .map(|x| x.node.as_str())
+            .collect();
+        assert_eq!(reduced, ["branches"], "n = {n}");
+    }
 }
