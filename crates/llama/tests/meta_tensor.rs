@@ -63,7 +63,18 @@ fn gqa_model() -> PathBuf {
 }
 
 fn load(path: &std::path::Path, devices: &[&str], tensor: bool) -> Arc<Model> {
+    load_ngl(path, devices, tensor, -1).0
+}
+
+/// The model and its load log.
+fn load_ngl(
+    path: &std::path::Path,
+    devices: &[&str],
+    tensor: bool,
+    n_gpu_layers: i32,
+) -> (Arc<Model>, Vec<String>) {
     let p = ModelParams {
+        n_gpu_layers,
         split_mode: if tensor {
             SplitMode::Tensor
         } else {
@@ -72,9 +83,8 @@ fn load(path: &std::path::Path, devices: &[&str], tensor: bool) -> Arc<Model> {
         devices: Some(devices.iter().map(|s| s.to_string()).collect()),
         ..Default::default()
     };
-    common::capture(|| Model::load(path, &p))
-        .0
-        .expect("model loads")
+    let (m, log) = common::capture(|| Model::load(path, &p));
+    (m.expect("model loads"), common::text(&log, false))
 }
 
 struct Out {
@@ -128,10 +138,23 @@ fn perplexity(logits: &[Vec<f32>], prompt: &[i32]) -> f64 {
     (nll / (prompt.len() - 1) as f64).exp()
 }
 
+/// |a - b| and |b| (L2).
+fn l2_diff(a: &[f32], b: &[f32]) -> (f64, f64) {
+    let norm: f64 = b.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
+    let d: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(&x, &y)| (x as f64 - y as f64).powi(2))
+        .sum::<f64>()
+        .sqrt();
+    (d, norm)
+}
+
 fn compare(path: &std::path::Path, prompt: &[i32]) {
     register_fake_gpus();
     let want = run(load(path, &["CPU"], false), prompt, 8);
     let ppl_want = perplexity(&want.logits, prompt);
+    let mut prev: Option<Vec<Vec<f32>>> = None;
     for n in [2usize, 3, 4] {
         let names: Vec<String> = (0..n).map(|j| format!("GPU{j}")).collect();
         let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
@@ -162,6 +185,19 @@ fn compare(path: &std::path::Path, prompt: &[i32]) {
             );
         }
         eprintln!("N = {n}: worst relative logit error {worst:.3e}");
+        // the device counts agree with each other far more closely than with the single device:
+        // what they share is one rounding event, not a slice that is wrong
+        if let Some(p) = &prev {
+            for (pos, (a, b)) in got.logits.iter().zip(p).enumerate() {
+                let (d, norm) = l2_diff(a, b);
+                assert!(
+                    d <= 1e-6 * norm,
+                    "N = {n} vs {}: position {pos}: {d} vs {norm}",
+                    n - 1
+                );
+            }
+        }
+        prev = Some(got.logits.clone());
         assert_eq!(got.greedy, want.greedy, "N = {n}: greedy tokens");
         let ppl = perplexity(&got.logits, prompt);
         eprintln!("N = {n}: perplexity {ppl:.6} vs {ppl_want:.6} on one device");
@@ -176,6 +212,48 @@ fn compare(path: &std::path::Path, prompt: &[i32]) {
 fn gqa_model_with_kv_heads_not_dividing_n_matches_one_device() {
     let prompt: Vec<i32> = (0..12).map(|i| (i * 37 + 5) % 512).collect();
     compare(&gqa_model(), &prompt);
+}
+
+#[test]
+fn one_device_behind_the_meta_device_is_bit_exact() {
+    register_fake_gpus();
+    let path = gqa_model();
+    let prompt: Vec<i32> = (0..12).map(|i| (i * 37 + 5) % 512).collect();
+    let want = run(load(&path, &["CPU"], false), &prompt, 4);
+    let got = run(load(&path, &["GPU0"], true), &prompt, 4);
+    // no partial sums to reorder: the slices are the whole tensors
+    assert_eq!(got.logits, want.logits);
+    assert_eq!(got.greedy, want.greedy);
+}
+
+#[test]
+fn partial_offload_and_the_per_device_log() {
+    register_fake_gpus();
+    let path = gqa_model();
+    let prompt: Vec<i32> = (0..8).map(|i| (i * 91 + 7) % 512).collect();
+    let want = run(load(&path, &["CPU"], false), &prompt, 4);
+    // layer 0 on the CPU, layer 1 and the output on Meta(GPU0,GPU1)
+    let (model, log) = load_ngl(&path, &["GPU0", "GPU1"], true, 2);
+    for dev in ["GPU0", "GPU1"] {
+        assert!(
+            log.iter()
+                .any(|l| l.contains(dev) && l.contains("model buffer size")),
+            "no {dev} line in {log:#?}"
+        );
+    }
+    assert!(log.iter().any(|l| l.contains("Meta(GPU0,GPU1)")));
+    let got = run(model, &prompt, 4);
+    for (g, w) in got.logits.iter().zip(&want.logits) {
+        let norm: f64 = w.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
+        let diff: f64 = g
+            .iter()
+            .zip(w)
+            .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        assert!(diff <= 5e-5 * norm, "{diff} vs {norm}");
+    }
+    assert_eq!(got.greedy, want.greedy);
 }
 
 #[test]

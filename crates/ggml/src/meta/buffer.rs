@@ -158,6 +158,18 @@ pub struct MetaBufferImpl {
     compute_states: Mutex<HashMap<(usize, String), SplitState>>,
 }
 
+/// The devices' buffers of a meta buffer, by name and size (for the startup log); None for any
+/// other buffer.
+pub fn device_buffer_sizes(b: &Buffer) -> Option<Vec<(String, usize)>> {
+    let m = b.tensor_io()?.as_any().downcast_ref::<MetaBufferImpl>()?;
+    Some(
+        m.bufs
+            .iter()
+            .map(|x| (x.name().to_string(), x.size()))
+            .collect(),
+    )
+}
+
 /// The meta buffer behind a tensor, if it is in one.
 pub fn meta_buffer_of(t: &Tensor) -> Option<&MetaBufferImpl> {
     t.buffer()?
