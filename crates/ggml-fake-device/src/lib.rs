@@ -8,6 +8,9 @@
 //!   events, computed nodes.
 //! - [`MockCpuDevice`]: a CPU device that supports every op and computes nothing, for tests of
 //!   the assignment passes that need no kernels.
+//! - [`fake_gpus`] and [`FakeReg`]: N fake GPUs at a time (GPU0, GPU1, ...) whose
+//!   `init_backend` works, in a registry that can offer a communicator, for the meta device
+//!   (`-sm tensor -dev GPU0,GPU1` in libllama's tests).
 
 mod device;
 mod mock_cpu;

@@ -694,3 +694,42 @@ fn two_partial_branches_summed_share_one_reduce() {
         assert_eq!(reduced, ["branches"], "n = {n}");
     }
 }
+
+#[test]
+fn meta_debug_prints_each_subgraph_and_the_reduce_that_ends_it() {
+    use std::sync::Mutex;
+    let lines: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sink = lines.clone();
+    // read when the backend is made; other tests of this binary may print too, harmlessly
+    std::env::set_var("GGML_META_DEBUG", "1");
+    ggml::log::set_log_callback(Some(Box::new(move |_, text| {
+        if text.starts_with("META:") || text.starts_with("SPLIT_STATE:") {
+            sink.lock().unwrap().push(text.to_string());
+        }
+    })));
+    let devs = devices(3);
+    let dev = meta_device(devs.clone(), mlp_split(3, vec![0.0; 3]));
+    let r = on_meta(&dev, backends(&devs), None, 1, false);
+    ggml::log::set_log_callback(None);
+    std::env::remove_var("GGML_META_DEBUG");
+    let lines = lines.lock().unwrap().clone();
+    let n_nodes = r.m.g.nodes.len();
+    let sub: Vec<&String> = lines.iter().filter(|l| l.starts_with("META:")).collect();
+    let last_first = r.backend.plan().unwrap().subgraphs[0].last + 1;
+    assert!(
+        sub.iter()
+            .any(|l| l.starts_with("META: subgraph 0: nodes 0..")
+                && l.contains("AllReduce ffn_down-0 [MUL_MAT] via butterfly, 2 steps")),
+        "{sub:#?}"
+    );
+    assert!(
+        sub.iter().any(|l| l.starts_with(&format!(
+            "META: subgraph 1: nodes {last_first}..{}",
+            n_nodes - 1
+        )) && l.contains("no reduce")),
+        "{sub:#?}"
+    );
+    assert!(lines
+        .iter()
+        .any(|l| l.contains("-> blk.0.ffn_up.weight[NONE, 1, {32x1, 32x1, 32x1}]")));
+}

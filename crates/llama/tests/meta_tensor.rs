@@ -278,3 +278,42 @@ fn tensor_split_requires_flash_attention() {
     };
     assert!(e.to_string().contains("flash_attn"), "{e}");
 }
+
+#[test]
+fn tensor_split_proportions_can_leave_a_device_without_heads() {
+    register_fake_gpus();
+    let path = gqa_model();
+    let prompt: Vec<i32> = (0..6).map(|i| (i * 13 + 3) % 512).collect();
+    let want = run(load(&path, &["CPU"], false), &prompt, 4);
+    // -ts 1,3: a quarter of 3 KV groups rounds down to none, and a quarter of 256 FFN columns
+    // to no block of 128: GPU0 keeps only the mirrored tensors and its share of the output
+    let p = ModelParams {
+        split_mode: SplitMode::Tensor,
+        tensor_split: vec![1.0, 3.0],
+        devices: Some(vec!["GPU0".into(), "GPU1".into()]),
+        ..Default::default()
+    };
+    let (m, log) = common::capture(|| Model::load(&path, &p));
+    let log = common::text(&log, false);
+    let size_of = |dev: &str| -> f64 {
+        let l = log
+            .iter()
+            .find(|l| l.contains(&format!(" {dev} model buffer size")))
+            .unwrap_or_else(|| panic!("no {dev} line in {log:#?}"));
+        l.split('=')
+            .nth(1)
+            .unwrap()
+            .trim()
+            .trim_end_matches("MiB")
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!(size_of("GPU0") < size_of("GPU1") / 2.0, "{log:#?}");
+    let got = run(m.expect("model loads"), &prompt, 4);
+    for (pos, (g, w)) in got.logits.iter().zip(&want.logits).enumerate() {
+        let (d, norm) = l2_diff(g, w);
+        assert!(d <= 5e-5 * norm, "position {pos}: {d} vs {norm}");
+    }
+    assert_eq!(got.greedy, want.greedy);
+}
