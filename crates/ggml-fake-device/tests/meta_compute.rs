@@ -396,6 +396,32 @@ fn the_plan_is_rebuilt_only_when_the_graph_changes() {
     });
     assert_eq!(st, Status::Success);
     assert_eq!(r.backend.n_builds, 2);
+    // back to the whole graph: built again
+    tensor_set_f32(&r.m.g.ctx[r.m.inp], &input_values());
+    let st = r.backend.graph_compute(GraphView {
+        ctx: &r.m.g.ctx,
+        nodes: &r.m.g.nodes,
+    });
+    assert_eq!(st, Status::Success);
+    assert_eq!(r.backend.n_builds, 3);
+    // a new compute buffer has the same placeholder addresses: still a different graph
+    let buft: BufferTypeRef = dev.meta_buft().clone();
+    let ids: Vec<TensorId> = r.m.g.ctx.ids().collect();
+    for id in ids {
+        if !r.m.weights.contains(&id) {
+            r.m.g.ctx[id].data = None;
+        }
+    }
+    let mut ga = Gallocr::new(buft);
+    assert!(ga.alloc_graph(&mut r.m.g));
+    tensor_set_f32(&r.m.g.ctx[r.m.inp], &input_values());
+    let st = r.backend.graph_compute(GraphView {
+        ctx: &r.m.g.ctx,
+        nodes: &r.m.g.nodes,
+    });
+    assert_eq!(st, Status::Success);
+    assert_eq!(r.backend.n_builds, 4);
+    assert_eq!(tensor_to_f32(&r.m.g.ctx[r.m.out]), first);
 }
 
 #[test]

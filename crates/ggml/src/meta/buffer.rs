@@ -198,6 +198,14 @@ impl MetaBufferImpl {
         self.bufs[j].base() + (addr - META_BASE)
     }
 
+    pub(crate) fn clear_compute_states(&self) {
+        let mut m = self
+            .compute_states
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        m.clear();
+    }
+
     pub(crate) fn record_compute_state(&self, t: &Tensor, s: &SplitState) {
         let mut m = self
             .compute_states

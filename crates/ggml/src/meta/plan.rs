@@ -1,7 +1,7 @@
 //! The compute plan of the meta backend: every node mapped to its slice on each device, and
 //! the node list cut into subgraphs, each ending where an all-reduce is due.
 
-use super::buffer::meta_buffer_of;
+use super::buffer::{meta_buffer_of, MetaBufferImpl};
 use super::rules::{MetaError, Resolver, StateCache, StaticSplitFn};
 use super::slice::{slice_shape, slice_view_offs};
 use super::split::{SplitAxis, SplitState};
@@ -11,6 +11,7 @@ use crate::Op;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 
 /// A run of nodes issued on every device, then (when `reduce` is set) the all-reduce of that
 /// node's partial sums.
@@ -72,7 +73,10 @@ pub fn graph_uid(ctx: &Context, nodes: &[TensorId]) -> u64 {
             t.view_offs,
         )
             .hash(&mut h);
-        (t.addr(), t.flags, &t.name).hash(&mut h);
+        // meta buffers share one placeholder address space: a reallocated buffer has the same
+        // addresses, so its identity is part of the graph too
+        let buf = t.buffer().map(|b| Arc::as_ptr(b) as *const u8 as usize);
+        (t.addr(), buf, t.flags, &t.name).hash(&mut h);
         if let Op::Permute { axes } = t.op {
             axes.hash(&mut h);
         }
@@ -421,7 +425,17 @@ pub fn build_plan(
         });
     }
 
-    // reads of the graph's outputs gather by these
+    // reads of the graph's outputs gather by these; what an earlier plan recorded in the same
+    // buffers may name memory that now holds other tensors
+    let mut cleared: Vec<*const MetaBufferImpl> = Vec::new();
+    for &id in nodes {
+        if let Some(mb) = meta_buffer_of(&ctx[id]) {
+            if !cleared.contains(&(mb as *const _)) {
+                mb.clear_compute_states();
+                cleared.push(mb);
+            }
+        }
+    }
     for &id in nodes {
         if let (Some(mb), Some(s)) = (meta_buffer_of(&ctx[id]), sync_state.get(&id)) {
             mb.record_compute_state(&ctx[id], s);
