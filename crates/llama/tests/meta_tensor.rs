@@ -94,11 +94,21 @@ struct Out {
 }
 
 fn run(model: Arc<Model>, prompt: &[i32], n_gen: usize) -> Out {
+    run_with(model, prompt, n_gen, None)
+}
+
+fn run_with(
+    model: Arc<Model>,
+    prompt: &[i32],
+    n_gen: usize,
+    cb_eval: Option<llama::EvalCallback>,
+) -> Out {
     let p = ContextParams {
         n_ctx: 256,
         n_threads: 1,
         n_threads_batch: 1,
         flash_attn_type: FlashAttnType::Enabled,
+        cb_eval,
         ..Default::default()
     };
     let mut ctx = common::capture(|| Context::new(model, p))
@@ -316,4 +326,47 @@ fn tensor_split_proportions_can_leave_a_device_without_heads() {
         assert!(d <= 5e-5 * norm, "position {pos}: {d} vs {norm}");
     }
     assert_eq!(got.greedy, want.greedy);
+}
+
+#[test]
+fn the_eval_callback_sees_every_node_gathered_whole() {
+    use std::sync::Mutex;
+    register_fake_gpus();
+    let path = gqa_model();
+    let prompt: Vec<i32> = (0..5).map(|i| (i * 29 + 1) % 512).collect();
+    let plain = run(load(&path, &["GPU0", "GPU1"], true), &prompt, 2);
+    let seen: Arc<Mutex<Vec<(String, usize, bool)>>> = Arc::default();
+    let sink = seen.clone();
+    let cb: llama::EvalCallback = Box::new(move |ctx, t, ask| {
+        if ask {
+            return true;
+        }
+        let x = &ctx[t];
+        let mut bytes = vec![0u8; x.nbytes()];
+        ggml::backend::get_tensor(x, &mut bytes, 0);
+        let finite = x.ty != ggml::Type::F32
+            || bytes
+                .chunks_exact(4)
+                .all(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]).is_finite());
+        sink.lock()
+            .unwrap()
+            .push((x.name.clone(), bytes.len(), finite));
+        true
+    });
+    let watched = run_with(load(&path, &["GPU0", "GPU1"], true), &prompt, 2, Some(cb));
+    // node by node the devices compute exactly what they compute in one go
+    assert_eq!(watched.logits, plain.logits);
+    assert_eq!(watched.greedy, plain.greedy);
+    let seen = seen.lock().unwrap();
+    for name in ["attn_out-0", "ffn_out-1", "result_output", "Qcur-0"] {
+        assert!(
+            seen.iter().any(|(n, _, _)| n == name),
+            "{name} not observed"
+        );
+    }
+    // the reduced partial sums and the gathered splits read back whole and finite
+    assert!(
+        seen.iter().all(|(n, _, finite)| *finite || n.is_empty()),
+        "{seen:?}"
+    );
 }

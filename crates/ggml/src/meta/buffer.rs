@@ -4,7 +4,7 @@
 //! slices.
 
 use super::rules::{MetaError, StaticSplitFn};
-use super::slice::{for_each_run, slice_nbytes};
+use super::slice::{for_each_run, slice_nbytes, slice_shape};
 use super::split::SplitState;
 use crate::backend::{BackendError, Buffer, BufferImpl, BufferType, BufferTypeRef, TensorIo};
 use crate::context::Context;
@@ -155,8 +155,11 @@ pub struct MetaBufferImpl {
     statics: Mutex<BTreeMap<usize, StaticSlices>>,
     /// compute tensors' states as the meta backend last resolved them, by (address, name), so
     /// that reads of a graph's outputs know how to gather them
-    compute_states: Mutex<HashMap<(usize, String), SplitState>>,
+    compute_states: Mutex<HashMap<(usize, String), Placement>>,
 }
+
+/// A tensor's split and each device's address of its slice.
+type Placement = (SplitState, Vec<usize>);
 
 /// The devices' buffers of a meta buffer, by name and size (for the startup log); None for any
 /// other buffer.
@@ -206,30 +209,74 @@ impl MetaBufferImpl {
         m.clear();
     }
 
-    pub(crate) fn record_compute_state(&self, t: &Tensor, s: &SplitState) {
+    /// A node's split and its slices' addresses as the plan placed them (a view of a static
+    /// tensor lives inside that tensor's slices, not at the compute offset).
+    pub(crate) fn record_compute_state(&self, t: &Tensor, s: &SplitState, addrs: Vec<usize>) {
         let mut m = self
             .compute_states
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        m.insert((t.addr(), t.name.clone()), s.clone());
+        m.insert((t.addr(), t.name.clone()), (s.clone(), addrs));
     }
 
-    /// How `t` is laid out over the devices, and each device's address of it.
+    /// How `t` is laid out over the devices, and each device's address of it: as the last plan
+    /// placed it, as it was allocated (static tensors), or mirrored at its compute offset.
     fn placement(&self, t: &Tensor) -> (SplitState, Vec<usize>) {
+        {
+            let m = self
+                .compute_states
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if let Some(p) = m.get(&(t.addr(), t.name.clone())) {
+                return p.clone();
+            }
+        }
         if let Some(p) = self.static_at(t.addr()) {
             return p;
         }
         let n = self.n();
         let addrs = (0..n).map(|j| self.compute_addr(t.addr(), j)).collect();
-        let m = self
-            .compute_states
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let s = m
-            .get(&(t.addr(), t.name.clone()))
-            .cloned()
-            .unwrap_or_else(SplitState::mirrored);
-        (s, addrs)
+        (SplitState::mirrored(), addrs)
+    }
+
+    /// Gathers a strided (viewed, permuted) split tensor element by element; false where the
+    /// layout is not one this can walk (blocks along the split, repeated splits, part reads).
+    fn gather_strided(&self, t: &Tensor, s: &SplitState, addrs: &[usize], out: &mut [u8]) -> bool {
+        let Some(d) = s.axis.dim() else {
+            return false;
+        };
+        if s.nr != 1 || t.ty.block_size() != 1 || out.len() != t.nbytes() {
+            return false;
+        }
+        let ts = t.ty.type_size();
+        let mut start = 0i64;
+        for (j, buf) in self.bufs.iter().enumerate() {
+            let cnt = s.count(j);
+            if cnt == 0 {
+                continue;
+            }
+            let (ne, nb) = slice_shape(t, s, j);
+            let mut x = Tensor::new(t.ty, ne);
+            x.nb = nb;
+            let mut tmp = vec![0u8; x.nbytes()];
+            buf.get(addrs[j], &mut tmp);
+            for i3 in 0..ne[3] {
+                for i2 in 0..ne[2] {
+                    for i1 in 0..ne[1] {
+                        for i0 in 0..ne[0] {
+                            let i = [i0, i1, i2, i3];
+                            let src: usize = (0..4).map(|k| i[k] as usize * nb[k]).sum();
+                            let dst: usize = (0..4)
+                                .map(|k| (i[k] + if k == d { start } else { 0 }) as usize * t.nb[k])
+                                .sum();
+                            out[dst..dst + ts].copy_from_slice(&tmp[src..src + ts]);
+                        }
+                    }
+                }
+            }
+            start += cnt;
+        }
+        true
     }
 
     fn fail(&self, t: &Tensor, what: &str, s: &SplitState) -> ! {
@@ -303,6 +350,9 @@ impl MetaBufferImpl {
             for (o, a) in out.chunks_exact_mut(4).zip(acc) {
                 o.copy_from_slice(&a.to_le_bytes());
             }
+            return;
+        }
+        if !t.is_contiguous() && offset == 0 && self.gather_strided(t, &s, &addrs, out) {
             return;
         }
         let end = offset + out.len();

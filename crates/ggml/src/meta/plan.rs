@@ -438,7 +438,8 @@ pub fn build_plan(
     }
     for &id in nodes {
         if let (Some(mb), Some(s)) = (meta_buffer_of(&ctx[id]), sync_state.get(&id)) {
-            mb.record_compute_state(&ctx[id], s);
+            let addrs = ctxs.iter().map(|c| c[id].addr()).collect();
+            mb.record_compute_state(&ctx[id], s, addrs);
         }
     }
     Ok(Plan {
