@@ -759,3 +759,40 @@ fn meta_debug_prints_each_subgraph_and_the_reduce_that_ends_it() {
         .iter()
         .any(|l| l.contains("-> blk.0.ffn_up.weight[NONE, 1, {32x1, 32x1, 32x1}]")));
 }
+
+#[test]
+fn the_meta_device_answers_by_delegation() {
+    use ggml_fake_device::{TestDevice, TestDeviceConfig};
+    let a = TestDevice::new(TestDeviceConfig {
+        inner: Some(cpu_inner()),
+        ..TestDeviceConfig::gpu("DA")
+    });
+    let b = TestDevice::new(TestDeviceConfig {
+        refuse_ops: vec!["SILU".into()],
+        events: false,
+        inner: Some(cpu_inner()),
+        ..TestDeviceConfig::gpu("DB")
+    });
+    let devs: Vec<DeviceRef> = vec![a.clone(), b.clone()];
+    let dev = meta_device(devs.clone(), mlp_split(2, vec![0.0, 0.0]));
+    assert_eq!(dev.name(), "Meta(DA,DB)");
+    // memory: the sum
+    let (fa, ta) = a.memory();
+    let (fb, tb) = b.memory();
+    assert_eq!(dev.memory(), (fa + fb, ta + tb));
+    // caps: all of them (DB has no events)
+    assert!(!dev.caps().events && dev.caps().async_);
+    // supports_op: every member must
+    let mut ctx = Context::new();
+    let x = ctx.new_tensor_1d(Type::F32, 8);
+    let s = ctx.silu(x);
+    let r = ctx.relu(x);
+    assert!(!dev.supports_op(&ctx, s));
+    assert!(dev.supports_op(&ctx, r));
+    // buffers: only its own meta buffer type, not a member's
+    assert!(dev.supports_buft(&dev.buffer_type()));
+    assert!(!dev.supports_buft(&a.buffer_type()));
+    let other = meta_device(vec![b.clone() as DeviceRef, a.clone()], mlp_split(2, vec![0.0; 2]));
+    assert!(!dev.supports_buft(&other.buffer_type()), "members in another order");
+    assert_eq!(dev.buffer_type().name(), "Meta(DA,DB)");
+}
