@@ -792,7 +792,13 @@ fn the_meta_device_answers_by_delegation() {
     // buffers: only its own meta buffer type, not a member's
     assert!(dev.supports_buft(&dev.buffer_type()));
     assert!(!dev.supports_buft(&a.buffer_type()));
-    let other = meta_device(vec![b.clone() as DeviceRef, a.clone()], mlp_split(2, vec![0.0; 2]));
-    assert!(!dev.supports_buft(&other.buffer_type()), "members in another order");
+    let other = meta_device(
+        vec![b.clone() as DeviceRef, a.clone()],
+        mlp_split(2, vec![0.0; 2]),
+    );
+    assert!(
+        !dev.supports_buft(&other.buffer_type()),
+        "members in another order"
+    );
     assert_eq!(dev.buffer_type().name(), "Meta(DA,DB)");
 }

@@ -140,16 +140,37 @@ impl MetaSplit {
         types: HashMap<String, Type>,
     ) -> MetaSplit {
         let nl = hp.n_layer as usize;
+        MetaSplit::from_parts(
+            n,
+            tensor_split,
+            hp.n_embd_head_k as i64,
+            hp.n_embd_head_v as i64,
+            (0..nl).map(|il| hp.n_head(il) as i64).collect(),
+            (0..nl).map(|il| hp.n_head_kv(il) as i64).collect(),
+            types,
+        )
+    }
+
+    /// From the numbers themselves: head sizes and per-layer head counts.
+    pub fn from_parts(
+        n: usize,
+        tensor_split: &[f32],
+        head_k: i64,
+        head_v: i64,
+        n_head: Vec<i64>,
+        n_head_kv: Vec<i64>,
+        types: HashMap<String, Type>,
+    ) -> MetaSplit {
         MetaSplit {
             n,
             tensor_split: (0..n)
                 .map(|j| tensor_split.get(j).copied().unwrap_or(0.0))
                 .collect(),
-            n_layer: nl,
-            head_k: hp.n_embd_head_k as i64,
-            head_v: hp.n_embd_head_v as i64,
-            n_head: (0..nl).map(|il| hp.n_head(il) as i64).collect(),
-            n_head_kv: (0..nl).map(|il| hp.n_head_kv(il) as i64).collect(),
+            n_layer: n_head.len(),
+            head_k,
+            head_v,
+            n_head,
+            n_head_kv,
             types,
             patterns: Patterns::new(),
         }
@@ -224,5 +245,90 @@ impl MetaSplit {
 
     pub fn into_fn(self) -> Arc<StaticSplitFn> {
         Arc::new(move |t: &Tensor| self.state(t))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ggml::meta::SplitAxis;
+
+    fn t(name: &str, ty: Type, ne: &[i64]) -> Tensor {
+        let mut ne4 = [1i64; 4];
+        ne4[..ne.len()].copy_from_slice(ne);
+        let mut x = Tensor::new(ty, ne4);
+        x.name = name.to_string();
+        x
+    }
+
+    /// 2 layers, 6 heads of 32 over 3 KV heads (n_gqa 2), n_embd 192, FFN 256.
+    fn table(n: usize, ts: &[f32], ty: Type) -> MetaSplit {
+        let mut types = HashMap::new();
+        for il in 0..2 {
+            types.insert(format!("blk.{il}.attn_output.weight"), ty);
+            types.insert(format!("blk.{il}.ffn_down.weight"), ty);
+        }
+        MetaSplit::from_parts(n, ts, 32, 32, vec![6, 6], vec![3, 3], types)
+    }
+
+    #[test]
+    fn projections_split_by_rows_or_columns_and_norms_mirror() {
+        let m = table(2, &[], Type::F32);
+        let q = m.state(&t("blk.0.attn_q.weight", Type::F32, &[192, 192]));
+        assert_eq!(q.axis, SplitAxis::Axis(1));
+        // whole KV groups: 2 heads of 32 per group, 3 groups over 2 devices
+        assert_eq!(q.ne, vec![64, 128]);
+        let k = m.state(&t("blk.0.attn_k.weight", Type::F32, &[192, 96]));
+        assert_eq!((k.axis, k.ne.clone()), (SplitAxis::Axis(1), vec![32, 64]));
+        let o = m.state(&t("blk.0.attn_output.weight", Type::F32, &[192, 192]));
+        assert_eq!((o.axis, o.ne.clone()), (SplitAxis::Axis(0), vec![64, 128]));
+        let kc = m.state(&t("cache_k_l0", Type::F16, &[96, 256]));
+        assert_eq!((kc.axis, kc.ne.clone()), (SplitAxis::Axis(0), vec![32, 64]));
+        let up = m.state(&t("blk.0.ffn_up.weight", Type::F32, &[192, 256]));
+        assert_eq!(
+            (up.axis, up.ne.clone()),
+            (SplitAxis::Axis(1), vec![128, 128])
+        );
+        let down = m.state(&t("blk.0.ffn_down.weight", Type::F32, &[256, 192]));
+        assert_eq!((down.axis, down.ne), (SplitAxis::Axis(0), vec![128, 128]));
+        let out = m.state(&t("output.weight", Type::F32, &[192, 512]));
+        assert_eq!(out.axis, SplitAxis::Axis(1));
+        for name in [
+            "blk.0.attn_norm.weight",
+            "token_embd.weight",
+            "output_norm.weight",
+        ] {
+            assert!(m.state(&t(name, Type::F32, &[192])).is_mirrored(), "{name}");
+        }
+        assert!(m
+            .state(&t("blk.0.ffn_down_exps.bias", Type::F32, &[192]))
+            .is_partial());
+    }
+
+    #[test]
+    fn the_rotation_moves_the_short_share_between_layers() {
+        let m = table(2, &[], Type::F32);
+        let q0 = m.state(&t("blk.0.attn_q.weight", Type::F32, &[192, 192]));
+        let q1 = m.state(&t("blk.1.attn_q.weight", Type::F32, &[192, 192]));
+        assert_eq!(q0.ne, vec![64, 128]);
+        assert_eq!(q1.ne, vec![128, 64]);
+        // the cache of a layer follows its projections
+        let v1 = m.state(&t("cache_v_l1", Type::F16, &[96, 256]));
+        assert_eq!(v1.ne, vec![64, 32]);
+    }
+
+    #[test]
+    fn proportions_and_blocks_bound_the_shares() {
+        // -ts 1,3: a quarter of 3 groups rounds down to none
+        let m = table(2, &[1.0, 3.0], Type::F32);
+        let q = m.state(&t("blk.0.attn_q.weight", Type::F32, &[192, 192]));
+        assert_eq!(q.ne, vec![0, 192]);
+        // quantized row-parallel weights: column shares in whole blocks of 32
+        let m = table(3, &[], Type::Q4_0);
+        let down = m.state(&t("blk.0.ffn_down.weight", Type::Q4_0, &[256, 192]));
+        assert!(down.ne.iter().all(|&x| x % 32 == 0), "{:?}", down.ne);
+        assert_eq!(down.ne.iter().sum::<i64>(), 256);
+        let o = m.state(&t("blk.0.attn_output.weight", Type::Q4_0, &[192, 192]));
+        assert!(o.ne.iter().all(|&x| x % 32 == 0), "{:?}", o.ne);
     }
 }
