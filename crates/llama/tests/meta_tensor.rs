@@ -160,7 +160,9 @@ fn l2_diff(a: &[f32], b: &[f32]) -> (f64, f64) {
     (d, norm)
 }
 
-fn compare(path: &std::path::Path, prompt: &[i32]) {
+/// `tol`: the L2 relative logit error allowed against the single device; `cross`: between device
+/// counts (None: not checked).
+fn compare(path: &std::path::Path, prompt: &[i32], tol: f64, cross: Option<f64>) {
     register_fake_gpus();
     let want = run(load(path, &["CPU"], false), prompt, 8);
     let ppl_want = perplexity(&want.logits, prompt);
@@ -190,18 +192,18 @@ fn compare(path: &std::path::Path, prompt: &[i32]) {
             // measured: 2e-7 before the first F16 rounding flip, at most 1.9e-5 after it, the
             // same for N = 2, 3 and 4 (see docs/meta.md); a wrong slice is off by far more
             assert!(
-                diff <= 5e-5 * norm,
+                diff <= tol * norm,
                 "N = {n}, position {pos}: |diff| {diff} vs |logits| {norm}"
             );
         }
         eprintln!("N = {n}: worst relative logit error {worst:.3e}");
-        // the device counts agree with each other far more closely than with the single device:
-        // what they share is one rounding event, not a slice that is wrong
-        if let Some(p) = &prev {
+        // on the GQA model the device counts agree with each other far more closely than with
+        // the single device: what they share is one rounding event, not a slice that is wrong
+        if let (Some(p), Some(cross)) = (&prev, cross) {
             for (pos, (a, b)) in got.logits.iter().zip(p).enumerate() {
                 let (d, norm) = l2_diff(a, b);
                 assert!(
-                    d <= 1e-6 * norm,
+                    d <= cross * norm,
                     "N = {n} vs {}: position {pos}: {d} vs {norm}",
                     n - 1
                 );
@@ -221,7 +223,7 @@ fn compare(path: &std::path::Path, prompt: &[i32]) {
 #[test]
 fn gqa_model_with_kv_heads_not_dividing_n_matches_one_device() {
     let prompt: Vec<i32> = (0..12).map(|i| (i * 37 + 5) % 512).collect();
-    compare(&gqa_model(), &prompt);
+    compare(&gqa_model(), &prompt, 5e-5, Some(1e-6));
 }
 
 #[test]
@@ -271,7 +273,14 @@ fn reference_model_matches_one_device() {
     let Some(path) = test_fixtures::reference_model_or_skip() else {
         return;
     };
-    compare(&path, &[9707, 847, 829, 374, 11, 323, 358, 1079]);
+    // 4 layers: the F16 K/V roundings compound (node by node, the relative error is ~1e-7
+    // until each FLASH_ATTN_EXT, which multiplies it 10-70x; see docs/meta.md)
+    compare(
+        &path,
+        &[9707, 847, 829, 374, 11, 323, 358, 1079],
+        1e-3,
+        None,
+    );
 }
 
 #[test]
@@ -369,4 +378,55 @@ fn the_eval_callback_sees_every_node_gathered_whole() {
         seen.iter().all(|(n, _, finite)| *finite || n.is_empty()),
         "{seen:?}"
     );
+}
+
+/// Every contiguous F32 node of one decode, in order, gathered whole.
+fn node_values(model: Arc<Model>, prompt: &[i32]) -> Vec<(String, Vec<f32>)> {
+    use std::sync::Mutex;
+    let seen: Arc<Mutex<Vec<(String, Vec<f32>)>>> = Arc::default();
+    let sink = seen.clone();
+    let cb: llama::EvalCallback = Box::new(move |ctx, t, ask| {
+        if ask {
+            return true;
+        }
+        let x = &ctx[t];
+        if x.ty == ggml::Type::F32 && x.is_contiguous() {
+            sink.lock()
+                .unwrap()
+                .push((x.name.clone(), ggml::backend::tensor_to_f32(x)));
+        }
+        true
+    });
+    run_with(model, prompt, 0, Some(cb));
+    let v = seen.lock().unwrap().clone();
+    v
+}
+
+#[test]
+fn node_by_node_the_first_layer_matches_to_rounding() {
+    register_fake_gpus();
+    let path = gqa_model();
+    let prompt: Vec<i32> = (0..7).map(|i| (i * 41 + 9) % 512).collect();
+    let want = node_values(load(&path, &["CPU"], false), &prompt);
+    for n in [2usize, 4] {
+        let names: Vec<String> = (0..n).map(|j| format!("GPU{j}")).collect();
+        let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+        let got = node_values(load(&path, &refs, true), &prompt);
+        assert_eq!(
+            got.iter().map(|x| &x.0).collect::<Vec<_>>(),
+            want.iter().map(|x| &x.0).collect::<Vec<_>>(),
+            "N = {n}: the same nodes in the same order"
+        );
+        // up to the second layer's attention nothing is rounded to F16 differently: column-
+        // parallel projections and attention by heads are exact, the row-parallel reduces
+        // differ in the order of their sums only
+        let stop = want.iter().position(|x| x.0 == "attn_out-1").unwrap();
+        for ((name, g), (_, w)) in got.iter().zip(&want).take(stop) {
+            let (d, norm) = l2_diff(g, w);
+            assert!(
+                d <= 1e-6 * norm.max(1e-30),
+                "N = {n}: {name}: {d} vs {norm}"
+            );
+        }
+    }
 }
