@@ -113,9 +113,9 @@ pub(crate) fn meta_over(
     gpus: &[DeviceRef],
 ) -> Result<DeviceRef> {
     if gpus.is_empty() {
-        return Err(LlamaError::BadParams(
-            "split mode 'tensor' needs at least one GPU device".into(),
-        ));
+        let why = "split mode 'tensor' needs at least one GPU device (none is selected)";
+        ggml::log_error!("llama_model_load: error loading model: {}\n", why);
+        return Err(LlamaError::BadParams(why.into()));
     }
     let types = ml
         .gguf
