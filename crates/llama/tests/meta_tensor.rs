@@ -380,10 +380,13 @@ fn the_eval_callback_sees_every_node_gathered_whole() {
     );
 }
 
+/// Node names with their values.
+type Nodes = Vec<(String, Vec<f32>)>;
+
 /// Every contiguous F32 node of one decode, in order, gathered whole.
-fn node_values(model: Arc<Model>, prompt: &[i32]) -> Vec<(String, Vec<f32>)> {
+fn node_values(model: Arc<Model>, prompt: &[i32]) -> Nodes {
     use std::sync::Mutex;
-    let seen: Arc<Mutex<Vec<(String, Vec<f32>)>>> = Arc::default();
+    let seen: Arc<Mutex<Nodes>> = Arc::default();
     let sink = seen.clone();
     let cb: llama::EvalCallback = Box::new(move |ctx, t, ask| {
         if ask {
