@@ -307,3 +307,86 @@ fn the_cache_is_keyed_on_the_flag_and_dropped_when_a_tensor_changes() {
     assert!(r.state(h, false).unwrap().axis == SplitAxis::Axis(0));
     assert!(calls.load(Ordering::SeqCst) > before);
 }
+
+#[test]
+fn views_rows_rope_concat_and_reductions() {
+    let mut ctx = Context::new();
+    // a cache [n_embd_kv = 4 heads x 8, 16 cells] split by heads (axis 0)
+    let cache = leaf(&mut ctx, "cache", &[32, 16]);
+    let tab = table(&[
+        ("cache", SplitState::axis(0, vec![8, 24])),
+        ("rows", SplitState::axis(0, vec![8, 24])),
+        ("x", SplitState::axis(1, vec![2, 2])),
+        ("emb", SplitState::axis(0, vec![8, 24])),
+    ]);
+    // the per-head view [8, 4, n_kv] moves the split to the heads
+    let nb = ctx[cache].nb;
+    let v = ctx.view_3d(cache, 8, 4, 10, nb[0] * 8, nb[1], 0);
+    assert_eq!(
+        resolve(&ctx, &tab, v, false, 2).unwrap(),
+        SplitState::axis(1, vec![1, 3])
+    );
+    // set_rows writes rows split like the destination, with mirrored indices
+    let rows = leaf(&mut ctx, "rows", &[32, 3]);
+    let idx = ctx.new_tensor_1d(Type::I64, 3);
+    ctx.set_name(idx, "idx");
+    let w = ctx.set_rows(cache, rows, idx);
+    assert_eq!(
+        resolve(&ctx, &tab, w, false, 2).unwrap(),
+        SplitState::axis(0, vec![8, 24])
+    );
+    // get_rows of a table split along its rows' elements keeps that split
+    let emb = leaf(&mut ctx, "emb", &[32, 100]);
+    let ids = ctx.new_tensor_1d(Type::I32, 5);
+    ctx.set_name(ids, "ids");
+    let g = ctx.get_rows(emb, ids);
+    assert_eq!(
+        resolve(&ctx, &tab, g, false, 2).unwrap(),
+        SplitState::axis(0, vec![8, 24])
+    );
+    // rope with mirrored positions passes the heads' split through
+    let q = leaf(&mut ctx, "q3", &[8, 4, 5]);
+    let tab_q = table(&[("q3", SplitState::axis(1, vec![1, 3]))]);
+    let pos = ctx.new_tensor_1d(Type::I32, 5);
+    ctx.set_name(pos, "pos");
+    let r = ctx.rope_ext(
+        q,
+        pos,
+        None,
+        ggml::RopeParams {
+            n_dims: 8,
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        resolve(&ctx, &tab_q, r, false, 2).unwrap(),
+        SplitState::axis(1, vec![1, 3])
+    );
+    // concat of a split and a mirrored tensor along another axis: the split survives
+    let x = leaf(&mut ctx, "x", &[8, 4]);
+    let m = leaf(&mut ctx, "m", &[3, 4]);
+    let c = ctx.concat(x, m, 0);
+    let tab_c = table(&[("x", SplitState::axis(1, vec![1, 3]))]);
+    assert_eq!(
+        resolve(&ctx, &tab_c, c, false, 2).unwrap(),
+        SplitState::axis(1, vec![1, 3])
+    );
+    // along the split axis it cannot: refused by name
+    let m2 = leaf(&mut ctx, "m2", &[8, 2]);
+    let c2 = ctx.concat(x, m2, 1);
+    let e = resolve(&ctx, &tab_c, c2, false, 2).unwrap_err();
+    assert!(e.contains("CONCAT"), "{e}");
+    // a whole-tensor reduction of a split tensor is refused (scalar only), of a mirrored one not
+    let s = ctx.sum(x);
+    let e = resolve(&ctx, &tab_c, s, false, 2).unwrap_err();
+    assert!(e.contains("SUM"), "{e}");
+    assert!(resolve(&ctx, &HashMap::new(), s, false, 2)
+        .unwrap()
+        .is_mirrored());
+    // rows are independent for sum_rows unless split along the row
+    let sr = ctx.sum_rows(x);
+    assert_eq!(
+        resolve(&ctx, &tab_c, sr, false, 2).unwrap(),
+        SplitState::axis(1, vec![1, 3])
+    );
+}
