@@ -355,8 +355,9 @@ fn greedy_continuation_matches_llama_cpp_on_the_reference_model() {
     let Some(model) = test_fixtures::reference_model_or_skip() else {
         return;
     };
-    let log = std::fs::read_to_string(test_fixtures::shared_dir().join("reference/logs/greedy-f32.log"))
-        .unwrap();
+    let log =
+        std::fs::read_to_string(test_fixtures::shared_dir().join("reference/logs/greedy-f32.log"))
+            .unwrap();
     let want = log
         .lines()
         .find(|l| l.starts_with("Hello my name is"))

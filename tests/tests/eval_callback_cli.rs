@@ -5,10 +5,13 @@
 use std::process::{Command, Output};
 
 fn evalcb(args: &[&str]) -> Output {
-    Command::new(test_fixtures::bin("llama-eval-callback", "llama-eval-callback"))
-        .args(args)
-        .output()
-        .expect("run llama-eval-callback")
+    Command::new(test_fixtures::bin(
+        "llama-eval-callback",
+        "llama-eval-callback",
+    ))
+    .args(args)
+    .output()
+    .expect("run llama-eval-callback")
 }
 
 /// One printed node: its header line and the numbers of its value block (values and sums).
@@ -82,7 +85,12 @@ fn compare(ours: &str, reference: &str) {
 }
 
 fn reference(name: &str) -> String {
-    std::fs::read_to_string(test_fixtures::shared_dir().join("reference/logs").join(name)).unwrap()
+    std::fs::read_to_string(
+        test_fixtures::shared_dir()
+            .join("reference/logs")
+            .join(name),
+    )
+    .unwrap()
 }
 
 #[test]

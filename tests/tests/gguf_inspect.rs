@@ -38,8 +38,8 @@ fn reference_model_matches_llama_cpp() {
         .split(|&b| b == b'\n')
         .filter(|l| l.starts_with(b"llama_model_loader: - "))
         .collect();
-    let log =
-        std::fs::read(test_fixtures::shared_dir().join("reference/logs/completion-lv4.log")).unwrap();
+    let log = std::fs::read(test_fixtures::shared_dir().join("reference/logs/completion-lv4.log"))
+        .unwrap();
     let theirs: Vec<&[u8]> = log
         .split(|&b| b == b'\n')
         .filter(|l| l.starts_with(b"I llama_model_loader: - "))

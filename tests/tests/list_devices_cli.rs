@@ -31,9 +31,12 @@ fn check_format(out: &str) {
 
 #[test]
 fn list_devices_tool() {
-    let out = Command::new(test_fixtures::bin("llama-list-devices", "llama-list-devices"))
-        .output()
-        .unwrap();
+    let out = Command::new(test_fixtures::bin(
+        "llama-list-devices",
+        "llama-list-devices",
+    ))
+    .output()
+    .unwrap();
     assert!(out.status.success());
     let s = String::from_utf8_lossy(&out.stdout);
     check_format(&s);
@@ -50,9 +53,12 @@ fn ggml_has_offload_device(s: &str) -> bool {
 
 #[test]
 fn list_devices_flag_of_the_tools_prints_the_same() {
-    let tool = Command::new(test_fixtures::bin("llama-list-devices", "llama-list-devices"))
-        .output()
-        .unwrap();
+    let tool = Command::new(test_fixtures::bin(
+        "llama-list-devices",
+        "llama-list-devices",
+    ))
+    .output()
+    .unwrap();
     for (pkg, name) in [
         ("llama-bench", "llama-bench"),
         ("llama-perplexity", "llama-perplexity"),

@@ -45,8 +45,9 @@ fn reference_run(log: &str) -> (Output, String) {
 }
 
 fn reference_run_with(log: &str, model: &str) -> (Output, String) {
-    let text = std::fs::read_to_string(test_fixtures::shared_dir().join("reference/logs").join(log))
-        .expect("reference log");
+    let text =
+        std::fs::read_to_string(test_fixtures::shared_dir().join("reference/logs").join(log))
+            .expect("reference log");
     let (cmd, expected) = text.split_once('\n').expect("command line");
     let words: Vec<&str> = cmd.split(' ').skip(2).collect();
     let mut args: Vec<String> = Vec::new();

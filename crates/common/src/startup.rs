@@ -26,7 +26,7 @@ pub fn model_params(p: &Params) -> Result<ModelParams, String> {
             SplitMode::None => llama::SplitMode::None,
             SplitMode::Layer => llama::SplitMode::Layer,
             SplitMode::Row => llama::SplitMode::Row,
-            SplitMode::Tensor => return Err("split mode 'tensor' is not supported".to_string()),
+            SplitMode::Tensor => llama::SplitMode::Tensor,
         },
         main_gpu: p.main_gpu,
         tensor_split: p.tensor_split.clone(),

@@ -80,7 +80,13 @@ pub struct TestDeviceConfig {
     pub reads_host: bool,
     pub alignment: usize,
     pub max_size: usize,
+    /// makes the inner backend for `init_backend` (None: init_backend fails, and tests build
+    /// backends with [`TestDevice::backend`])
+    pub inner: Option<InnerBackendFn>,
 }
+
+/// Makes the backend whose kernels a test device's backend runs (e.g. the CPU's).
+pub type InnerBackendFn = Arc<dyn Fn() -> Result<Box<dyn Backend>, BackendError> + Send + Sync>;
 
 impl TestDeviceConfig {
     /// A GPU with its own memory, events, and CUDA's default offload threshold of 32.
@@ -97,6 +103,7 @@ impl TestDeviceConfig {
             reads_host: false,
             alignment: 128,
             max_size: usize::MAX,
+            inner: None,
         }
     }
 
@@ -170,9 +177,13 @@ impl Device for TestDevice {
         }
     }
     fn init_backend(self: Arc<Self>) -> Result<Box<dyn Backend>, BackendError> {
-        Err(BackendError::Other(
-            "a test device computes with an inner backend: use TestDevice::backend".into(),
-        ))
+        let Some(make) = self.cfg.inner.clone() else {
+            return Err(BackendError::Other(
+                "a test device computes with an inner backend: use TestDevice::backend".into(),
+            ));
+        };
+        let inner = make()?;
+        Ok(self.backend(inner))
     }
     fn buffer_type(&self) -> BufferTypeRef {
         self.buft.clone()

@@ -8,12 +8,19 @@
 //!   events, computed nodes.
 //! - [`MockCpuDevice`]: a CPU device that supports every op and computes nothing, for tests of
 //!   the assignment passes that need no kernels.
+//! - [`fake_gpus`] and [`FakeReg`]: N fake GPUs at a time (GPU0, GPU1, ...) whose
+//!   `init_backend` works, in a registry that can offer a communicator, for the meta device
+//!   (`-sm tensor -dev GPU0,GPU1` in libllama's tests).
 
 mod device;
 mod mock_cpu;
+mod reg;
 
-pub use device::{Counters, TestBackend, TestBufferType, TestDevice, TestDeviceConfig};
+pub use device::{
+    Counters, InnerBackendFn, TestBackend, TestBufferType, TestDevice, TestDeviceConfig,
+};
 pub use mock_cpu::MockCpuDevice;
+pub use reg::{fake_gpus, FakeReg};
 
 /// ggml-cuda's get_op_batch_size: the dimension that counts tokens for the offload decision.
 pub fn op_batch_size(ctx: &ggml::Context, op: ggml::TensorId) -> i64 {

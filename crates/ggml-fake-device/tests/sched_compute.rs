@@ -7,8 +7,8 @@ use common::*;
 use ggml::backend::{tensor_to_f32, Backend, BufferTypeRef, Device, Status};
 use ggml::sched::Sched;
 use ggml::{Context, Graph, TensorId, Type};
-use std::sync::{Arc, Mutex};
 use ggml_fake_device::{Counters, TestDevice, TestDeviceConfig};
+use std::sync::{Arc, Mutex};
 
 const GPU: usize = 0;
 

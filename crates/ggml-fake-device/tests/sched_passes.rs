@@ -7,8 +7,8 @@ use common::*;
 use ggml::backend::{BufferTypeRef, BufferUsage, Device};
 use ggml::sched::{Sched, SchedError};
 use ggml::{Context, Graph, RopeParams, Tensor, TensorId, Type};
-use std::sync::Arc;
 use ggml_fake_device::{MockCpuDevice, TestDevice, TestDeviceConfig};
+use std::sync::Arc;
 
 const GPU: usize = 0;
 const CPU: usize = 1;

@@ -1,8 +1,8 @@
 //! CPU backend behaviour beyond single ops: threads, reuse, abort, errors, device facts.
 
-use ggml_op_tests::alloc::alloc_ctx;
 use ggml::backend::{tensor_set_f32, tensor_to_f32, Backend, DeviceKind, GraphView, Status};
 use ggml::{Context, Graph, Type};
+use ggml_op_tests::alloc::alloc_ctx;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 

@@ -1,8 +1,8 @@
 //! Examples 2 and 3 of the architecture seed, computed on the CPU backend.
 
-use ggml_op_tests::alloc::alloc_ctx;
 use ggml::backend::{get_tensor, set_tensor, tensor_set_f32, tensor_to_f32, GraphView, Status};
 use ggml::{Context, Graph, Type};
+use ggml_op_tests::alloc::alloc_ctx;
 
 fn f32s(t: &ggml::Tensor) -> Vec<f32> {
     tensor_to_f32(t)

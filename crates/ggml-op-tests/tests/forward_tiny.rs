@@ -4,11 +4,11 @@
 //! llama-eval-callback printed for the same model and token
 //! (shared/reference/logs/eval-callback-hi.log), as llama.cpp's graph names them.
 
-use ggml_op_tests::alloc::alloc_ctx;
 use ggml::backend::{set_tensor, tensor_to_f32, GraphView, Status};
 use ggml::op::rope_mode;
 use ggml::tensor::TensorData;
 use ggml::{Context, Graph, RopeParams, TensorId, Type};
+use ggml_op_tests::alloc::alloc_ctx;
 use std::collections::HashMap;
 use std::sync::Arc;
 

@@ -75,8 +75,8 @@ fn every_type_round_trips_within_its_error_limit() {
 
 #[test]
 fn cpu_copies_quantize_like_the_quantizers() {
-    use ggml_op_tests::alloc::alloc_ctx;
     use ggml::backend::{get_tensor, tensor_set_f32};
+    use ggml_op_tests::alloc::alloc_ctx;
     let n = 256i64;
     for ty in TYPES
         .iter()

@@ -6,6 +6,7 @@ pub mod backend;
 pub mod context;
 pub mod graph;
 pub mod log;
+pub mod meta;
 pub mod op;
 pub mod quants;
 pub mod sched;

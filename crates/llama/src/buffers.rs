@@ -25,6 +25,15 @@ pub fn alloc_tensors(
     buft: &BufferTypeRef,
     what: &str,
 ) -> Result<Arc<Buffer>> {
+    if let Some(meta) = ggml::meta::as_meta_buft(buft) {
+        // each device holds only its slices
+        return meta.alloc_static(ctx, ids).map_err(|e| LlamaError::Alloc {
+            what: what.to_string(),
+            buft: buft.name().to_string(),
+            size: tensors_size(ctx, ids, buft),
+            why: e.to_string(),
+        });
+    }
     let size = tensors_size(ctx, ids, buft);
     let buffer = buft
         .clone()

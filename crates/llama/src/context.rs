@@ -210,6 +210,23 @@ fn precheck(model: &Model, params: &mut ContextParams) -> Result<()> {
             FlashAttnType::Enabled => {}
         }
     }
+    let tensor_split = model
+        .placement
+        .devices
+        .iter()
+        .any(|d| ggml::meta::as_meta_buft(&d.buffer_type()).is_some());
+    if tensor_split {
+        // the meta device splits attention by heads only through FLASH_ATTN_EXT
+        if params.flash_attn_type == FlashAttnType::Auto {
+            ggml::log_info!(
+                "llama_init_from_model: enabling flash_attn since it is required for SPLIT_MODE_TENSOR\n"
+            );
+            params.flash_attn_type = FlashAttnType::Enabled;
+        }
+        if params.flash_attn_type != FlashAttnType::Enabled {
+            return fail("SPLIT_MODE_TENSOR requires flash_attn to be enabled".into());
+        }
+    }
     KvCache::check_types(
         params.type_k,
         params.type_v,

@@ -100,6 +100,14 @@ impl KvCache {
                 buf.name(),
                 buf.size() as f64 / MIB
             );
+            // the heads each device of a meta buffer holds
+            for (name, size) in ggml::meta::device_buffer_sizes(&buf).unwrap_or_default() {
+                ggml::log_info!(
+                    "llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n",
+                    name,
+                    size as f64 / MIB
+                );
+            }
             sizes.push((buf.name().to_string(), buf.size()));
             buffers.push(buf);
         }

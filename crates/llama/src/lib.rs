@@ -9,6 +9,7 @@ pub mod grammar;
 pub mod hparams;
 mod load_data;
 pub mod loader;
+mod meta_split;
 pub mod model;
 pub mod model_check;
 mod model_print;

@@ -281,6 +281,14 @@ pub fn allocate_and_load(
             buffer.name(),
             buffer.size() as f64 / MIB
         );
+        // what each device of a meta buffer holds
+        for (name, size) in ggml::meta::device_buffer_sizes(&buffer).unwrap_or_default() {
+            ggml::log_info!(
+                "load_tensors: {:>12} model buffer size = {:8.2} MiB\n",
+                name,
+                size as f64 / MIB
+            );
+        }
         if mode.uses_mlock() && buffer.is_host() {
             locked.lock(buffer.base(), buffer.size());
         }

@@ -19,6 +19,8 @@ pub enum SplitMode {
     #[default]
     Layer,
     Row,
+    /// one meta device over the selected GPUs: every layer split across all of them
+    Tensor,
 }
 
 impl std::str::FromStr for SplitMode {
@@ -28,8 +30,9 @@ impl std::str::FromStr for SplitMode {
             "none" => Ok(SplitMode::None),
             "layer" => Ok(SplitMode::Layer),
             "row" => Ok(SplitMode::Row),
+            "tensor" => Ok(SplitMode::Tensor),
             _ => Err(format!(
-                "unknown split mode '{s}' (expected none, layer or row)"
+                "unknown split mode '{s}' (expected none, layer, row or tensor)"
             )),
         }
     }

@@ -106,6 +106,30 @@ fn select_devices(params: &ModelParams) -> Result<Vec<DeviceRef>> {
     Ok(out)
 }
 
+/// The meta device over the selected GPUs, its weights split by libllama's table with `-ts`
+/// as the proportions.
+pub(crate) fn meta_over(
+    ml: &ModelLoader,
+    hp: &HParams,
+    params: &ModelParams,
+    gpus: &[DeviceRef],
+) -> Result<DeviceRef> {
+    if gpus.is_empty() {
+        let why = "split mode 'tensor' needs at least one GPU device (none is selected)";
+        ggml::log_error!("llama_model_load: error loading model: {}\n", why);
+        return Err(LlamaError::BadParams(why.into()));
+    }
+    let types = ml
+        .gguf
+        .tensors
+        .iter()
+        .map(|t| (t.name.clone(), t.ty))
+        .collect();
+    let split = crate::meta_split::MetaSplit::new(gpus.len(), &params.tensor_split, hp, types);
+    let meta = ggml::meta::meta_device(gpus.to_vec(), split.into_fn());
+    Ok(meta)
+}
+
 impl<'a> TensorCreator<'a> {
     pub fn new(
         ml: &'a ModelLoader,
@@ -123,6 +147,18 @@ impl<'a> TensorCreator<'a> {
             .filter(|d| matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu))
             .cloned()
             .collect();
+        // -sm tensor: the GPUs become one meta device that holds a slice of every layer
+        let devices = if params.split_mode == crate::model::SplitMode::Tensor {
+            let meta = crate::model_tensors::meta_over(ml, hp, params, &gpus)?;
+            gpus = vec![meta.clone()];
+            devices
+                .into_iter()
+                .filter(|d| !matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu))
+                .chain(std::iter::once(meta))
+                .collect()
+        } else {
+            devices
+        };
         // -sm none: everything on the main GPU (a negative main GPU: none at all)
         if params.split_mode == crate::model::SplitMode::None && !gpus.is_empty() {
             if params.main_gpu < 0 {

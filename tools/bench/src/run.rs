@@ -68,7 +68,7 @@ impl Instance {
                 SplitMode::None => llama::SplitMode::None,
                 SplitMode::Layer => llama::SplitMode::Layer,
                 SplitMode::Row => llama::SplitMode::Row,
-                SplitMode::Tensor => return Err("split mode 'tensor' is not supported".into()),
+                SplitMode::Tensor => llama::SplitMode::Tensor,
             },
             main_gpu: self.main_gpu,
             tensor_split: self.tensor_split.clone(),

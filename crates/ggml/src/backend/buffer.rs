@@ -42,6 +42,19 @@ pub trait BufferImpl: Send + Sync {
     fn set(&self, addr: usize, data: &[u8]);
     fn get(&self, addr: usize, out: &mut [u8]);
     fn memset(&self, addr: usize, value: u8, size: usize);
+    /// Tensor-level access for memory whose layout depends on the tensor (the meta device's
+    /// buffers hold each tensor as N slices); None for plain memory.
+    fn tensor_io(&self) -> Option<&dyn TensorIo> {
+        None
+    }
+}
+
+/// Reads and writes of whole tensors, for buffers that cannot serve them by address alone.
+pub trait TensorIo: Send + Sync {
+    fn set_tensor(&self, t: &Tensor, data: &[u8], offset: usize);
+    fn get_tensor(&self, t: &Tensor, out: &mut [u8], offset: usize);
+    fn memset_tensor(&self, t: &Tensor, value: u8, offset: usize, size: usize);
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 pub struct Buffer {
@@ -102,6 +115,9 @@ impl Buffer {
     pub fn memset(&self, addr: usize, value: u8, size: usize) {
         self.check(addr, size);
         self.imp.memset(addr, value, size)
+    }
+    pub fn tensor_io(&self) -> Option<&dyn TensorIo> {
+        self.imp.tensor_io()
     }
     pub fn clear(&self, value: u8) {
         self.imp.memset(self.base(), value, self.size())

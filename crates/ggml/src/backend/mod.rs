@@ -7,7 +7,7 @@ mod registry;
 
 pub use buffer::{
     same_buft, Buffer, BufferImpl, BufferType, BufferTypeRef, BufferUsage, HostBuffer,
-    HostBufferType,
+    HostBufferType, TensorIo,
 };
 pub use registry::{dev_by_name, devices, register, regs};
 
@@ -146,6 +146,18 @@ pub trait Backend: Send {
 pub trait Reg: Send + Sync {
     fn name(&self) -> &str;
     fn devices(&self) -> Vec<DeviceRef>;
+    /// ggml_backend_comm_init: a communicator over these devices' backends for the meta
+    /// device's all-reduce (NCCL on CUDA); None when the backend has none.
+    fn comm_init(&self, _devices: &[DeviceRef]) -> Option<Box<dyn Comm>> {
+        None
+    }
+}
+
+/// A backend's own collective operations (ggml_backend_comm_allreduce_tensor).
+pub trait Comm: Send {
+    /// Sum `tensors` (one per device, the same shape, each in its device's memory) in place on
+    /// every device; false declines, and the caller falls back to its own reduce.
+    fn allreduce(&mut self, tensors: &[&Tensor]) -> bool;
 }
 
 fn buffer_of(t: &Tensor) -> &Arc<Buffer> {
@@ -162,6 +174,9 @@ pub fn set_tensor(t: &Tensor, data: &[u8], offset: usize) {
         "set_tensor: write out of bounds of '{}'",
         t.name
     );
+    if let Some(io) = buffer_of(t).tensor_io() {
+        return io.set_tensor(t, data, offset);
+    }
     buffer_of(t).set(t.addr() + offset, data);
 }
 
@@ -172,6 +187,9 @@ pub fn get_tensor(t: &Tensor, out: &mut [u8], offset: usize) {
         "get_tensor: read out of bounds of '{}'",
         t.name
     );
+    if let Some(io) = buffer_of(t).tensor_io() {
+        return io.get_tensor(t, out, offset);
+    }
     buffer_of(t).get(t.addr() + offset, out);
 }
 
@@ -182,6 +200,9 @@ pub fn memset_tensor(t: &Tensor, value: u8, offset: usize, size: usize) {
         "memset_tensor: out of bounds of '{}'",
         t.name
     );
+    if let Some(io) = buffer_of(t).tensor_io() {
+        return io.memset_tensor(t, value, offset, size);
+    }
     buffer_of(t).memset(t.addr() + offset, value, size);
 }
 
@@ -199,6 +220,12 @@ pub fn tensor_copy(src: &Tensor, dst: &Tensor) {
         return;
     }
     let (sb, db) = (buffer_of(src), buffer_of(dst));
+    if sb.tensor_io().is_some() || db.tensor_io().is_some() {
+        let mut tmp = vec![0u8; n];
+        get_tensor(src, &mut tmp, 0);
+        set_tensor(dst, &tmp, 0);
+        return;
+    }
     if sb.is_host() && db.is_host() {
         // SAFETY: both ranges were bounds-checked by nbytes against live host buffers that the
         // tensors keep alive; ptr::copy tolerates overlap.

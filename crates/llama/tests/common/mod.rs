@@ -59,7 +59,9 @@ pub fn model() -> Option<&'static Loaded> {
 
 /// Lines of a reference log (the command line dropped, level letters removed).
 pub fn reference_log(name: &str) -> Vec<String> {
-    let path = test_fixtures::shared_dir().join("reference/logs").join(name);
+    let path = test_fixtures::shared_dir()
+        .join("reference/logs")
+        .join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .skip(1)
