@@ -30,9 +30,9 @@ mod wpm;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tests_synthetic;
-#[cfg(test)]
 mod tests_spm_bytes;
+#[cfg(test)]
+mod tests_synthetic;
 
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
