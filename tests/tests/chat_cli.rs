@@ -9,24 +9,10 @@
 //! test compares them with the token ids `--verbose-prompt` prints.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
-}
-
-/// The real SmolLM2-135M-Instruct Q4_1 that scripts/fetch-test-models fetches.
-fn smollm2_or_skip() -> Option<PathBuf> {
-    let p = test_fixtures::cache_dir().join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    if p.is_file() {
-        return Some(p);
-    }
-    test_fixtures::skip(&format!(
-        "{} is missing (run scripts/fetch-test-models)",
-        p.display()
-    ));
-    None
 }
 
 fn completion(args: &[&str], stdin: &str) -> Output {
@@ -141,7 +127,9 @@ const SMOLLM_DEFAULT_SYSTEM: &str =
 
 #[test]
 fn smollm2_builtin_chatml_turns_match_llama_cpp() {
-    let Some(m) = smollm2_or_skip() else { return };
+    let Some(m) = test_fixtures::smollm2_or_skip() else {
+        return;
+    };
     let m = m.to_str().unwrap();
     // -sys: the system turn is the initial prompt; the user turn keeps the newline the
     // formatted past ends in (common_chat_format_single)
@@ -162,7 +150,9 @@ fn smollm2_builtin_chatml_turns_match_llama_cpp() {
 
 #[test]
 fn smollm2_jinja_renders_the_models_own_template() {
-    let Some(m) = smollm2_or_skip() else { return };
+    let Some(m) = test_fixtures::smollm2_or_skip() else {
+        return;
+    };
     let m = m.to_str().unwrap();
     // SmolLM2's template opens with its default system turn when the chat has none; the
     // built-in ChatML layout does not
@@ -186,7 +176,9 @@ fn smollm2_jinja_renders_the_models_own_template() {
 
 #[test]
 fn chat_template_name_overrides_the_models() {
-    let Some(m) = smollm2_or_skip() else { return };
+    let Some(m) = test_fixtures::smollm2_or_skip() else {
+        return;
+    };
     let m = m.to_str().unwrap();
     let blocks = chat_run(m, &["--chat-template", "llama3"]);
     let want = "<|start_header_id|>user<|end_header_id|>\n\nHi there<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n";
@@ -268,7 +260,9 @@ fn help_lists_the_builtin_templates() {
 
 #[test]
 fn flags_llama_completion_does_not_act_on_are_said_not_ignored() {
-    let Some(m) = smollm2_or_skip() else { return };
+    let Some(m) = test_fixtures::smollm2_or_skip() else {
+        return;
+    };
     let m = m.to_str().unwrap();
     #[rustfmt::skip]
     let o = completion(&["-m", m, "-cnv", "-sys", "Be brief.", "--jinja", "--skip-chat-parsing",

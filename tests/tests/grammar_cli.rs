@@ -5,19 +5,6 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-/// The real SmolLM2-135M-Instruct Q4_1 that scripts/fetch-test-models fetches.
-fn smollm2() -> Option<PathBuf> {
-    let p = test_fixtures::cache_dir().join("SmolLM2-135M-Instruct.Q4_1.gguf");
-    if p.is_file() {
-        return Some(p);
-    }
-    test_fixtures::skip(&format!(
-        "{} is missing (run scripts/fetch-test-models)",
-        p.display()
-    ));
-    None
-}
-
 fn grammar_file(name: &str) -> PathBuf {
     test_fixtures::repo_root()
         .join("tests/fixtures/grammars")
@@ -67,7 +54,9 @@ fn generate(model: &str, question: &str, extra: &[&str]) -> String {
 
 #[test]
 fn json_gbnf_makes_the_output_json_on_five_prompts() {
-    let Some(model) = smollm2() else { return };
+    let Some(model) = test_fixtures::smollm2_or_skip() else {
+        return;
+    };
     let model = model.to_str().unwrap();
     let g = grammar_file("json.gbnf");
     let g = g.to_str().unwrap();
@@ -87,7 +76,9 @@ fn json_gbnf_makes_the_output_json_on_five_prompts() {
 
 #[test]
 fn json_schema_output_validates() {
-    let Some(model) = smollm2() else { return };
+    let Some(model) = test_fixtures::smollm2_or_skip() else {
+        return;
+    };
     let model = model.to_str().unwrap();
     let schema =
         r#"{"type":"object","properties":{"answer":{"type":"integer"}},"required":["answer"]}"#;
@@ -120,7 +111,9 @@ fn json_schema_output_validates() {
 
 #[test]
 fn an_invalid_grammar_fails_with_llama_cpp_messages() {
-    let Some(model) = smollm2() else { return };
+    let Some(model) = test_fixtures::smollm2_or_skip() else {
+        return;
+    };
     let model = model.to_str().unwrap();
     let o = completion(&[
         "-m",
@@ -183,7 +176,9 @@ fn an_invalid_grammar_fails_with_llama_cpp_messages() {
 
 #[test]
 fn a_grammar_without_root_fails() {
-    let Some(model) = smollm2() else { return };
+    let Some(model) = test_fixtures::smollm2_or_skip() else {
+        return;
+    };
     let model = model.to_str().unwrap();
     let o = completion(&[
         "-m",

