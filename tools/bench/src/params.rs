@@ -318,6 +318,10 @@ pub struct ParseError {
     pub detail: Option<String>,
 }
 
+/// The most values one range list may expand to: each value is a benchmark of its own, and
+/// llama.cpp's unbounded expansion of `0-520261024` takes gigabytes before anything runs.
+pub const MAX_RANGE_VALUES: usize = 65536;
+
 /// `first[-last[(+|*)step]]` items separated by commas (llama-bench's `parse_int_range`).
 pub fn parse_int_range(s: &str, allow_negative: bool) -> Result<Vec<i32>, String> {
     let mut out = Vec::new();
@@ -351,6 +355,11 @@ pub fn parse_int_range(s: &str, allow_negative: bool) -> Result<Vec<i32>, String
         };
         let mut i = first;
         while i <= last {
+            if out.len() == MAX_RANGE_VALUES {
+                return Err(format!(
+                    "'{s}' expands to more than {MAX_RANGE_VALUES} values"
+                ));
+            }
             out.push(i);
             let next = if op == '+' {
                 i.checked_add(step)
@@ -819,6 +828,16 @@ mod tests {
         assert_eq!(parse_int_range("-1", true).unwrap(), vec![-1]);
         assert_eq!(parse_int_range("-1-1", true).unwrap(), vec![-1, 0, 1]);
         assert!(parse_int_range("-1", false).is_err());
+        // found by the cli_args fuzz target: 0-520261024 took 2 GB and 10 s before the check
+        assert_eq!(
+            parse_int_range("0-520261024", false).unwrap_err(),
+            "'0-520261024' expands to more than 65536 values"
+        );
+        assert_eq!(
+            parse_int_range("1-65536", false).unwrap().len(),
+            MAX_RANGE_VALUES
+        );
+        assert!(parse_int_range("0-65535,7", false).is_err());
         assert!(parse_int_range("a", false).is_err());
         assert!(
             parse_int_range("1-8*1", false).is_err(),
