@@ -180,13 +180,7 @@ fn compare(path: &std::path::Path, prompt: &[i32], tol: f64, cross: Option<f64>)
             // relative error of the position's logit vector (L2): the reduce sums partial dot
             // products in another order, and FLASH_ATTN_EXT's F16 K/V can round such a last-bit
             // difference to a different half, so single elements may move more than the vector
-            let norm: f64 = w.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
-            let diff: f64 = g
-                .iter()
-                .zip(w)
-                .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
-                .sum::<f64>()
-                .sqrt();
+            let (diff, norm) = l2_diff(g, w);
             worst = worst.max(diff / norm);
             if std::env::var_os("META_TEST_VERBOSE").is_some() {
                 eprintln!("N = {n} pos {pos}: {:.3e}", diff / norm);
