@@ -62,6 +62,7 @@ pub fn context_params(p: &Params) -> ContextParams {
         offload_kqv: !p.no_kv_offload,
         op_offload: !p.no_op_offload,
         kv_unified: p.kv_unified,
+        swa_full: p.swa_full,
         rope_freq_base: p.rope_freq_base,
         rope_freq_scale: p.rope_freq_scale,
         yarn_ext_factor: p.yarn_ext_factor,

@@ -8,6 +8,7 @@ use crate::error::{LlamaError, Result};
 use crate::graph::{BuiltGraph, GraphBuilder, GraphParams};
 use crate::hparams::RopeScaling;
 use crate::kv_cache::KvCache;
+use crate::kv_memory::{swa_cache_size, KvMemory, KvSpec};
 use crate::model::Model;
 use crate::perf::Perf;
 use ggml::backend::{Backend, BufferTypeRef, DeviceKind, DeviceRef};
@@ -32,7 +33,7 @@ pub struct MemoryBreakdownRow {
 pub struct Context {
     pub(crate) model: Arc<Model>,
     pub(crate) cparams: Cparams,
-    pub(crate) kv: KvCache,
+    pub(crate) kv: KvMemory,
     pub(crate) sched: Sched,
     pub(crate) backend_bufts: Vec<BufferTypeRef>,
     pub(crate) backend_devs: Vec<DeviceRef>,
@@ -336,10 +337,27 @@ impl Context {
         );
 
         let v_trans = !cparams.flash_attn;
+        let swa_cells = if hp.swa_type == crate::hparams::SwaType::None {
+            cparams.n_ctx
+        } else if params.swa_full {
+            cparams.n_ctx
+        } else {
+            let n_seq = if cparams.kv_unified {
+                cparams.n_seq_max
+            } else {
+                1
+            };
+            swa_cache_size(hp.n_swa, cparams.n_ctx, n_seq, cparams.n_ubatch)
+        };
         let kv_bytes: usize = (0..hp.n_layer as usize)
             .map(|il| {
-                params.type_k.row_size(hp.n_embd_k_gqa(il) as i64) * cparams.n_ctx as usize
-                    + params.type_v.row_size(hp.n_embd_v_gqa(il) as i64) * cparams.n_ctx as usize
+                let cells = if hp.is_swa(il) {
+                    swa_cells
+                } else {
+                    cparams.n_ctx
+                } as usize;
+                params.type_k.row_size(hp.n_embd_k_gqa(il) as i64) * cells
+                    + params.type_v.row_size(hp.n_embd_v_gqa(il) as i64) * cells
             })
             .sum();
         let (free, _) = cpu_dev.memory();
@@ -355,15 +373,20 @@ impl Context {
                 ),
             });
         }
-        let kv = KvCache::new(
+        let kv = KvMemory::new(
             &model,
-            params.type_k,
-            params.type_v,
-            v_trans,
-            cparams.offload_kqv,
-            cparams.n_ctx,
-            cparams.n_seq_max,
-            &cpu_dev,
+            &KvSpec {
+                type_k: params.type_k,
+                type_v: params.type_v,
+                v_trans,
+                offload: cparams.offload_kqv,
+                kv_size: cparams.n_ctx,
+                n_seq_max: cparams.n_seq_max,
+                n_ubatch: cparams.n_ubatch,
+                swa_full: params.swa_full,
+                unified: cparams.kv_unified,
+                cpu: &cpu_dev,
+            },
         )?;
 
         ggml::log_debug!("llama_context: enumerating backends\n");
@@ -414,6 +437,7 @@ impl Context {
         n_tokens: usize,
         n_outputs: usize,
         n_kv: usize,
+        n_kv_swa: usize,
     ) -> GraphParams {
         let hp = &self.model.hparams;
         let c = &self.cparams;
@@ -421,6 +445,7 @@ impl Context {
             n_tokens,
             n_outputs,
             n_kv,
+            n_kv_swa,
             flash_attn: c.flash_attn,
             causal: c.causal_attn,
             rope: RopeParams {
@@ -476,10 +501,10 @@ impl Context {
         self.cparams.flash_attn
     }
     pub fn type_k(&self) -> Type {
-        self.kv.type_k
+        self.kv.type_k()
     }
     pub fn type_v(&self) -> Type {
-        self.kv.type_v
+        self.kv.type_v()
     }
     pub fn set_n_threads(&mut self, n_threads: i32, n_threads_batch: i32) {
         let t = |n: i32| {

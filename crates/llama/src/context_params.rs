@@ -61,6 +61,8 @@ pub struct ContextParams {
     pub op_offload: bool,
     pub embeddings: bool,
     pub kv_unified: bool,
+    /// a sliding-window cache as large as the dense one (--swa-full)
+    pub swa_full: bool,
     /// 0: from the model
     pub rope_freq_base: f32,
     /// 0: from the model
@@ -96,6 +98,7 @@ impl Default for ContextParams {
             op_offload: true,
             embeddings: false,
             kv_unified: false,
+            swa_full: false,
             rope_freq_base: 0.0,
             rope_freq_scale: 0.0,
             yarn_ext_factor: -1.0,

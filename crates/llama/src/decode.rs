@@ -6,7 +6,8 @@
 use crate::batch::{self, Batch, Ubatch};
 use crate::context::Context;
 use crate::graph::BuiltGraph;
-use crate::kv_cache::SlotInfo;
+use crate::kv_cache::{KvCache, SlotInfo};
+use crate::kv_memory::MemSlot;
 use crate::perf::{cfloat, PerfContextData};
 use ggml::backend::{set_tensor, Status};
 use ggml::Type;
@@ -60,7 +61,7 @@ impl Context {
         let n_outputs_all = full.n_outputs;
         let t_compute_start = self.perf.now_us();
 
-        if self.kv.cells.has_shift() {
+        if self.kv.has_shift() {
             if let Err(e) = self.apply_k_shift() {
                 ggml::log_error!("decode: failed to apply the K-shift: {}\n", e);
                 return -2;
@@ -136,14 +137,20 @@ impl Context {
     fn process_ubatch(
         &mut self,
         ub: &Ubatch,
-        slot: &SlotInfo,
+        slot: &MemSlot,
         n_outputs: usize,
         out_row: usize,
     ) -> Status {
         self.kv.apply(slot, ub);
         // a graph with no output would be empty at the end: compute one row and ignore it
         let n_outputs_graph = n_outputs.max(1);
-        let p = self.graph_params(ub.n_tokens(), n_outputs_graph, self.kv.n_kv());
+        let n_kv_swa = self.kv.swa.as_ref().map_or(0, KvCache::n_kv);
+        let p = self.graph_params(
+            ub.n_tokens(),
+            n_outputs_graph,
+            self.kv.base.n_kv(),
+            n_kv_swa,
+        );
         let reuse =
             !self.cparams.graph_reuse_disable && self.prev.as_ref().is_some_and(|g| g.params == p);
         if reuse {
@@ -204,7 +211,7 @@ impl Context {
         Status::Success
     }
 
-    fn set_inputs(&self, g: &BuiltGraph, ub: &Ubatch, slot: &SlotInfo, n_outputs: usize) {
+    fn set_inputs(&self, g: &BuiltGraph, ub: &Ubatch, slot: &MemSlot, n_outputs: usize) {
         let ctx = &g.graph.ctx;
         let live = |t: Option<ggml::TensorId>| t.filter(|&t| ctx[t].data.is_some());
         if let Some(t) = live(g.inputs.tokens) {
@@ -213,25 +220,17 @@ impl Context {
         if let Some(t) = live(g.inputs.pos) {
             set_tensor(&ctx[t], &i32_bytes(&ub.pos), 0);
         }
-        if let Some(t) = live(g.inputs.k_idxs) {
-            set_tensor(&ctx[t], &i64_bytes(&self.kv.k_idxs(slot)), 0);
-        }
-        if let Some(t) = live(g.inputs.v_idxs) {
-            let n_embd_v = self.model.hparams.n_embd_v_gqa_max() as usize;
-            set_tensor(&ctx[t], &i64_bytes(&self.kv.v_idxs(slot, n_embd_v)), 0);
-        }
-        if let Some(t) = live(g.inputs.kq_mask) {
-            let n_kv = ctx[t].ne[0] as usize;
-            let alibi = self.model.hparams.f_max_alibi_bias > 0.0;
-            let mask = self.kv.kq_mask(ub, n_kv, g.params.causal, alibi);
-            let bytes: Vec<u8> = if ctx[t].ty == Type::F16 {
-                mask.iter()
-                    .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
-                    .collect()
-            } else {
-                mask.iter().flat_map(|x| x.to_le_bytes()).collect()
-            };
-            set_tensor(&ctx[t], &bytes, 0);
+        let i = &g.inputs;
+        self.set_cache_inputs(
+            g,
+            ub,
+            &self.kv.base,
+            &slot.base,
+            [i.k_idxs, i.v_idxs, i.kq_mask],
+        );
+        if let (Some(cache), Some(s)) = (self.kv.swa.as_ref(), slot.swa.as_ref()) {
+            let ins = [i.k_idxs_swa, i.v_idxs_swa, i.kq_mask_swa];
+            self.set_cache_inputs(g, ub, cache, s, ins);
         }
         if let Some(t) = live(g.inputs.out_ids) {
             let n_tokens = ub.n_tokens();
@@ -246,6 +245,39 @@ impl Context {
                     .collect()
             };
             set_tensor(&ctx[t], &i32_bytes(&ids), 0);
+        }
+    }
+
+    /// The K/V indices and the mask of one cache.
+    fn set_cache_inputs(
+        &self,
+        g: &BuiltGraph,
+        ub: &Ubatch,
+        kv: &KvCache,
+        slot: &SlotInfo,
+        [k_idxs, v_idxs, kq_mask]: [Option<ggml::TensorId>; 3],
+    ) {
+        let ctx = &g.graph.ctx;
+        let live = |t: Option<ggml::TensorId>| t.filter(|&t| ctx[t].data.is_some());
+        if let Some(t) = live(k_idxs) {
+            set_tensor(&ctx[t], &i64_bytes(&kv.k_idxs(slot)), 0);
+        }
+        if let Some(t) = live(v_idxs) {
+            let n_embd_v = self.model.hparams.n_embd_v_gqa_max() as usize;
+            set_tensor(&ctx[t], &i64_bytes(&kv.v_idxs(slot, n_embd_v)), 0);
+        }
+        if let Some(t) = live(kq_mask) {
+            let n_kv = ctx[t].ne[0] as usize;
+            let alibi = self.model.hparams.f_max_alibi_bias > 0.0;
+            let mask = kv.kq_mask(ub, n_kv, g.params.causal, alibi);
+            let bytes: Vec<u8> = if ctx[t].ty == Type::F16 {
+                mask.iter()
+                    .flat_map(|&x| half::f16::from_f32(x).to_le_bytes())
+                    .collect()
+            } else {
+                mask.iter().flat_map(|x| x.to_le_bytes()).collect()
+            };
+            set_tensor(&ctx[t], &bytes, 0);
         }
     }
 

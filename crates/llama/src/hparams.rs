@@ -35,6 +35,35 @@ impl RopeScaling {
     }
 }
 
+/// How sliding-window layers mask the cells outside their window (llama_swa_type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwaType {
+    None = 0,
+    Standard = 1,
+    Chunked = 2,
+    Symmetric = 3,
+}
+
+/// llama_hparams::is_masked_swa: whether a token at p1 must not see the cell at p0.
+pub fn is_masked_swa(n_swa: u32, swa_type: SwaType, p0: i32, p1: i32) -> bool {
+    assert_valid_window(n_swa, swa_type);
+    match swa_type {
+        SwaType::None => false,
+        SwaType::Standard => p1 - p0 >= n_swa as i32,
+        SwaType::Chunked => p0 < (p1 / n_swa as i32) * n_swa as i32,
+        SwaType::Symmetric => {
+            let half = n_swa as i32 / 2;
+            let d = p0 - p1;
+            d < -half || d > half
+        }
+    }
+}
+
+/// A window of 0 with a window type is rejected when the hyperparameters load.
+fn assert_valid_window(n_swa: u32, swa_type: SwaType) {
+    debug_assert!(swa_type == SwaType::None || n_swa > 0);
+}
+
 #[derive(Clone, Debug)]
 pub struct HParams {
     pub n_ctx_train: u32,
@@ -49,6 +78,10 @@ pub struct HParams {
     pub n_ff_arr: Vec<u32>,
     pub n_expert: u32,
     pub n_expert_used: u32,
+    pub n_expert_groups: u32,
+    pub n_group_used: u32,
+    /// llama_non_causal_type (0: none)
+    pub non_causal_type: i32,
     pub f_norm_eps: f32,
     pub f_norm_rms_eps: f32,
     pub f_clamp_kqv: f32,
@@ -66,6 +99,22 @@ pub struct HParams {
     pub n_ctx_orig_yarn: u32,
     pub rope_yarn_log_mul: f32,
     pub rope_finetuned: bool,
+    /// the window of sliding-window layers (0: none)
+    pub n_swa: u32,
+    pub swa_type: SwaType,
+    /// per layer: whether it is a sliding-window layer
+    pub swa_layers: Vec<bool>,
+    pub rope_freq_base_train_swa: f32,
+    pub rope_freq_scale_train_swa: f32,
+    pub n_embd_head_k_swa: u32,
+    pub n_embd_head_v_swa: u32,
+    pub n_rot_swa: u32,
+    /// tanh soft-capping of the attention scores (attn_soft_cap) and of the logits
+    pub attn_soft_cap: bool,
+    pub f_attn_logit_softcapping: f32,
+    pub f_final_logit_softcapping: f32,
+    /// multiplies the token embeddings (gemma: sqrt(n_embd)); 0 = none
+    pub f_embedding_scale: f32,
 }
 
 /// Typed access to `<arch>.<key>` values.
@@ -99,6 +148,31 @@ impl Keys<'_> {
     pub fn u32_req(&self, key: &str) -> Result<u32> {
         self.u32_opt(key)?
             .ok_or_else(|| LlamaError::MissingKey(self.full(key)))
+    }
+    pub fn f32_req(&self, key: &str) -> Result<f32> {
+        self.f32_opt(key)?
+            .ok_or_else(|| LlamaError::MissingKey(self.full(key)))
+    }
+    /// A per-layer flag array (bools, or integers read as non-zero), None when absent.
+    pub fn bool_arr_opt(&self, key: &str, n_layer: usize) -> Result<Option<Vec<bool>>> {
+        let Some(v) = self.get(key) else {
+            return Ok(None);
+        };
+        let Some(arr) = v.as_array() else {
+            return Ok(None);
+        };
+        let vals: Vec<bool> = match (arr.as_slice::<bool>(), arr.i32s()) {
+            (Some(b), _) => b.to_vec(),
+            (None, Some(ints)) => ints.into_iter().map(|x| x != 0).collect(),
+            _ => return Err(self.bad(key, "expected an array of bools or integers")),
+        };
+        if vals.len() != n_layer {
+            return Err(self.bad(
+                key,
+                &format!("array length {} != n_layer {}", vals.len(), n_layer),
+            ));
+        }
+        Ok(Some(vals))
     }
     pub fn f32_opt(&self, key: &str) -> Result<Option<f32>> {
         match self.get(key) {
@@ -196,7 +270,7 @@ impl HParams {
         let default_head = n_embd / n_head0;
         let n_embd_head_k = k.u32_opt("attention.key_length")?.unwrap_or(default_head);
         let n_embd_head_v = k.u32_opt("attention.value_length")?.unwrap_or(default_head);
-        let n_rot = k.u32_opt("rope.dimension_count")?.unwrap_or(default_head);
+        let n_rot = k.u32_opt("rope.dimension_count")?.unwrap_or(n_embd_head_k);
         if n_rot > n_embd_head_k {
             return Err(LlamaError::BadHparams(format!(
                 "invalid n_rot: {n_rot}, expected <= {n_embd_head_k}"
@@ -225,12 +299,10 @@ impl HParams {
         let rope_yarn_log_mul = k
             .f32_opt("rope.scaling.yarn_log_multiplier")?
             .unwrap_or(0.0);
-        let f_norm_rms_eps = k.f32_opt("attention.layer_norm_rms_epsilon")?;
-        let f_norm_rms_eps = match arch {
-            Arch::Llama | Arch::Qwen2 => f_norm_rms_eps.ok_or_else(|| {
-                LlamaError::MissingKey(k.full("attention.layer_norm_rms_epsilon"))
-            })?,
-        };
+        // required or not per architecture: its load_hparams checks
+        let f_norm_rms_eps = k
+            .f32_opt("attention.layer_norm_rms_epsilon")?
+            .unwrap_or(0.0);
         let n_vocab = match k.u32_opt("vocab_size")? {
             Some(n) => n,
             None => gguf
@@ -258,15 +330,14 @@ impl HParams {
                 "invalid head sizes: n_embd_head_k = {n_embd_head_k}, n_embd_head_v = {n_embd_head_v}, n_rot = {n_rot}"
             )));
         }
-        if matches!(arch, Arch::Llama | Arch::Qwen2)
-            && (n_rot != n_embd_head_k || n_embd_head_k != n_embd_head_v)
-        {
-            return Err(LlamaError::BadHparams(format!(
-                "{} needs n_rot = n_embd_head_k = n_embd_head_v, got {n_rot}, {n_embd_head_k}, {n_embd_head_v}",
-                arch.name()
-            )));
-        }
-        Ok(HParams {
+        let n_embd_head_k_swa = k
+            .u32_opt("attention.key_length_swa")?
+            .unwrap_or(n_embd_head_k);
+        let n_embd_head_v_swa = k
+            .u32_opt("attention.value_length_swa")?
+            .unwrap_or(n_embd_head_v);
+        let n_rot_swa = k.u32_opt("rope.dimension_count_swa")?.unwrap_or(n_rot);
+        let mut hp = HParams {
             n_ctx_train,
             n_embd,
             n_layer,
@@ -279,6 +350,9 @@ impl HParams {
             n_ff_arr,
             n_expert,
             n_expert_used,
+            n_expert_groups: k.u32_opt("expert_group_count")?.unwrap_or(0),
+            n_group_used: k.u32_opt("expert_group_used_count")?.unwrap_or(0),
+            non_causal_type: 0,
             f_norm_eps: k.f32_opt("attention.layer_norm_epsilon")?.unwrap_or(0.0),
             f_norm_rms_eps,
             f_clamp_kqv: k.f32_opt("attention.clamp_kqv")?.unwrap_or(0.0),
@@ -296,7 +370,89 @@ impl HParams {
             n_ctx_orig_yarn,
             rope_yarn_log_mul,
             rope_finetuned,
-        })
+            n_swa: 0,
+            swa_type: SwaType::None,
+            swa_layers: vec![false; nl],
+            rope_freq_base_train_swa: 10000.0,
+            rope_freq_scale_train_swa: 1.0,
+            n_embd_head_k_swa,
+            n_embd_head_v_swa,
+            n_rot_swa,
+            attn_soft_cap: false,
+            f_attn_logit_softcapping: 0.0,
+            f_final_logit_softcapping: 0.0,
+            f_embedding_scale: 0.0,
+        };
+        arch.load_hparams(&k, &mut hp)?;
+        hp.check_swa()?;
+        Ok(hp)
+    }
+
+    /// Sliding-window settings the graphs and caches can use: a positive window, and head
+    /// sizes of sliding-window layers equal to the others (one K/V row size per cache).
+    fn check_swa(&self) -> Result<()> {
+        if self.swa_type == SwaType::None {
+            return Ok(());
+        }
+        if self.n_swa == 0 {
+            return Err(LlamaError::BadKey {
+                key: "attention.sliding_window".into(),
+                why: "a sliding-window model needs a window > 0".into(),
+            });
+        }
+        if self.n_embd_head_k_swa != self.n_embd_head_k
+            || self.n_embd_head_v_swa != self.n_embd_head_v
+            || self.n_rot_swa != self.n_rot
+        {
+            return Err(LlamaError::Unsupported(format!(
+                "sliding-window layers with other head sizes ({}/{}/{} vs {}/{}/{}) are not supported",
+                self.n_embd_head_k_swa,
+                self.n_embd_head_v_swa,
+                self.n_rot_swa,
+                self.n_embd_head_k,
+                self.n_embd_head_v,
+                self.n_rot
+            )));
+        }
+        Ok(())
+    }
+
+    /// set_swa_pattern: every n_pattern-th layer is dense (the last of each group, or the first
+    /// with dense_first); 0 makes every layer sliding-window.
+    pub(crate) fn set_swa_pattern(&mut self, n_pattern: u32, dense_first: bool) {
+        for (il, swa) in self.swa_layers.iter_mut().enumerate() {
+            let il = il as u32;
+            *swa = n_pattern == 0
+                || if dense_first {
+                    il % n_pattern != 0
+                } else {
+                    il % n_pattern < n_pattern - 1
+                };
+        }
+    }
+
+    /// load_swa_pattern: the per-layer array of the file, else its period, else `n_pattern`.
+    pub(crate) fn load_swa_pattern(
+        &mut self,
+        k: &Keys,
+        n_pattern: u32,
+        dense_first: bool,
+    ) -> Result<()> {
+        let key = "attention.sliding_window_pattern";
+        if let Some(arr) = k.bool_arr_opt(key, self.n_layer as usize)? {
+            self.swa_layers = arr;
+            return Ok(());
+        }
+        let n = k.u32_opt(key)?.unwrap_or(n_pattern);
+        self.set_swa_pattern(n, dense_first);
+        Ok(())
+    }
+
+    pub fn is_swa(&self, il: usize) -> bool {
+        self.swa_layers.get(il).copied().unwrap_or(false)
+    }
+    pub fn is_swa_any(&self) -> bool {
+        self.swa_layers.iter().any(|&s| s)
     }
 
     /// The hyperparameters of a vocab-only load of an architecture this crate has no graph for:
@@ -319,6 +475,9 @@ impl HParams {
             n_ff_arr: Vec::new(),
             n_expert: 0,
             n_expert_used: 0,
+            n_expert_groups: 0,
+            n_group_used: 0,
+            non_causal_type: 0,
             f_norm_eps: 0.0,
             f_norm_rms_eps: 0.0,
             f_clamp_kqv: 0.0,
@@ -336,6 +495,18 @@ impl HParams {
             n_ctx_orig_yarn: 0,
             rope_yarn_log_mul: 0.0,
             rope_finetuned: false,
+            n_swa: 0,
+            swa_type: SwaType::None,
+            swa_layers: Vec::new(),
+            rope_freq_base_train_swa: 10000.0,
+            rope_freq_scale_train_swa: 1.0,
+            n_embd_head_k_swa: 0,
+            n_embd_head_v_swa: 0,
+            n_rot_swa: 0,
+            attn_soft_cap: false,
+            f_attn_logit_softcapping: 0.0,
+            f_final_logit_softcapping: 0.0,
+            f_embedding_scale: 0.0,
         }
     }
 

@@ -4,6 +4,7 @@
 
 use crate::batch::Ubatch;
 use crate::error::{LlamaError, Result};
+use crate::hparams::{is_masked_swa, SwaType};
 use crate::kv_cells::KvCells;
 use crate::model::Model;
 use ggml::backend::{Buffer, BufferUsage, DeviceRef};
@@ -14,10 +15,36 @@ const MIB: f64 = 1024.0 * 1024.0;
 /// n_kv is padded to this so that graphs keep their shape across steps (and can be reused).
 pub const N_PAD: usize = 256;
 
+/// Which layers a cache holds and how its cells are masked: all layers, or (for the two
+/// caches of llama_kv_cache_iswa) the dense or the sliding-window ones with their window.
+#[derive(Clone, Copy, Debug)]
+pub struct CacheLayers {
+    /// None: every layer; Some(swa): the layers whose is_swa equals swa
+    pub swa_only: Option<bool>,
+    pub n_swa: u32,
+    pub swa_type: SwaType,
+}
+
+impl CacheLayers {
+    pub const ALL: CacheLayers = CacheLayers {
+        swa_only: None,
+        n_swa: 0,
+        swa_type: SwaType::None,
+    };
+    fn holds(&self, model: &Model, il: usize) -> bool {
+        self.swa_only
+            .is_none_or(|swa| model.hparams.is_swa(il) == swa)
+    }
+}
+
 pub struct KvCache {
     pub(crate) ctx: Context,
-    /// (K, V) tensor of each layer
+    /// (K, V) tensor of each layer the cache holds, in layer order
     pub(crate) layers: Vec<(TensorId, TensorId)>,
+    /// model layer -> index into `layers`
+    layer_ids: Vec<Option<usize>>,
+    n_swa: u32,
+    swa_type: SwaType,
     pub(crate) buffers: Vec<Arc<Buffer>>,
     /// (buffer type name, bytes), also when nothing was allocated
     sizes: Vec<(String, usize)>,
@@ -46,12 +73,18 @@ impl KvCache {
         kv_size: u32,
         n_seq_max: u32,
         cpu: &DeviceRef,
+        which: CacheLayers,
     ) -> Result<KvCache> {
         let hp = &model.hparams;
         let mut ctx = Context::new();
         let mut layers = Vec::new();
+        let mut layer_ids = vec![None; hp.n_layer as usize];
         let mut by_buft: Vec<(ggml::backend::BufferTypeRef, Vec<TensorId>)> = Vec::new();
         for il in 0..hp.n_layer as usize {
+            if !which.holds(model, il) {
+                ggml::log_debug!("llama_kv_cache: layer {:3}: filtered\n", il);
+                continue;
+            }
             let dev = if offload {
                 model.dev_layer(il).cloned().unwrap_or(cpu.clone())
             } else {
@@ -62,6 +95,7 @@ impl KvCache {
             ctx.set_name(k, &format!("cache_k_l{il}"));
             let v = ctx.new_tensor_3d(type_v, hp.n_embd_v_gqa(il) as i64, kv_size as i64, 1);
             ctx.set_name(v, &format!("cache_v_l{il}"));
+            layer_ids[il] = Some(layers.len());
             layers.push((k, v));
             let buft = dev.buffer_type();
             match by_buft
@@ -137,6 +171,9 @@ impl KvCache {
         Ok(KvCache {
             ctx,
             layers,
+            layer_ids,
+            n_swa: which.n_swa,
+            swa_type: which.swa_type,
             buffers,
             sizes,
             type_k,
@@ -149,6 +186,20 @@ impl KvCache {
 
     pub fn size(&self) -> usize {
         self.cells.size()
+    }
+    /// The (K, V) tensors of model layer `il`, if this cache holds it.
+    pub(crate) fn layer(&self, il: usize) -> Option<(TensorId, TensorId)> {
+        self.layer_ids
+            .get(il)
+            .copied()
+            .flatten()
+            .map(|i| self.layers[i])
+    }
+    /// The model layers this cache holds.
+    pub(crate) fn layer_indices(&self) -> Vec<usize> {
+        (0..self.layer_ids.len())
+            .filter(|&il| self.layer_ids[il].is_some())
+            .collect()
     }
     /// (buffer type name, bytes) of each KV buffer.
     pub fn buffer_sizes(&self) -> Vec<(String, usize)> {
@@ -176,12 +227,13 @@ impl KvCache {
         }
         let mut idxs = Vec::with_capacity(n_tokens);
         let mut n_tested = 0usize;
+        let mut pos_max = std::collections::HashMap::new();
         while idxs.len() < n_tokens {
             if head >= size {
                 head = 0;
                 continue;
             }
-            if self.cells.is_empty(head) {
+            if self.can_use(head, &mut pos_max) {
                 idxs.push(head as u32);
             }
             head += 1;
@@ -193,14 +245,44 @@ impl KvCache {
         Some(SlotInfo { idxs })
     }
 
+    /// A free cell, or one of a single sequence that its sliding window no longer sees.
+    fn can_use(&self, i: usize, pos_max: &mut std::collections::HashMap<i32, i32>) -> bool {
+        if self.cells.is_empty(i) {
+            return true;
+        }
+        if self.swa_type == SwaType::None {
+            return false;
+        }
+        let Some(seq) = self.cells.seqs(i).single() else {
+            return false;
+        };
+        let max = *pos_max
+            .entry(seq)
+            .or_insert_with(|| self.cells.seq_pos_max(seq));
+        is_masked_swa(self.n_swa, self.swa_type, self.cells.pos(i), max + 1)
+    }
+
     /// apply_ubatch: write the ubatch's positions and sequences into its cells.
     pub fn apply(&mut self, slot: &SlotInfo, ub: &Ubatch) {
+        // the highest position overwritten per sequence (only sliding-window caches reuse cells)
+        let mut pos_max_rm: std::collections::BTreeMap<i32, i32> = Default::default();
         for (i, &idx) in slot.idxs.iter().enumerate() {
             let idx = idx as usize;
             if !self.cells.is_empty(idx) {
+                if let Some(seq) = self.cells.seqs(idx).single() {
+                    let e = pos_max_rm.entry(seq).or_insert(-1);
+                    *e = (*e).max(self.cells.pos(idx));
+                }
                 self.cells.rm(idx);
             }
             self.cells.set(idx, ub.pos[i], &ub.seq_id[i]);
+        }
+        // a sequence keeps every position between its min and max: purge the older ones too
+        for (seq, max_rm) in pos_max_rm {
+            let min = self.cells.seq_pos_min(seq);
+            if min >= 0 && min <= max_rm {
+                self.seq_rm(seq, min, max_rm + 1);
+            }
         }
         if let Some(&last) = slot.idxs.last() {
             self.head = last as usize + 1;
@@ -263,6 +345,9 @@ impl KvCache {
                 }
                 let p0 = self.cells.pos(j);
                 if causal && p0 > p1 {
+                    continue;
+                }
+                if is_masked_swa(self.n_swa, self.swa_type, p0, p1) {
                     continue;
                 }
                 *m = if alibi {

@@ -23,6 +23,15 @@ impl SeqSet {
     pub fn is_empty(&self) -> bool {
         self.0.iter().all(|&w| w == 0)
     }
+    /// The sequence of a cell that only one sequence uses.
+    pub fn single(&self) -> Option<i32> {
+        let n: u32 = self.0.iter().map(|w| w.count_ones()).sum();
+        if n != 1 {
+            return None;
+        }
+        let (word, bits) = self.0.iter().enumerate().find(|(_, &w)| w != 0)?;
+        Some((word * 64 + bits.trailing_zeros() as usize) as i32)
+    }
 }
 
 #[derive(Clone, Debug)]

@@ -27,6 +27,7 @@ mod decode;
 pub(crate) mod graph;
 mod kv_cache;
 mod kv_cells;
+mod kv_memory;
 mod kv_shift;
 mod perf;
 mod reserve;

@@ -101,6 +101,12 @@ pub struct Layer {
     pub ffn_down_b: Option<TensorId>,
     pub ffn_up_b: Option<TensorId>,
     pub rope_freqs: Option<TensorId>,
+    /// per-head RMS norms of Q and K (qk-norm)
+    pub attn_q_norm: Option<TensorId>,
+    pub attn_k_norm: Option<TensorId>,
+    /// norms of the attention and feed-forward outputs before their residual adds
+    pub attn_post_norm: Option<TensorId>,
+    pub ffn_post_norm: Option<TensorId>,
 }
 
 pub struct Model {
@@ -242,14 +248,7 @@ impl Model {
             .unwrap_or("")
             .to_string();
         let type_name = match arch {
-            Some(a) => crate::arch::type_name(
-                a,
-                hparams.n_layer,
-                hparams.n_embd,
-                hparams.n_head(0),
-                hparams.n_head_kv(0),
-                hparams.n_vocab,
-            ),
+            Some(a) => a.type_name(&hparams),
             None => "?B",
         };
 

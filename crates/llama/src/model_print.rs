@@ -1,6 +1,7 @@
 //! llama_model::print_info: the hyperparameters and derived values of startup-log part 1.
 
 use crate::cfmt;
+use crate::hparams::SwaType;
 use crate::model::Model;
 
 impl Model {
@@ -40,9 +41,9 @@ impl Model {
         p("n_head", hp.fmt_per_layer(|il| hp.n_head(il)));
         p("n_head_kv", hp.fmt_per_layer(|il| hp.n_head_kv(il)));
         p("n_rot", hp.n_rot.to_string());
-        p("n_swa", "0".into());
-        p("is_swa_any", "0".into());
-        p("non_causal_type", "0".into());
+        p("n_swa", hp.n_swa.to_string());
+        p("is_swa_any", (hp.is_swa_any() as u32).to_string());
+        p("non_causal_type", hp.non_causal_type.to_string());
         p("n_embd_head_k", hp.n_embd_head_k.to_string());
         p("n_embd_head_v", hp.n_embd_head_v.to_string());
         p("n_gqa", hp.fmt_per_layer(|il| hp.n_gqa(il)));
@@ -61,8 +62,8 @@ impl Model {
         p("n_ff", hp.fmt_per_layer(|il| hp.n_ff(il)));
         p("n_expert", hp.n_expert.to_string());
         p("n_expert_used", hp.n_expert_used.to_string());
-        p("n_expert_groups", "0".into());
-        p("n_group_used", "0".into());
+        p("n_expert_groups", hp.n_expert_groups.to_string());
+        p("n_group_used", hp.n_group_used.to_string());
         p("causal attn", (hp.causal_attn as i32).to_string());
         p("pooling type", hp.pooling_type.to_string());
         p("rope type", (hp.rope_type as i32).to_string());
@@ -72,6 +73,19 @@ impl Model {
         );
         p("freq_base_train", format!("{:.1}", hp.rope_freq_base_train));
         p("freq_scale_train", cfmt::g(hp.rope_freq_scale_train as f64));
+        if hp.swa_type != SwaType::None {
+            p(
+                "freq_base_swa",
+                format!("{:.1}", hp.rope_freq_base_train_swa),
+            );
+            p(
+                "freq_scale_swa",
+                cfmt::g(hp.rope_freq_scale_train_swa as f64),
+            );
+            p("n_embd_head_k_swa", hp.n_embd_head_k_swa.to_string());
+            p("n_embd_head_v_swa", hp.n_embd_head_v_swa.to_string());
+            p("n_rot_swa", hp.n_rot_swa.to_string());
+        }
         p("n_ctx_orig_yarn", hp.n_ctx_orig_yarn.to_string());
         p("rope_yarn_log_mul", format!("{:.4}", hp.rope_yarn_log_mul));
         p(

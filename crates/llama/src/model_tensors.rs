@@ -2,11 +2,10 @@
 //! each layer, the buffer type each weight prefers (and the one it gets), `-ot` overrides,
 //! then the buffers themselves and the data load.
 
-use crate::arch::{tn, Arch};
 use crate::error::{LlamaError, Result};
 use crate::hparams::HParams;
 use crate::loader::ModelLoader;
-use crate::model::{Layer, Model, ModelParams};
+use crate::model::{Model, ModelParams};
 use ggml::backend::{same_buft, BufferTypeRef, DeviceKind, DeviceRef};
 use ggml::tensor::TensorData;
 use ggml::{Context, Op, RopeParams, TensorId, Type};
@@ -622,196 +621,13 @@ fn regex_error_line(e: &regex::Error) -> String {
     }
 }
 
-/// The tensors of the llama and qwen2 decoders, in llama.cpp's creation order (which is also
-/// the order of the debug log and of the data load).
+/// The tensors of the model's architecture (its `tensors` in arch/), in llama.cpp's creation
+/// order (which is also the order of the debug log and of the data load).
 pub fn create_decoder_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
-    let hp = model.hparams.clone();
     let arch = model.arch.ok_or_else(|| {
         LlamaError::UnknownArch(format!("{} (no tensor list for it)", model.arch_name))
     })?;
-    let n_embd = hp.n_embd as i64;
-    let n_vocab = hp.n_vocab as i64;
-    let mm = Op::MulMat {
-        prec: ggml::Prec::Default,
-    };
-    let tok = tn::global(tn::TOKEN_EMBD, "weight");
-    model.tok_embd = Some(c.require(&tok, &[n_embd, n_vocab], LayerKind::Input, Op::GetRows)?);
-    model.output_norm = Some(c.require(
-        &tn::global(tn::OUTPUT_NORM, "weight"),
-        &[n_embd],
-        LayerKind::Output,
-        Op::Mul,
-    )?);
-    model.output = c.create(
-        &tn::global(tn::OUTPUT, "weight"),
-        &[n_embd, n_vocab],
-        NOT_REQUIRED,
-        LayerKind::Output,
-        mm,
-    )?;
-    if model.output.is_none() {
-        // tied embeddings: the output matrix is the token embedding
-        model.output = c.create(&tok, &[n_embd, n_vocab], DUPLICATED, LayerKind::Output, mm)?;
-    }
-    let n_embd_head_k = hp.n_embd_head_k as i64;
-    for il in 0..hp.n_layer as usize {
-        let k = LayerKind::Repeating(il);
-        let n_embd_q = n_embd_head_k * hp.n_head(il) as i64;
-        let n_embd_k_gqa = hp.n_embd_k_gqa(il) as i64;
-        let n_embd_v_gqa = hp.n_embd_v_gqa(il) as i64;
-        let n_ff = hp.n_ff(il) as i64;
-        let mut l = Layer {
-            attn_norm: Some(c.require(
-                &tn::blk(tn::ATTN_NORM, "weight", il),
-                &[n_embd],
-                k,
-                Op::Mul,
-            )?),
-            ..Layer::default()
-        };
-        // create_tensor_qkv: a fused matrix if the file has one, else three
-        let wqkv = c.create(
-            &tn::blk(tn::ATTN_QKV, "weight", il),
-            &[n_embd, n_embd_q + n_embd_k_gqa + n_embd_v_gqa],
-            NOT_REQUIRED,
-            k,
-            mm,
-        )?;
-        if wqkv.is_some() {
-            return Err(LlamaError::Unsupported(format!(
-                "layer {il}: fused attn_qkv weights are not supported for {}",
-                arch.name()
-            )));
-        }
-        l.wq = Some(c.require(
-            &tn::blk(tn::ATTN_Q, "weight", il),
-            &[n_embd, n_embd_q],
-            k,
-            mm,
-        )?);
-        l.wk = Some(c.require(
-            &tn::blk(tn::ATTN_K, "weight", il),
-            &[n_embd, n_embd_k_gqa],
-            k,
-            mm,
-        )?);
-        l.wv = Some(c.require(
-            &tn::blk(tn::ATTN_V, "weight", il),
-            &[n_embd, n_embd_v_gqa],
-            k,
-            mm,
-        )?);
-        // qwen2 always has Q/K/V biases, llama may
-        let bias_flags = if arch == Arch::Qwen2 {
-            REQUIRED
-        } else {
-            NOT_REQUIRED
-        };
-        l.bq = c.create(
-            &tn::blk(tn::ATTN_Q, "bias", il),
-            &[n_embd_q],
-            bias_flags,
-            k,
-            Op::Add,
-        )?;
-        l.bk = c.create(
-            &tn::blk(tn::ATTN_K, "bias", il),
-            &[n_embd_k_gqa],
-            bias_flags,
-            k,
-            Op::Add,
-        )?;
-        l.bv = c.create(
-            &tn::blk(tn::ATTN_V, "bias", il),
-            &[n_embd_v_gqa],
-            bias_flags,
-            k,
-            Op::Add,
-        )?;
-        l.wo = Some(c.require(
-            &tn::blk(tn::ATTN_OUT, "weight", il),
-            &[n_embd_q, n_embd],
-            k,
-            mm,
-        )?);
-        if arch == Arch::Llama {
-            l.bo = c.create(
-                &tn::blk(tn::ATTN_OUT, "bias", il),
-                &[n_embd],
-                NOT_REQUIRED,
-                k,
-                Op::Add,
-            )?;
-        }
-        l.ffn_norm =
-            Some(c.require(&tn::blk(tn::FFN_NORM, "weight", il), &[n_embd], k, Op::Mul)?);
-        if arch == Arch::Llama {
-            let flags = NOT_REQUIRED | if il != 0 { DUPLICATED } else { 0 };
-            let rope = Op::Rope(RopeParams::default());
-            l.rope_freqs = c.create(
-                &tn::global(tn::ROPE_FREQS, "weight"),
-                &[hp.n_rot as i64 / 2],
-                flags,
-                k,
-                rope,
-            )?;
-        }
-        l.ffn_gate =
-            Some(c.require(&tn::blk(tn::FFN_GATE, "weight", il), &[n_embd, n_ff], k, mm)?);
-        l.ffn_down =
-            Some(c.require(&tn::blk(tn::FFN_DOWN, "weight", il), &[n_ff, n_embd], k, mm)?);
-        l.ffn_up = Some(c.require(&tn::blk(tn::FFN_UP, "weight", il), &[n_embd, n_ff], k, mm)?);
-        if arch == Arch::Llama {
-            l.ffn_gate_b = c.create(
-                &tn::blk(tn::FFN_GATE, "bias", il),
-                &[n_ff],
-                NOT_REQUIRED,
-                k,
-                Op::Add,
-            )?;
-            l.ffn_down_b = c.create(
-                &tn::blk(tn::FFN_DOWN, "bias", il),
-                &[n_embd],
-                NOT_REQUIRED,
-                k,
-                Op::Add,
-            )?;
-            l.ffn_up_b = c.create(
-                &tn::blk(tn::FFN_UP, "bias", il),
-                &[n_ff],
-                NOT_REQUIRED,
-                k,
-                Op::Add,
-            )?;
-        }
-        model.layers.push(l);
-    }
-    if arch == Arch::Llama {
-        // per-tensor scales of scaled low-precision formats; the graph does not apply them yet
-        for il in 0..hp.n_layer as usize {
-            let k = LayerKind::Repeating(il);
-            for suffix in ["scale", "input_scale"] {
-                for base in [
-                    tn::ATTN_Q,
-                    tn::ATTN_K,
-                    tn::ATTN_V,
-                    tn::ATTN_OUT,
-                    tn::FFN_GATE,
-                    tn::FFN_DOWN,
-                    tn::FFN_UP,
-                ] {
-                    if c.create(&tn::blk(base, suffix, il), &[1], NOT_REQUIRED, k, Op::Mul)?
-                        .is_some()
-                    {
-                        return Err(LlamaError::Unsupported(format!(
-                            "tensor blk.{il}.{base}.{suffix}: scaled weights are not supported"
-                        )));
-                    }
-                }
-            }
-        }
-    }
-    Ok(())
+    arch.create_tensors(model, c)
 }
 
 #[cfg(test)]

@@ -27,7 +27,8 @@ impl Context {
         );
         self.sched.reset();
         self.prev = None;
-        let p = self.graph_params(n_tokens, n_outputs, self.kv.size());
+        let n_kv_swa = self.kv.swa.as_ref().map_or(0, |c| c.size());
+        let p = self.graph_params(n_tokens, n_outputs, self.kv.base.size(), n_kv_swa);
         let mut built = self.build_graph(p);
         log_input_tensors(&built);
         // without memory (no_alloc models) the buffers are only measured

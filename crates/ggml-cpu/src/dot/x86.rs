@@ -185,13 +185,17 @@ unsafe fn f16_k2(n: usize, x: &[u8], y: &[u8]) -> f32 {
         }
         i += 32;
     }
-    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
-    let mut sum = hsum_ps(s);
+    // GGML_F32x8_REDUCE: (0 + 2) + (1 + 3), then two horizontal adds; the leftovers are
+    // added in double (ggml_float)
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+    let t0 = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    let t1 = _mm_hadd_ps(t0, t0);
+    let mut sum = _mm_cvtss_f32(_mm_hadd_ps(t1, t1)) as f64;
     while i < n {
-        sum += h2f(rd16(x, 2 * i)) * h2f(rd16(y, 2 * i));
+        sum += (h2f(rd16(x, 2 * i)) * h2f(rd16(y, 2 * i))) as f64;
         i += 1;
     }
-    sum
+    sum as f32
 }
 
 #[inline]

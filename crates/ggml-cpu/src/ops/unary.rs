@@ -69,7 +69,8 @@ pub(crate) fn scale(p: &mut Params, n: &Node, s: f32, b: f32) {
 }
 
 fn gelu_f32(x: f32) -> f32 {
-    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (1.0 + GELU_COEF_A * x * x)).tanh())
+    // GCC contracts ggml's `1.0f + GELU_COEF_A*x*x` into one fused multiply-add
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * x * (GELU_COEF_A * x).mul_add(x, 1.0)).tanh())
 }
 
 fn gelu_quick_f32(x: f32) -> f32 {

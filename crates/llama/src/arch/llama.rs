@@ -1,11 +1,110 @@
-//! The llama graph (src/models/llama.cpp): pre-norm decoder blocks with rope, grouped-query
-//! attention and a SwiGLU feed-forward.
+//! The llama architecture (src/models/llama.cpp): pre-norm decoder blocks with rope,
+//! grouped-query attention and a SwiGLU feed-forward; optional biases, rope factors.
 
+use super::tensors::{self, opt, req, MM};
+use super::{tn, ArchDef, RopeType};
+use crate::error::{LlamaError, Result};
 use crate::graph::{GraphBuilder, NormType};
-use crate::model::Model;
-use ggml::TensorId;
+use crate::hparams::{HParams, Keys};
+use crate::model::{Layer, Model};
+use crate::model_tensors::{LayerKind, TensorCreator, DUPLICATED, NOT_REQUIRED};
+use ggml::{Op, RopeParams, TensorId};
 
-pub(crate) fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
+pub(super) static ARCH: ArchDef = ArchDef {
+    name: "llama",
+    rope_type: RopeType::Norm,
+    load_hparams,
+    type_name,
+    tensors: create_tensors,
+    graph: build,
+};
+
+fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
+    hp.f_norm_rms_eps = k.f32_req("attention.layer_norm_rms_epsilon")?;
+    super::require_full_rope(hp, "llama")
+}
+
+fn type_name(hp: &HParams) -> &'static str {
+    match hp.n_layer {
+        16 | 22 => "1B",
+        26 | 28 => "3B",
+        30 => "256M",
+        32 if hp.n_vocab == 49152 => "3B",
+        32 if hp.n_vocab < 40000 => "7B",
+        32 => "8B",
+        36 => "8B",
+        40 => "13B",
+        48 => "34B",
+        60 => "30B",
+        80 if hp.n_head(0) == hp.n_head_kv(0) => "65B",
+        80 => "70B",
+        _ => "?B",
+    }
+}
+
+fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
+    tensors::embd_and_output(model, c)?;
+    let hp = model.hparams.clone();
+    let n_embd = hp.n_embd as i64;
+    let n_embd_head_k = hp.n_embd_head_k as i64;
+    for il in 0..hp.n_layer as usize {
+        let n_embd_q = n_embd_head_k * hp.n_head(il) as i64;
+        let n_ff = hp.n_ff(il) as i64;
+        let mut l = Layer {
+            attn_norm: tensors::norm(c, tn::ATTN_NORM, il, n_embd)?,
+            ..Layer::default()
+        };
+        tensors::qkv(
+            c,
+            &mut l,
+            il,
+            n_embd,
+            n_embd_q,
+            hp.n_embd_k_gqa(il) as i64,
+            hp.n_embd_v_gqa(il) as i64,
+            false,
+        )?;
+        l.wo = req(c, tn::ATTN_OUT, "weight", il, &[n_embd_q, n_embd], MM)?;
+        l.bo = opt(c, tn::ATTN_OUT, "bias", il, &[n_embd], Op::Add)?;
+        l.ffn_norm = tensors::norm(c, tn::FFN_NORM, il, n_embd)?;
+        let flags = NOT_REQUIRED | if il != 0 { DUPLICATED } else { 0 };
+        l.rope_freqs = c.create(
+            &tn::global(tn::ROPE_FREQS, "weight"),
+            &[hp.n_rot as i64 / 2],
+            flags,
+            LayerKind::Repeating(il),
+            Op::Rope(RopeParams::default()),
+        )?;
+        tensors::ffn_gate_down_up(c, &mut l, il, n_embd, n_ff)?;
+        l.ffn_gate_b = opt(c, tn::FFN_GATE, "bias", il, &[n_ff], Op::Add)?;
+        l.ffn_down_b = opt(c, tn::FFN_DOWN, "bias", il, &[n_embd], Op::Add)?;
+        l.ffn_up_b = opt(c, tn::FFN_UP, "bias", il, &[n_ff], Op::Add)?;
+        model.layers.push(l);
+    }
+    // per-tensor scales of scaled low-precision formats; the graph does not apply them yet
+    for il in 0..hp.n_layer as usize {
+        for suffix in ["scale", "input_scale"] {
+            for base in [
+                tn::ATTN_Q,
+                tn::ATTN_K,
+                tn::ATTN_V,
+                tn::ATTN_OUT,
+                tn::FFN_GATE,
+                tn::FFN_DOWN,
+                tn::FFN_UP,
+            ] {
+                if opt(c, base, suffix, il, &[1], Op::Mul)?.is_some() {
+                    return Err(LlamaError::Unsupported(format!(
+                        "tensor blk.{il}.{base}.{suffix}: scaled weights are not supported"
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
     let hp = &model.hparams;
     let n_embd_head = hp.n_embd_head_v as i64;
     let n_layer = hp.n_layer as usize;

@@ -1,10 +1,77 @@
-//! The qwen2 graph (src/models/qwen2.cpp): llama's block with Q/K/V biases and NeoX rope.
+//! The qwen2 architecture (src/models/qwen2.cpp): llama's block with Q/K/V biases and NeoX
+//! rope.
 
+use super::tensors::{self, req, MM};
+use super::{tn, ArchDef, RopeType};
+use crate::error::Result;
 use crate::graph::{GraphBuilder, NormType};
-use crate::model::Model;
+use crate::hparams::{HParams, Keys};
+use crate::model::{Layer, Model};
+use crate::model_tensors::TensorCreator;
 use ggml::TensorId;
 
-pub(crate) fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
+pub(super) static ARCH: ArchDef = ArchDef {
+    name: "qwen2",
+    rope_type: RopeType::Neox,
+    load_hparams,
+    type_name,
+    tensors: create_tensors,
+    graph: build,
+};
+
+fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
+    hp.f_norm_rms_eps = k.f32_req("attention.layer_norm_rms_epsilon")?;
+    super::require_full_rope(hp, "qwen2")
+}
+
+fn type_name(hp: &HParams) -> &'static str {
+    match hp.n_layer {
+        24 if hp.n_embd == 1024 => "0.5B",
+        24 => "1B",
+        28 if hp.n_embd == 1536 => "1.5B",
+        28 => "7B",
+        32 => "7B",
+        36 => "3B",
+        40 if hp.n_head(0) == 20 => "4B",
+        40 => "13B",
+        48 => "14B",
+        64 => "32B",
+        80 => "70B",
+        _ => "?B",
+    }
+}
+
+fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
+    tensors::embd_and_output(model, c)?;
+    let hp = model.hparams.clone();
+    let n_embd = hp.n_embd as i64;
+    let n_embd_head_k = hp.n_embd_head_k as i64;
+    for il in 0..hp.n_layer as usize {
+        let n_embd_q = n_embd_head_k * hp.n_head(il) as i64;
+        let mut l = Layer {
+            attn_norm: tensors::norm(c, tn::ATTN_NORM, il, n_embd)?,
+            ..Layer::default()
+        };
+        // qwen2 always has Q/K/V biases
+        tensors::qkv(
+            c,
+            &mut l,
+            il,
+            n_embd,
+            n_embd_q,
+            hp.n_embd_k_gqa(il) as i64,
+            hp.n_embd_v_gqa(il) as i64,
+            true,
+        )?;
+        l.wo = req(c, tn::ATTN_OUT, "weight", il, &[n_embd_q, n_embd], MM)?;
+        l.ffn_norm = tensors::norm(c, tn::FFN_NORM, il, n_embd)?;
+        tensors::ffn_gate_down_up(c, &mut l, il, n_embd, hp.n_ff(il) as i64)?;
+        model.layers.push(l);
+    }
+    Ok(())
+}
+
+fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
     let hp = &model.hparams;
     let n_embd_head = hp.n_embd_head_v as i64;
     let n_layer = hp.n_layer as usize;

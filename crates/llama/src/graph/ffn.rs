@@ -4,10 +4,22 @@ use super::GraphBuilder;
 use crate::model::Layer;
 use ggml::TensorId;
 
-/// The normalisations the graphs use (LLM_NORM_RMS; LLM_NORM joins when an architecture needs it).
+/// The normalisations the graphs use (LLM_NORM_RMS, LLM_NORM).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum NormType {
     Rms,
+    /// LayerNorm: mean removed, then scaled to unit variance (f_norm_eps)
+    #[allow(dead_code)]
+    Layer,
+}
+
+/// The activation of a gated (LLM_FFN_PAR) feed-forward.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GatedAct {
+    /// SiLU: SwiGLU
+    Silu,
+    /// GELU (tanh approximation): GeGLU
+    Gelu,
 }
 
 impl GraphBuilder<'_> {
@@ -25,6 +37,10 @@ impl GraphBuilder<'_> {
             NormType::Rms => {
                 let eps = hp.f_norm_rms_eps;
                 self.g.ctx.rms_norm(cur, eps)
+            }
+            NormType::Layer => {
+                let eps = hp.f_norm_eps;
+                self.g.ctx.norm(cur, eps)
             }
         };
         if mw.is_some() || mb.is_some() {
@@ -103,6 +119,20 @@ impl GraphBuilder<'_> {
         down_b: Option<TensorId>,
         il: i32,
     ) -> TensorId {
+        let w = [(up, up_b), (gate, gate_b), (down, down_b)];
+        self.build_ffn_gated(cur, w, GatedAct::Silu, il)
+    }
+
+    /// build_ffn with a parallel gate: down(act(gate(x)) * up(x)), each matrix with an optional
+    /// bias; `w` is [(up, bias), (gate, bias), (down, bias)].
+    pub fn build_ffn_gated(
+        &mut self,
+        cur: TensorId,
+        w: [(TensorId, Option<TensorId>); 3],
+        act: GatedAct,
+        il: i32,
+    ) -> TensorId {
+        let [(up, up_b), (gate, gate_b), (down, down_b)] = w;
         let up = self.w(up);
         let mut tmp = self.g.ctx.mul_mat(up, cur);
         self.cb(tmp, "ffn_up", il);
@@ -117,8 +147,18 @@ impl GraphBuilder<'_> {
             g = self.g.ctx.add(g, b);
             self.cb(g, "ffn_gate_b", il);
         }
-        let mut out = self.g.ctx.swiglu_split(g, tmp);
-        self.cb(out, "ffn_swiglu", il);
+        let mut out = match act {
+            GatedAct::Silu => {
+                let t = self.g.ctx.swiglu_split(g, tmp);
+                self.cb(t, "ffn_swiglu", il);
+                t
+            }
+            GatedAct::Gelu => {
+                let t = self.g.ctx.geglu_split(g, tmp);
+                self.cb(t, "ffn_geglu", il);
+                t
+            }
+        };
         let down = self.w(down);
         out = self.g.ctx.mul_mat(down, out);
         if let Some(b) = self.wo(down_b) {

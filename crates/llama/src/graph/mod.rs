@@ -4,10 +4,10 @@
 //! llama.cpp's names ("Qcur-0", "kq_soft_max-0", "ffn_swiglu-0").
 
 mod attn;
-pub(crate) use ffn::NormType;
+pub(crate) use ffn::{GatedAct, NormType};
 mod ffn;
 
-use crate::kv_cache::KvCache;
+use crate::kv_memory::KvMemory;
 use crate::model::Model;
 use ggml::{Graph, RopeParams, TensorId, Type};
 use std::collections::HashMap;
@@ -18,6 +18,8 @@ pub(crate) struct GraphParams {
     pub n_tokens: usize,
     pub n_outputs: usize,
     pub n_kv: usize,
+    /// the cells the sliding-window layers attend over (0 without a sliding-window cache)
+    pub n_kv_swa: usize,
     pub flash_attn: bool,
     pub causal: bool,
     /// rope settings common to all layers (n_dims, mode, base, scale, yarn)
@@ -32,6 +34,9 @@ pub(crate) struct GraphInputs {
     pub k_idxs: Option<TensorId>,
     pub v_idxs: Option<TensorId>,
     pub kq_mask: Option<TensorId>,
+    pub k_idxs_swa: Option<TensorId>,
+    pub v_idxs_swa: Option<TensorId>,
+    pub kq_mask_swa: Option<TensorId>,
     pub out_ids: Option<TensorId>,
     /// input objects (llm_graph_input_*): embd, pos, attn, out_ids
     pub n_objects: usize,
@@ -46,6 +51,9 @@ impl GraphInputs {
             self.k_idxs,
             self.v_idxs,
             self.kq_mask,
+            self.k_idxs_swa,
+            self.v_idxs_swa,
+            self.kq_mask_swa,
             self.out_ids,
         ]
         .into_iter()
@@ -67,17 +75,17 @@ pub(crate) struct BuiltGraph {
 pub(crate) struct GraphBuilder<'a> {
     pub g: Graph,
     pub model: &'a Model,
-    pub kv: &'a KvCache,
+    pub kv: &'a KvMemory,
     pub p: GraphParams,
     weights: HashMap<TensorId, TensorId>,
-    cache: HashMap<TensorId, TensorId>,
+    cache: HashMap<(usize, bool), TensorId>,
     pub inputs: GraphInputs,
     /// set by the architecture to its final hidden states (llm_graph_result::t_embd)
     pub t_embd: Option<TensorId>,
 }
 
 impl<'a> GraphBuilder<'a> {
-    pub fn new(model: &'a Model, kv: &'a KvCache, p: GraphParams) -> GraphBuilder<'a> {
+    pub fn new(model: &'a Model, kv: &'a KvMemory, p: GraphParams) -> GraphBuilder<'a> {
         GraphBuilder {
             g: Graph::new(ggml::Context::with_capacity(1024)),
             model,
@@ -103,13 +111,17 @@ impl<'a> GraphBuilder<'a> {
         id.map(|id| self.w(id))
     }
 
-    /// The graph's leaf for a KV cache tensor.
-    pub fn cache_tensor(&mut self, id: TensorId) -> TensorId {
-        if let Some(&t) = self.cache.get(&id) {
+    /// The graph's leaf for the K (or V) tensor of layer `il` in the cache that holds it.
+    pub fn cache_tensor(&mut self, il: usize, v: bool) -> TensorId {
+        let cache = self.kv.cache_of(il);
+        let (k_id, v_id) = cache.layer(il).expect("every attention layer has a cache");
+        let id = if v { v_id } else { k_id };
+        let key = (il, v);
+        if let Some(&t) = self.cache.get(&key) {
             return t;
         }
-        let t = self.g.ctx.import(&self.kv.ctx[id]);
-        self.cache.insert(id, t);
+        let t = self.g.ctx.import(&cache.ctx[id]);
+        self.cache.insert(key, t);
         t
     }
 
@@ -164,6 +176,36 @@ impl<'a> GraphBuilder<'a> {
     pub fn rope(&mut self, x: TensorId, pos: TensorId, factors: Option<TensorId>) -> TensorId {
         let p = self.p.rope;
         self.g.ctx.rope_ext(x, pos, factors, p)
+    }
+
+    /// Rope with the frequencies of layer `il`: sliding-window layers use their own base and
+    /// scale (llama_model::get_rope_freq_base / _scale).
+    pub fn rope_layer(&mut self, x: TensorId, pos: TensorId, il: usize) -> TensorId {
+        let mut p = self.p.rope;
+        let hp = &self.model.hparams;
+        if hp.is_swa(il) {
+            p.freq_base = hp.rope_freq_base_train_swa;
+            p.freq_scale = hp.rope_freq_scale_train_swa;
+        }
+        self.g.ctx.rope_ext(x, pos, None, p)
+    }
+
+    /// The token embeddings scaled (gemma: by sqrt(n_embd)), named "inp_scaled".
+    pub fn scale_embd(&mut self, cur: TensorId, s: f32) -> TensorId {
+        let cur = self.g.ctx.scale(cur, s);
+        self.cb(cur, "inp_scaled", -1);
+        cur
+    }
+
+    /// The final logit soft-cap: cap * tanh(logits / cap), when the model has one.
+    pub fn logit_softcap(&mut self, cur: TensorId) -> TensorId {
+        let cap = self.model.hparams.f_final_logit_softcapping;
+        if cap == 0.0 {
+            return cur;
+        }
+        let cur = self.g.ctx.scale(cur, 1.0 / cap);
+        let cur = self.g.ctx.unary(cur, ggml::UnaryOp::Tanh);
+        self.g.ctx.scale(cur, cap)
     }
 
     pub fn finish(mut self, logits: TensorId) -> BuiltGraph {
