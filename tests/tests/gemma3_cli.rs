@@ -26,7 +26,9 @@ fn model() -> Option<PathBuf> {
 }
 
 fn fixture(name: &str) -> String {
-    let p = test_fixtures::repo_root().join("tests/fixtures/gemma3").join(name);
+    let p = test_fixtures::repo_root()
+        .join("tests/fixtures/gemma3")
+        .join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 

@@ -8,7 +8,7 @@ use crate::error::{LlamaError, Result};
 use crate::graph::{BuiltGraph, GraphBuilder, GraphParams};
 use crate::hparams::RopeScaling;
 use crate::kv_cache::KvCache;
-use crate::kv_memory::{swa_cache_size, KvMemory, KvSpec};
+use crate::kv_memory::{swa_cells, KvMemory, KvSpec};
 use crate::model::Model;
 use crate::perf::Perf;
 use ggml::backend::{Backend, BufferTypeRef, DeviceKind, DeviceRef};
@@ -337,18 +337,20 @@ impl Context {
         );
 
         let v_trans = !cparams.flash_attn;
-        let swa_cells = if hp.swa_type == crate::hparams::SwaType::None {
-            cparams.n_ctx
-        } else if params.swa_full {
-            cparams.n_ctx
-        } else {
-            let n_seq = if cparams.kv_unified {
-                cparams.n_seq_max
-            } else {
-                1
-            };
-            swa_cache_size(hp.n_swa, cparams.n_ctx, n_seq, cparams.n_ubatch)
+        let kv_spec = KvSpec {
+            type_k: params.type_k,
+            type_v: params.type_v,
+            v_trans,
+            offload: cparams.offload_kqv,
+            kv_size: cparams.n_ctx,
+            n_seq_max: cparams.n_seq_max,
+            n_ubatch: cparams.n_ubatch,
+            swa_full: params.swa_full,
+            unified: cparams.kv_unified,
+            cpu: &cpu_dev,
         };
+        let (swa_per_stream, n_stream) = swa_cells(&kv_spec, hp.n_swa);
+        let swa_cells = swa_per_stream * n_stream;
         let kv_bytes: usize = (0..hp.n_layer as usize)
             .map(|il| {
                 let cells = if hp.is_swa(il) {
@@ -373,21 +375,7 @@ impl Context {
                 ),
             });
         }
-        let kv = KvMemory::new(
-            &model,
-            &KvSpec {
-                type_k: params.type_k,
-                type_v: params.type_v,
-                v_trans,
-                offload: cparams.offload_kqv,
-                kv_size: cparams.n_ctx,
-                n_seq_max: cparams.n_seq_max,
-                n_ubatch: cparams.n_ubatch,
-                swa_full: params.swa_full,
-                unified: cparams.kv_unified,
-                cpu: &cpu_dev,
-            },
-        )?;
+        let kv = KvMemory::new(&model, &kv_spec)?;
 
         ggml::log_debug!("llama_context: enumerating backends\n");
         let backend_bufts: Vec<BufferTypeRef> = devs.iter().map(|d| d.buffer_type()).collect();

@@ -37,11 +37,27 @@ pub struct KvSpec<'a> {
     pub cpu: &'a DeviceRef,
 }
 
-/// The cells of the sliding-window cache: the window of every sequence plus one ubatch, padded
-/// to 256 and at most the full cache (llama_kv_cache_iswa's rule).
-pub fn swa_cache_size(n_swa: u32, kv_size: u32, n_seq: u32, n_ubatch: u32) -> u32 {
+/// The cells of the sliding-window cache of one stream: the window of every sequence it holds
+/// plus one ubatch, at most the stream's dense cache, padded to 256 (llama_kv_cache_iswa).
+pub fn swa_cache_size(n_swa: u32, kv_size_seq: u32, n_seq: u32, n_ubatch: u32) -> u32 {
     let want = n_swa.saturating_mul(n_seq).saturating_add(n_ubatch);
-    (kv_size.min(want) as usize).div_ceil(N_PAD) as u32 * N_PAD as u32
+    (kv_size_seq.min(want) as usize).div_ceil(N_PAD) as u32 * N_PAD as u32
+}
+
+/// (cells per stream, streams) of the sliding-window cache. llama.cpp keeps one stream per
+/// sequence unless the cache is unified; this cache keeps them side by side in one, so its
+/// size is the streams' sum.
+pub fn swa_cells(s: &KvSpec, n_swa: u32) -> (u32, u32) {
+    let n_stream = if s.unified { 1 } else { s.n_seq_max.max(1) };
+    let per_stream = s.kv_size / n_stream;
+    if s.swa_full {
+        return (per_stream, n_stream);
+    }
+    let n_seq = if s.unified { s.n_seq_max } else { 1 };
+    (
+        swa_cache_size(n_swa, per_stream, n_seq, s.n_ubatch),
+        n_stream,
+    )
 }
 
 impl KvMemory {
@@ -66,18 +82,16 @@ impl KvMemory {
                 swa: None,
             });
         }
-        let n_seq = if s.unified { s.n_seq_max } else { 1 };
-        let mut size_swa = swa_cache_size(hp.n_swa, s.kv_size, n_seq, s.n_ubatch);
+        let (size_swa, n_stream) = swa_cells(s, hp.n_swa);
         if s.swa_full {
             ggml::log_warn!(
                 "llama_kv_cache_iswa: using full-size SWA cache (ref: {})\n",
                 "https://github.com/ggml-org/llama.cpp/pull/13194#issuecomment-2868343055"
             );
-            size_swa = s.kv_size;
         }
         ggml::log_info!(
             "llama_kv_cache_iswa: creating non-SWA KV cache, size = {} cells\n",
-            s.kv_size
+            s.kv_size / n_stream
         );
         let base = make(
             s.kv_size,
@@ -92,7 +106,7 @@ impl KvMemory {
             size_swa
         );
         let swa = make(
-            size_swa,
+            size_swa * n_stream,
             CacheLayers {
                 swa_only: Some(true),
                 n_swa: hp.n_swa,
