@@ -14,6 +14,8 @@ use clap::{Parser, ValueEnum};
 pub enum Arch {
     Llama,
     Qwen2,
+    Qwen3,
+    Gemma2,
 }
 
 impl Arch {
@@ -21,6 +23,8 @@ impl Arch {
         match self {
             Arch::Llama => "llama",
             Arch::Qwen2 => "qwen2",
+            Arch::Qwen3 => "qwen3",
+            Arch::Gemma2 => "gemma2",
         }
     }
 }
@@ -114,6 +118,9 @@ pub struct Args {
     /// RMS norm epsilon
     #[arg(long)]
     pub rms_eps: Option<f32>,
+    /// The window of sliding-window layers (gemma2: attention.sliding_window, default 4096)
+    #[arg(long)]
+    pub swa: Option<u32>,
     /// general.name
     #[arg(long)]
     pub name: Option<String>,

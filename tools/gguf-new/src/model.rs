@@ -23,6 +23,8 @@ pub struct Shape {
     pub n_vocab: u64,
     pub rope_freq_base: f32,
     pub rms_eps: f32,
+    /// the sliding window written for architectures that have one
+    pub swa: u32,
 }
 
 /// Known shapes. `tiny` is the reference model of make-tiny-model.py.
@@ -39,6 +41,7 @@ pub fn preset(name: &str) -> Option<Shape> {
             n_vocab,
             rope_freq_base,
             rms_eps,
+            swa: 4096,
         };
     Some(match name {
         "tiny" => s(Arch::Llama, 4, 256, 8, 2, 704, 4096, 151936, 500000.0, 1e-5),
@@ -117,6 +120,7 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
         n_vocab: args.vocab_size.unwrap_or(base.n_vocab),
         rope_freq_base: args.rope_freq_base.unwrap_or(base.rope_freq_base),
         rms_eps: args.rms_eps.unwrap_or(base.rms_eps),
+        swa: args.swa.unwrap_or(base.swa),
     };
     for (name, v) in [
         ("layers", s.layers),
@@ -125,6 +129,7 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
         ("heads-kv", s.heads_kv),
         ("ff", s.ff),
         ("ctx", s.ctx),
+        ("swa", s.swa),
     ] {
         if v == 0 {
             return Err(format!("--{name} must be at least 1"));
@@ -180,6 +185,8 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Vec<Spec> {
         vec![e, n_vocab],
         Init::Normal(1.0),
     )];
+    let head = e / s.heads as u64;
+    let gemma = s.arch == Arch::Gemma2;
     for il in 0..s.layers {
         let p = |n: &str| format!("blk.{il}.{n}");
         out.push(vec(p("attn_norm.weight"), e, Init::Norm));
@@ -196,13 +203,26 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Vec<Spec> {
             out.push(vec(p("attn_v.bias"), kv, Init::Normal(0.02)));
         }
         out.push(mat(p("attn_output.weight"), vec![e, e], std(e)));
+        if s.arch == Arch::Qwen3 {
+            out.push(vec(p("attn_q_norm.weight"), head, Init::Norm));
+            out.push(vec(p("attn_k_norm.weight"), head, Init::Norm));
+        }
+        if gemma {
+            out.push(vec(p("post_attention_norm.weight"), e, Init::Norm));
+        }
         out.push(vec(p("ffn_norm.weight"), e, Init::Norm));
         out.push(mat(p("ffn_gate.weight"), vec![e, ff], std(e)));
         out.push(mat(p("ffn_up.weight"), vec![e, ff], std(e)));
         out.push(mat(p("ffn_down.weight"), vec![ff, e], std(ff)));
+        if gemma {
+            out.push(vec(p("post_ffw_norm.weight"), e, Init::Norm));
+        }
     }
     out.push(vec("output_norm.weight".into(), e, Init::Norm));
-    out.push(mat("output.weight".into(), vec![e, n_vocab], std(e)));
+    // gemma2 always ties the output head to the embedding
+    if !gemma {
+        out.push(mat("output.weight".into(), vec![e, n_vocab], std(e)));
+    }
     out
 }
 
@@ -232,6 +252,17 @@ fn kv_pairs(s: &Shape, name: &str, ftype: u32, vocab: Vocab) -> Vec<(String, Val
             Value::U32(s.embd / s.heads),
         ),
     ];
+    if s.arch == Arch::Gemma2 {
+        // gemma2's soft-caps and window as convert_hf_to_gguf writes them
+        let head = s.embd / s.heads;
+        kv.extend([
+            (format!("{a}.attention.key_length"), Value::U32(head)),
+            (format!("{a}.attention.value_length"), Value::U32(head)),
+            (format!("{a}.attn_logit_softcapping"), Value::F32(50.0)),
+            (format!("{a}.final_logit_softcapping"), Value::F32(30.0)),
+            (format!("{a}.attention.sliding_window"), Value::U32(s.swa)),
+        ]);
+    }
     kv.extend(vocab.kv);
     kv
 }

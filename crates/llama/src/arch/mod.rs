@@ -4,9 +4,11 @@
 //! (`tensors`, load_arch_tensors) and its graph. `ARCHS` registers them; adding an architecture
 //! that reuses the shared pieces (`graph/`, `tensors`) is one file and one line there.
 
+mod gemma2;
 mod gemma3;
 mod llama;
 mod qwen2;
+mod qwen3;
 pub(crate) mod tensors;
 
 use crate::error::{LlamaError, Result};
@@ -31,7 +33,13 @@ pub(crate) struct ArchDef {
 }
 
 /// The registry: one line per architecture.
-static ARCHS: &[&ArchDef] = &[&llama::ARCH, &qwen2::ARCH, &gemma3::ARCH];
+static ARCHS: &[&ArchDef] = &[
+    &llama::ARCH,
+    &qwen2::ARCH,
+    &qwen3::ARCH,
+    &gemma2::ARCH,
+    &gemma3::ARCH,
+];
 
 /// An architecture of the registry.
 #[derive(Clone, Copy)]
@@ -131,6 +139,7 @@ pub mod tn {
     pub const FFN_DOWN: &str = "ffn_down";
     pub const FFN_UP: &str = "ffn_up";
     pub const DENSE_2_OUT: &str = "dense_2";
+    pub const CLS_OUT: &str = "cls.output";
     pub const DENSE_3_OUT: &str = "dense_3";
 
     pub fn global(base: &str, suffix: &str) -> String {

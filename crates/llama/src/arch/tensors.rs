@@ -55,6 +55,13 @@ pub(crate) fn opt(
     layer_tensor(c, base, suffix, il, dims, true, op)
 }
 
+/// output_norm.weight ({n_embd}).
+pub(crate) fn output_norm(c: &mut TensorCreator, n_embd: i64) -> Result<Option<TensorId>> {
+    let name = tn::global(tn::OUTPUT_NORM, "weight");
+    c.require(&name, &[n_embd], LayerKind::Output, Op::Mul)
+        .map(Some)
+}
+
 /// token_embd, output_norm and output; a file without `output` ties it to the embedding.
 pub(crate) fn embd_and_output(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
     let n_embd = model.hparams.n_embd as i64;

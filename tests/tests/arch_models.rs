@@ -1,0 +1,120 @@
+//! Architectures beyond llama on random-weight models that our llama-gguf-new writes (the
+//! commands of tests/fixtures/archs/README.md): llama.cpp's greedy text, graph size and
+//! perplexity for each, F32 and Q8_0.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+const ARCHS: [&str; 2] = ["qwen3", "gemma2"];
+const TYPES: [(&str, f64); 2] = [("f32", 1e-4), ("q8_0", 1e-3)];
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    let p = test_fixtures::repo_root()
+        .join("tests/fixtures/archs")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The model the fixtures were recorded on, written again by llama-gguf-new.
+fn model(arch: &str, ty: &str) -> PathBuf {
+    let dir = test_fixtures::cache_dir().join("archs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{arch}-{ty}-{}.gguf", std::process::id()));
+    let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
+    #[rustfmt::skip]
+    let o = Command::new(bin)
+        .args(["--arch", arch, "--layers", "2", "--embd", "128", "--heads", "4", "--heads-kv", "2",
+            "--ff", "256", "--ctx", "512", "--vocab-size", "1000", "--type", ty, "--seed", "7",
+            "--swa", "32", "--quiet", "-o", out.to_str().unwrap()])
+        .output()
+        .expect("run llama-gguf-new");
+    assert!(o.status.success(), "llama-gguf-new: {}", text(&o.stderr));
+    out
+}
+
+/// "graph: nodes = N, splits = M" of a log.
+fn graph_line(log: &str) -> String {
+    let l = log
+        .lines()
+        .find(|l| l.contains("sched_reserve: graph: nodes"))
+        .unwrap_or_else(|| panic!("no graph line in:\n{log}"));
+    l[l.find("graph:").unwrap()..].to_string()
+}
+
+fn final_ppl(s: &str) -> f64 {
+    let line = s
+        .lines()
+        .find(|l| l.contains("Final estimate: PPL = "))
+        .unwrap_or_else(|| panic!("no final estimate in:\n{s}"));
+    let v = line.split("PPL = ").nth(1).unwrap();
+    v.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+fn chunks(s: &str) -> Vec<f64> {
+    let line = s.lines().find(|l| l.starts_with("[1]")).unwrap_or("");
+    line.split(',')
+        .filter_map(|x| x.split_once(']').and_then(|(_, v)| v.parse().ok()))
+        .collect()
+}
+
+#[test]
+fn greedy_text_and_graph_match_llama_cpp() {
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
+    for arch in ARCHS {
+        for (ty, _) in TYPES {
+            let m = model(arch, ty);
+            #[rustfmt::skip]
+            let o = Command::new(&bin)
+                .args(["-m", m.to_str().unwrap(), "-p", "Once upon a time", "-n", "16", "--temp", "0",
+                    "-no-cnv", "-c", "256", "-t", "2", "-lv", "4"])
+                .env_remove("LLAMA_ARG_MODEL")
+                .output()
+                .expect("run llama-completion");
+            assert!(o.status.success(), "{arch} {ty}: {}", text(&o.stderr));
+            // llama.cpp writes a token's stray UTF-8 byte as is, our tool as U+FFFD
+            let want = text(&fixture(&format!("{arch}-{ty}.greedy.txt")));
+            assert_eq!(text(&o.stdout), want, "{arch} {ty}");
+            let want_log = text(&fixture(&format!("{arch}-{ty}.greedy.log")));
+            assert_eq!(
+                graph_line(&text(&o.stderr)),
+                graph_line(&want_log),
+                "{arch} {ty}"
+            );
+            let _ = std::fs::remove_file(m);
+        }
+    }
+}
+
+#[test]
+fn perplexity_matches_llama_cpp() {
+    let bin = test_fixtures::bin("llama-perplexity", "llama-perplexity");
+    let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
+    for arch in ARCHS {
+        for (ty, rel) in TYPES {
+            let m = model(arch, ty);
+            #[rustfmt::skip]
+            let o = Command::new(&bin)
+                .args(["-m", m.to_str().unwrap(), "-f", gpl.to_str().unwrap(), "-c", "128",
+                    "--chunks", "4", "-t", "2"])
+                .output()
+                .expect("run llama-perplexity");
+            let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+            assert!(o.status.success(), "{arch} {ty}: {all}");
+            let want_log = text(&fixture(&format!("{arch}-{ty}.perplexity.log")));
+            let (got, want) = (chunks(&all), chunks(&want_log));
+            assert_eq!(got.len(), want.len(), "{arch} {ty}: {all}");
+            for (g, w) in got
+                .iter()
+                .zip(&want)
+                .chain([(&final_ppl(&all), &final_ppl(&want_log))])
+            {
+                assert!((g - w).abs() <= rel * w.abs(), "{arch} {ty}: {g} vs {w}");
+            }
+            let _ = std::fs::remove_file(m);
+        }
+    }
+}
