@@ -53,7 +53,28 @@ pub fn requires_imatrix(ty: Type) -> bool {
 
 /// Whether `quantize_row_ref` / `dequantize_row` / `quantize_chunk` accept `ty`.
 pub fn is_supported(ty: Type) -> bool {
-    !matches!(ty, Type::I8 | Type::I16 | Type::I64 | Type::F64)
+    !matches!(ty, Type::I8 | Type::I16 | Type::I64 | Type::F64) && !is_pending(ty)
+}
+
+/// Types the type table knows (so files holding them parse) whose conversions are not here yet.
+fn is_pending(ty: Type) -> bool {
+    matches!(
+        ty,
+        Type::Iq2Xxs
+            | Type::Iq2Xs
+            | Type::Iq3Xxs
+            | Type::Iq1S
+            | Type::Iq3S
+            | Type::Iq2S
+            | Type::Iq4Xs
+            | Type::Iq1M
+            | Type::Tq1_0
+            | Type::Tq2_0
+            | Type::Mxfp4
+            | Type::Nvfp4
+            | Type::Q1_0
+            | Type::Q2_0
+    )
 }
 
 fn check_sizes(ty: Type, nelem: usize, nbytes: usize, what: &str) {
@@ -107,7 +128,7 @@ pub fn quantize_row_ref(ty: Type, src: &[f32], dst: &mut [u8]) {
         Type::Q6K => quantize_row_q6_k_ref(src, dst),
         Type::Q8K => quantize_row_q8_k_ref(src, dst),
         Type::Iq4Nl => quantize_row_iq4_nl_ref(src, dst),
-        Type::I8 | Type::I16 | Type::I64 | Type::F64 => unreachable!(),
+        _ => unreachable!("checked by check_sizes"),
     }
 }
 
@@ -158,7 +179,7 @@ pub fn dequantize_row(ty: Type, src: &[u8], dst: &mut [f32]) {
         Type::Q6K => dequantize_row_q6_k(src, dst),
         Type::Q8K => dequantize_row_q8_k(src, dst),
         Type::Iq4Nl => dequantize_row_iq4_nl(src, dst),
-        Type::I8 | Type::I16 | Type::I64 | Type::F64 => unreachable!(),
+        _ => unreachable!("checked by check_sizes"),
     }
 }
 
