@@ -7,16 +7,25 @@
 
 pub mod blocks;
 mod fp;
+mod fp4;
+mod iq4;
 mod k23;
 mod k456;
 mod legacy;
+mod q1q2;
 mod search;
+mod tq;
 
 pub use blocks::*;
 pub use fp::{
     bf16_to_fp32, bf16_to_fp32_row, fp16_to_fp32, fp16_to_fp32_row, fp32_to_bf16, fp32_to_bf16_row,
     fp32_to_fp16, fp32_to_fp16_row,
 };
+pub use fp4::{
+    dequantize_row_mxfp4, dequantize_row_nvfp4, e8m0_to_fp32_half, fp32_to_ue4m3,
+    quantize_row_mxfp4_ref, quantize_row_nvfp4_ref, ue4m3_to_fp32, KVALUES_MXFP4,
+};
+pub use iq4::{dequantize_row_iq4_xs, iq4_xs_scale, quantize_row_iq4_xs_ref};
 pub use k23::{
     dequantize_row_q2_k, dequantize_row_q3_k, quantize_row_q2_k_ref, quantize_row_q3_k_ref,
 };
@@ -30,6 +39,13 @@ pub use legacy::{
     dequantize_row_q5_1, dequantize_row_q8_0, dequantize_row_q8_1, quantize_row_iq4_nl_ref,
     quantize_row_q4_0_ref, quantize_row_q4_1_ref, quantize_row_q5_0_ref, quantize_row_q5_1_ref,
     quantize_row_q8_0_ref, quantize_row_q8_1_ref,
+};
+pub use q1q2::{
+    dequantize_row_q1_0, dequantize_row_q2_0, quantize_row_q1_0_ref, quantize_row_q2_0_ref,
+};
+pub use tq::{
+    dequantize_row_tq1_0, dequantize_row_tq2_0, quantize_row_tq1_0_ref, quantize_row_tq2_0_ref,
+    unpack_trit,
 };
 
 use crate::Type;
@@ -66,14 +82,7 @@ fn is_pending(ty: Type) -> bool {
             | Type::Iq1S
             | Type::Iq3S
             | Type::Iq2S
-            | Type::Iq4Xs
             | Type::Iq1M
-            | Type::Tq1_0
-            | Type::Tq2_0
-            | Type::Mxfp4
-            | Type::Nvfp4
-            | Type::Q1_0
-            | Type::Q2_0
     )
 }
 
@@ -128,6 +137,13 @@ pub fn quantize_row_ref(ty: Type, src: &[f32], dst: &mut [u8]) {
         Type::Q6K => quantize_row_q6_k_ref(src, dst),
         Type::Q8K => quantize_row_q8_k_ref(src, dst),
         Type::Iq4Nl => quantize_row_iq4_nl_ref(src, dst),
+        Type::Iq4Xs => quantize_row_iq4_xs_ref(src, dst),
+        Type::Tq1_0 => quantize_row_tq1_0_ref(src, dst),
+        Type::Tq2_0 => quantize_row_tq2_0_ref(src, dst),
+        Type::Mxfp4 => quantize_row_mxfp4_ref(src, dst),
+        Type::Nvfp4 => quantize_row_nvfp4_ref(src, dst),
+        Type::Q1_0 => quantize_row_q1_0_ref(src, dst),
+        Type::Q2_0 => quantize_row_q2_0_ref(src, dst),
         _ => unreachable!("checked by check_sizes"),
     }
 }
@@ -179,6 +195,13 @@ pub fn dequantize_row(ty: Type, src: &[u8], dst: &mut [f32]) {
         Type::Q6K => dequantize_row_q6_k(src, dst),
         Type::Q8K => dequantize_row_q8_k(src, dst),
         Type::Iq4Nl => dequantize_row_iq4_nl(src, dst),
+        Type::Iq4Xs => dequantize_row_iq4_xs(src, dst),
+        Type::Tq1_0 => dequantize_row_tq1_0(src, dst),
+        Type::Tq2_0 => dequantize_row_tq2_0(src, dst),
+        Type::Mxfp4 => dequantize_row_mxfp4(src, dst),
+        Type::Nvfp4 => dequantize_row_nvfp4(src, dst),
+        Type::Q1_0 => dequantize_row_q1_0(src, dst),
+        Type::Q2_0 => dequantize_row_q2_0(src, dst),
         _ => unreachable!("checked by check_sizes"),
     }
 }
@@ -229,6 +252,7 @@ pub fn quantize_chunk(
         }
         (Type::Q6K, Some(w)) => per_row(dst, &|x, y| k456::quantize_row_q6_k_imatrix(x, y, w)),
         (Type::Iq4Nl, w) => per_row(dst, &|x, y| legacy::quantize_row_iq4_nl_chunk(x, y, w)),
+        (Type::Iq4Xs, w) => per_row(dst, &|x, y| iq4::quantize_row_iq4_xs(x, y, w)),
         // Every other type ignores the imatrix and converts all rows in one go.
         _ => {
             quantize_row_ref(ty, src, dst);
