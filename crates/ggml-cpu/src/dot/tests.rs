@@ -19,7 +19,7 @@ fn data(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-const TYPES: [Type; 14] = [
+const TYPES: [Type; 21] = [
     Type::F32,
     Type::F16,
     Type::Bf16,
@@ -34,6 +34,13 @@ const TYPES: [Type; 14] = [
     Type::Q4K,
     Type::Q5K,
     Type::Q6K,
+    Type::Iq4Xs,
+    Type::Tq1_0,
+    Type::Tq2_0,
+    Type::Mxfp4,
+    Type::Nvfp4,
+    Type::Q1_0,
+    Type::Q2_0,
 ];
 
 /// Weights in `ty` and activations converted by `from_float`, for `n` elements.
