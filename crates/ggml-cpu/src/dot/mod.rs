@@ -15,6 +15,8 @@ mod tq;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 #[cfg(target_arch = "x86_64")]
+mod x86_iq;
+#[cfg(target_arch = "x86_64")]
 mod x86_k23;
 
 use std::sync::OnceLock;
@@ -259,6 +261,12 @@ pub fn traits_for(level: SimdLevel, ty: Type) -> Option<CpuTypeTraits> {
         #[allow(unreachable_patterns)]
         _ => None,
     };
+    // the IQ/TQ/FP4 kernels live apart from x86.rs; they need AVX2, which AVX-512 implies
+    #[cfg(target_arch = "x86_64")]
+    let fast = fast.or_else(|| match level {
+        SimdLevel::Avx2 | SimdLevel::Avx512 => x86_iq::avx2_kernel(ty),
+        _ => None,
+    });
     assert!(
         SimdLevel::available().contains(&level),
         "SIMD level {level:?} not supported by this CPU"
