@@ -121,3 +121,31 @@ fn iq4_xs_matches_ggml() {
 fn iq4_xs_with_imatrix_matches_ggml() {
     check(Type::Iq4Xs, "iq4_xs-imatrix.bin", true);
 }
+
+#[test]
+fn iq2_xxs_with_imatrix_matches_ggml() {
+    check(Type::Iq2Xxs, "iq2_xxs-imatrix.bin", true);
+}
+
+#[test]
+fn iq2_xs_with_imatrix_matches_ggml() {
+    check(Type::Iq2Xs, "iq2_xs-imatrix.bin", true);
+}
+
+#[test]
+fn iq2_s_matches_ggml() {
+    check(Type::Iq2S, "iq2_s.bin", false);
+    check(Type::Iq2S, "iq2_s-imatrix.bin", true);
+}
+
+#[test]
+fn iq3_xxs_matches_ggml() {
+    check(Type::Iq3Xxs, "iq3_xxs.bin", false);
+    check(Type::Iq3Xxs, "iq3_xxs-imatrix.bin", true);
+}
+
+#[test]
+fn iq3_s_matches_ggml() {
+    check(Type::Iq3S, "iq3_s.bin", false);
+    check(Type::Iq3S, "iq3_s-imatrix.bin", true);
+}

@@ -8,7 +8,10 @@
 pub mod blocks;
 mod fp;
 mod fp4;
+mod iq2;
+mod iq3;
 mod iq4;
+pub mod iq_grids;
 mod k23;
 mod k456;
 mod legacy;
@@ -24,6 +27,12 @@ pub use fp::{
 pub use fp4::{
     dequantize_row_mxfp4, dequantize_row_nvfp4, e8m0_to_fp32_half, fp32_to_ue4m3,
     quantize_row_mxfp4_ref, quantize_row_nvfp4_ref, ue4m3_to_fp32, KVALUES_MXFP4,
+};
+pub use iq2::{
+    dequantize_row_iq2_s, dequantize_row_iq2_xs, dequantize_row_iq2_xxs, quantize_row_iq2_s_ref,
+};
+pub use iq3::{
+    dequantize_row_iq3_s, dequantize_row_iq3_xxs, quantize_row_iq3_s_ref, quantize_row_iq3_xxs_ref,
 };
 pub use iq4::{dequantize_row_iq4_xs, iq4_xs_scale, quantize_row_iq4_xs_ref};
 pub use k23::{
@@ -60,11 +69,10 @@ pub fn bytes_for(ty: Type, n: usize) -> usize {
     n / ty.block_size() * ty.type_size()
 }
 
-/// Whether `quantize_chunk` refuses to run without an importance matrix. None of the types
-/// implemented here needs one (ggml requires it only for IQ2_XXS, IQ2_XS and IQ1_S).
+/// Whether `quantize_chunk` refuses to run without an importance matrix (ggml's
+/// ggml_quantize_requires_imatrix), and `quantize_row_ref` has no quantizer for the type.
 pub fn requires_imatrix(ty: Type) -> bool {
-    let _ = ty;
-    false
+    matches!(ty, Type::Iq2Xxs | Type::Iq2Xs | Type::Iq1S)
 }
 
 /// Whether `quantize_row_ref` / `dequantize_row` / `quantize_chunk` accept `ty`.
@@ -74,16 +82,7 @@ pub fn is_supported(ty: Type) -> bool {
 
 /// Types the type table knows (so files holding them parse) whose conversions are not here yet.
 fn is_pending(ty: Type) -> bool {
-    matches!(
-        ty,
-        Type::Iq2Xxs
-            | Type::Iq2Xs
-            | Type::Iq3Xxs
-            | Type::Iq1S
-            | Type::Iq3S
-            | Type::Iq2S
-            | Type::Iq1M
-    )
+    matches!(ty, Type::Iq1S | Type::Iq1M)
 }
 
 fn check_sizes(ty: Type, nelem: usize, nbytes: usize, what: &str) {
@@ -138,6 +137,12 @@ pub fn quantize_row_ref(ty: Type, src: &[f32], dst: &mut [u8]) {
         Type::Q8K => quantize_row_q8_k_ref(src, dst),
         Type::Iq4Nl => quantize_row_iq4_nl_ref(src, dst),
         Type::Iq4Xs => quantize_row_iq4_xs_ref(src, dst),
+        Type::Iq3Xxs => quantize_row_iq3_xxs_ref(src, dst),
+        Type::Iq3S => quantize_row_iq3_s_ref(src, dst),
+        Type::Iq2S => quantize_row_iq2_s_ref(src, dst),
+        Type::Iq2Xxs | Type::Iq2Xs | Type::Iq1S => {
+            panic!("quantize_row_ref: {ty} needs an importance matrix (use quantize_chunk)")
+        }
         Type::Tq1_0 => quantize_row_tq1_0_ref(src, dst),
         Type::Tq2_0 => quantize_row_tq2_0_ref(src, dst),
         Type::Mxfp4 => quantize_row_mxfp4_ref(src, dst),
@@ -196,6 +201,11 @@ pub fn dequantize_row(ty: Type, src: &[u8], dst: &mut [f32]) {
         Type::Q8K => dequantize_row_q8_k(src, dst),
         Type::Iq4Nl => dequantize_row_iq4_nl(src, dst),
         Type::Iq4Xs => dequantize_row_iq4_xs(src, dst),
+        Type::Iq2Xxs => dequantize_row_iq2_xxs(src, dst),
+        Type::Iq2Xs => dequantize_row_iq2_xs(src, dst),
+        Type::Iq2S => dequantize_row_iq2_s(src, dst),
+        Type::Iq3Xxs => dequantize_row_iq3_xxs(src, dst),
+        Type::Iq3S => dequantize_row_iq3_s(src, dst),
         Type::Tq1_0 => dequantize_row_tq1_0(src, dst),
         Type::Tq2_0 => dequantize_row_tq2_0(src, dst),
         Type::Mxfp4 => dequantize_row_mxfp4(src, dst),
@@ -253,6 +263,11 @@ pub fn quantize_chunk(
         (Type::Q6K, Some(w)) => per_row(dst, &|x, y| k456::quantize_row_q6_k_imatrix(x, y, w)),
         (Type::Iq4Nl, w) => per_row(dst, &|x, y| legacy::quantize_row_iq4_nl_chunk(x, y, w)),
         (Type::Iq4Xs, w) => per_row(dst, &|x, y| iq4::quantize_row_iq4_xs(x, y, w)),
+        (Type::Iq3Xxs, w) => per_row(dst, &|x, y| iq3::quantize_row_iq3_xxs(x, y, w)),
+        (Type::Iq3S, w) => per_row(dst, &|x, y| iq3::quantize_row_iq3_s(x, y, w)),
+        (Type::Iq2S, w) => per_row(dst, &|x, y| iq2::quantize_row_iq2_s(x, y, w)),
+        (Type::Iq2Xxs, Some(w)) => per_row(dst, &|x, y| iq2::quantize_row_iq2_xxs(x, y, w)),
+        (Type::Iq2Xs, Some(w)) => per_row(dst, &|x, y| iq2::quantize_row_iq2_xs(x, y, w)),
         // Every other type ignores the imatrix and converts all rows in one go.
         _ => {
             quantize_row_ref(ty, src, dst);
