@@ -19,7 +19,7 @@ fn data(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-const TYPES: [Type; 21] = [
+const TYPES: [Type; 26] = [
     Type::F32,
     Type::F16,
     Type::Bf16,
@@ -41,6 +41,11 @@ const TYPES: [Type; 21] = [
     Type::Nvfp4,
     Type::Q1_0,
     Type::Q2_0,
+    Type::Iq2Xxs,
+    Type::Iq2Xs,
+    Type::Iq2S,
+    Type::Iq3Xxs,
+    Type::Iq3S,
 ];
 
 /// Weights in `ty` and activations converted by `from_float`, for `n` elements.
@@ -49,7 +54,13 @@ fn operands(ty: Type, n: usize, seed: u64) -> (Vec<u8>, Vec<u8>, CpuTypeTraits) 
     let w = data(n, seed);
     let a = data(n, seed + 100);
     let mut wq = vec![0u8; bytes_for(ty, n)];
-    quantize_row_ref(ty, &w, &mut wq);
+    if ggml::quants::requires_imatrix(ty) {
+        // the types ggml only quantizes with an importance matrix get a flat one
+        let ones = vec![1.0f32; n];
+        ggml::quants::quantize_chunk(ty, &w, &mut wq, 0, 1, n, Some(&ones));
+    } else {
+        quantize_row_ref(ty, &w, &mut wq);
+    }
     let mut aq = vec![0u8; bytes_for(tr.vec_dot_type, n)];
     (tr.from_float)(&a, &mut aq);
     (wq, aq, tr)
