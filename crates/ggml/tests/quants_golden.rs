@@ -149,3 +149,14 @@ fn iq3_s_matches_ggml() {
     check(Type::Iq3S, "iq3_s.bin", false);
     check(Type::Iq3S, "iq3_s-imatrix.bin", true);
 }
+
+#[test]
+fn iq1_s_with_imatrix_matches_ggml() {
+    check(Type::Iq1S, "iq1_s-imatrix.bin", true);
+}
+
+#[test]
+fn iq1_m_matches_ggml() {
+    check(Type::Iq1M, "iq1_m.bin", false);
+    check(Type::Iq1M, "iq1_m-imatrix.bin", true);
+}

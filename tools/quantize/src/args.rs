@@ -62,6 +62,8 @@ const QUANT_OPTIONS: &[(&str, Option<Ftype>, &str)] = &[
     ("IQ2_XS", Some(Ftype::Iq2Xs), " 2.31 bpw quantization"),
     ("IQ2_S", Some(Ftype::Iq2S), " 2.5  bpw quantization"),
     ("IQ2_M", Some(Ftype::Iq2M), " 2.7  bpw quantization"),
+    ("IQ1_S", Some(Ftype::Iq1S), " 1.56 bpw quantization"),
+    ("IQ1_M", Some(Ftype::Iq1M), " 1.75 bpw quantization"),
     ("TQ1_0", Some(Ftype::Tq1_0), " 1.69 bpw ternarization"),
     ("TQ2_0", Some(Ftype::Tq2_0), " 2.06 bpw ternarization"),
     ("Q2_K", Some(Ftype::Q2K), " 2.96G, +3.5199 ppl @ Llama-3-8B"),

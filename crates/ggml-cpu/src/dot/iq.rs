@@ -6,7 +6,8 @@
 
 use super::scalar::{check, q8k};
 use ggml::quants::iq_grids::{
-    IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID, KMASK_IQ2XS, KSIGNS_IQ2XS,
+    IQ1M_DELTA, IQ1S_DELTA, IQ1S_GRID, IQ2S_GRID, IQ2XS_GRID, IQ2XXS_GRID, IQ3S_GRID, IQ3XXS_GRID,
+    KMASK_IQ2XS, KSIGNS_IQ2XS,
 };
 use ggml::quants::{fp16_to_fp32 as h2f, KVALUES_IQ4NL};
 
@@ -191,6 +192,77 @@ pub fn iq3_s_q8_k(n: usize, x: &[u8], y: &[u8]) -> f32 {
             bsum = bsum.wrapping_add(sumi.wrapping_mul(ls));
         }
         sumf += d * bsum as f32;
+    }
+    sumf
+}
+
+/// The 8 signed grid values of IQ1S_GRID point `idx` times `q8`.
+#[inline]
+fn iq1_dot8(idx: usize, q8: &[u8]) -> i32 {
+    let g = IQ1S_GRID[idx].to_le_bytes();
+    (0..8).map(|j| q8[j] as i8 as i32 * g[j] as i8 as i32).sum()
+}
+
+pub fn iq1_s_q8_k(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let nb = check(n, 256, x, 50, y, 292);
+    let mut sumf = 0.0f32;
+    for i in 0..nb {
+        let bx = &x[50 * i..50 * i + 50];
+        let q8 = q8k(y, i);
+        let (mut sumi, mut sumi1) = (0i32, 0i32);
+        for ib in 0..8 {
+            let qh = rd16(bx, 34 + 2 * ib) as usize;
+            let ls = 2 * ((qh >> 12) & 7) as i32 + 1;
+            let delta = if qh & 0x8000 != 0 { -1 } else { 1 };
+            let mut lsum = 0i32;
+            for l in 0..4 {
+                let idx = bx[2 + 4 * ib + l] as usize | (((qh >> (3 * l)) & 7) << 8);
+                lsum += iq1_dot8(idx, &q8.qs[32 * ib + 8 * l..]);
+            }
+            sumi += ls * lsum;
+            let bs = q8.bsums[2 * ib] as i32 + q8.bsums[2 * ib + 1] as i32;
+            sumi1 += ls * delta * bs;
+        }
+        let d = h2f(rd16(bx, 0));
+        sumf += d * q8.d * (sumi as f32 + IQ1S_DELTA * sumi1 as f32);
+    }
+    sumf
+}
+
+pub fn iq1_m_q8_k(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let nb = check(n, 256, x, 56, y, 292);
+    let mut sumf = 0.0f32;
+    for i in 0..nb {
+        let bx = &x[56 * i..56 * i + 56];
+        let q8 = q8k(y, i);
+        let sc = |j: usize| rd16(bx, 48 + 2 * j);
+        let u =
+            (sc(0) >> 12) | ((sc(1) >> 8) & 0x00f0) | ((sc(2) >> 4) & 0x0f00) | (sc(3) & 0xf000);
+        let (mut sumi1, mut sumi2) = (0i32, 0i32);
+        for ib in 0..8 {
+            let qh = [bx[32 + 2 * ib] as usize, bx[33 + 2 * ib] as usize];
+            let delta = |h: usize, m: usize| if h & m != 0 { -1 } else { 1 };
+            let deltas = [
+                delta(qh[0], 0x08),
+                delta(qh[0], 0x80),
+                delta(qh[1], 0x08),
+                delta(qh[1], 0x80),
+            ];
+            let (mut sum1, mut sum2) = ([0i32; 2], [0i32; 2]);
+            for l in 0..4 {
+                let idx = bx[4 * ib + l] as usize | ((qh[l / 2] << (8 - 4 * (l % 2))) & 0x700);
+                let qy = &q8.qs[32 * ib + 8 * l..];
+                sum1[l / 2] += iq1_dot8(idx, qy);
+                let lsum2: i32 = (0..8).map(|j| qy[j] as i8 as i32).sum();
+                sum2[l / 2] += lsum2 * deltas[l];
+            }
+            let s = sc(ib / 2) as usize;
+            let ls1 = 2 * ((s >> (6 * (ib % 2))) & 7) as i32 + 1;
+            let ls2 = 2 * ((s >> (6 * (ib % 2) + 3)) & 7) as i32 + 1;
+            sumi1 += sum1[0] * ls1 + sum1[1] * ls2;
+            sumi2 += sum2[0] * ls1 + sum2[1] * ls2;
+        }
+        sumf += h2f(u) * q8.d * (sumi1 as f32 + IQ1M_DELTA * sumi2 as f32);
     }
     sumf
 }

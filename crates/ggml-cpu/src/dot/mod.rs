@@ -241,6 +241,8 @@ pub fn scalar_traits(ty: Type) -> Option<CpuTypeTraits> {
         Type::Iq2S => t(Type::Q8K, q8_k_from_float, iq::iq2_s_q8_k),
         Type::Iq3Xxs => t(Type::Q8K, q8_k_from_float, iq::iq3_xxs_q8_k),
         Type::Iq3S => t(Type::Q8K, q8_k_from_float, iq::iq3_s_q8_k),
+        Type::Iq1S => t(Type::Q8K, q8_k_from_float, iq::iq1_s_q8_k),
+        Type::Iq1M => t(Type::Q8K, q8_k_from_float, iq::iq1_m_q8_k),
         Type::Tq1_0 => t(Type::Q8K, q8_k_from_float, tq::tq1_0_q8_k),
         Type::Tq2_0 => t(Type::Q8K, q8_k_from_float, tq::tq2_0_q8_k),
         Type::Mxfp4 => t(Type::Q8_0, quantize_row_q8_0, fp4::mxfp4_q8_0),

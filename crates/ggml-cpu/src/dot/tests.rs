@@ -19,7 +19,7 @@ fn data(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-const TYPES: [Type; 26] = [
+const TYPES: [Type; 28] = [
     Type::F32,
     Type::F16,
     Type::Bf16,
@@ -46,6 +46,8 @@ const TYPES: [Type; 26] = [
     Type::Iq2S,
     Type::Iq3Xxs,
     Type::Iq3S,
+    Type::Iq1S,
+    Type::Iq1M,
 ];
 
 /// Weights in `ty` and activations converted by `from_float`, for `n` elements.

@@ -1251,6 +1251,7 @@ fn map32(grid: &[u32], ranks: &[u8], nwant: usize) -> GridMap {
 }
 
 const IQ2_RANKS: [u8; 3] = [0x08, 0x19, 0x2b];
+const IQ1_RANKS: [u8; 3] = [0xff, 0x00, 0x01];
 
 pub(crate) fn iq2xxs_map() -> &'static GridMap {
     static M: std::sync::OnceLock<GridMap> = std::sync::OnceLock::new();
@@ -1265,6 +1266,11 @@ pub(crate) fn iq2xs_map() -> &'static GridMap {
 pub(crate) fn iq2s_map() -> &'static GridMap {
     static M: std::sync::OnceLock<GridMap> = std::sync::OnceLock::new();
     M.get_or_init(|| map64(&IQ2S_GRID, &IQ2_RANKS, 1))
+}
+
+pub(crate) fn iq1s_map() -> &'static GridMap {
+    static M: std::sync::OnceLock<GridMap> = std::sync::OnceLock::new();
+    M.get_or_init(|| map64(&IQ1S_GRID, &IQ1_RANKS, 3))
 }
 
 pub(crate) fn iq3xxs_map() -> &'static GridMap {

@@ -8,6 +8,7 @@
 pub mod blocks;
 mod fp;
 mod fp4;
+mod iq1;
 mod iq2;
 mod iq3;
 mod iq4;
@@ -28,6 +29,7 @@ pub use fp4::{
     dequantize_row_mxfp4, dequantize_row_nvfp4, e8m0_to_fp32_half, fp32_to_ue4m3,
     quantize_row_mxfp4_ref, quantize_row_nvfp4_ref, ue4m3_to_fp32, KVALUES_MXFP4,
 };
+pub use iq1::{dequantize_row_iq1_m, dequantize_row_iq1_s, quantize_row_iq1_m_ref};
 pub use iq2::{
     dequantize_row_iq2_s, dequantize_row_iq2_xs, dequantize_row_iq2_xxs, quantize_row_iq2_s_ref,
 };
@@ -77,12 +79,7 @@ pub fn requires_imatrix(ty: Type) -> bool {
 
 /// Whether `quantize_row_ref` / `dequantize_row` / `quantize_chunk` accept `ty`.
 pub fn is_supported(ty: Type) -> bool {
-    !matches!(ty, Type::I8 | Type::I16 | Type::I64 | Type::F64) && !is_pending(ty)
-}
-
-/// Types the type table knows (so files holding them parse) whose conversions are not here yet.
-fn is_pending(ty: Type) -> bool {
-    matches!(ty, Type::Iq1S | Type::Iq1M)
+    !matches!(ty, Type::I8 | Type::I16 | Type::I64 | Type::F64)
 }
 
 fn check_sizes(ty: Type, nelem: usize, nbytes: usize, what: &str) {
@@ -140,6 +137,7 @@ pub fn quantize_row_ref(ty: Type, src: &[f32], dst: &mut [u8]) {
         Type::Iq3Xxs => quantize_row_iq3_xxs_ref(src, dst),
         Type::Iq3S => quantize_row_iq3_s_ref(src, dst),
         Type::Iq2S => quantize_row_iq2_s_ref(src, dst),
+        Type::Iq1M => quantize_row_iq1_m_ref(src, dst),
         Type::Iq2Xxs | Type::Iq2Xs | Type::Iq1S => {
             panic!("quantize_row_ref: {ty} needs an importance matrix (use quantize_chunk)")
         }
@@ -206,6 +204,8 @@ pub fn dequantize_row(ty: Type, src: &[u8], dst: &mut [f32]) {
         Type::Iq2S => dequantize_row_iq2_s(src, dst),
         Type::Iq3Xxs => dequantize_row_iq3_xxs(src, dst),
         Type::Iq3S => dequantize_row_iq3_s(src, dst),
+        Type::Iq1S => dequantize_row_iq1_s(src, dst),
+        Type::Iq1M => dequantize_row_iq1_m(src, dst),
         Type::Tq1_0 => dequantize_row_tq1_0(src, dst),
         Type::Tq2_0 => dequantize_row_tq2_0(src, dst),
         Type::Mxfp4 => dequantize_row_mxfp4(src, dst),
@@ -268,6 +268,8 @@ pub fn quantize_chunk(
         (Type::Iq2S, w) => per_row(dst, &|x, y| iq2::quantize_row_iq2_s(x, y, w)),
         (Type::Iq2Xxs, Some(w)) => per_row(dst, &|x, y| iq2::quantize_row_iq2_xxs(x, y, w)),
         (Type::Iq2Xs, Some(w)) => per_row(dst, &|x, y| iq2::quantize_row_iq2_xs(x, y, w)),
+        (Type::Iq1S, Some(w)) => per_row(dst, &|x, y| iq1::quantize_row_iq1_s(x, y, w)),
+        (Type::Iq1M, w) => per_row(dst, &|x, y| iq1::quantize_row_iq1_m(x, y, w)),
         // Every other type ignores the imatrix and converts all rows in one go.
         _ => {
             quantize_row_ref(ty, src, dst);
