@@ -207,7 +207,8 @@ pub struct Params {
     pub devices: Option<Vec<String>>,
     /// `-ot`: (tensor name regex, buffer type name).
     pub tensor_buft_overrides: Vec<(String, String)>,
-    pub kv_overrides: Vec<String>,
+    /// `--override-kv`, in the order given (the loader uses the first for each key)
+    pub kv_overrides: Vec<llama::kv_override::KvOverride>,
     pub fit_params: bool,
     pub fit_params_target: Vec<u64>,
     pub fit_params_min_ctx: i32,

@@ -35,6 +35,7 @@ pub fn model_params(p: &Params) -> Result<ModelParams, String> {
         use_extra_bufts: !p.no_extra_bufts,
         devices: p.devices.clone(),
         check_tensors: p.check_tensors,
+        kv_overrides: p.kv_overrides.clone(),
         ..ModelParams::default()
     })
 }

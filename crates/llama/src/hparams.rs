@@ -3,6 +3,7 @@
 
 use crate::arch::{Arch, RopeType};
 use crate::error::{LlamaError, Result};
+use crate::vocab::Meta;
 use gguf::{GgufFile, Value};
 
 pub const MAX_LAYERS: usize = 512;
@@ -119,7 +120,7 @@ pub struct HParams {
 
 /// Typed access to `<arch>.<key>` values.
 pub(crate) struct Keys<'a> {
-    pub gguf: &'a GgufFile,
+    pub meta: Meta<'a>,
     pub arch: &'a str,
 }
 
@@ -128,7 +129,7 @@ impl Keys<'_> {
         format!("{}.{}", self.arch, key)
     }
     fn get(&self, key: &str) -> Option<&Value> {
-        self.gguf.get(&self.full(key))
+        (self.meta)(&self.full(key))
     }
     fn bad(&self, key: &str, why: &str) -> LlamaError {
         LlamaError::BadKey {
@@ -231,9 +232,11 @@ impl Keys<'_> {
 }
 
 impl HParams {
-    pub(crate) fn load(gguf: &GgufFile, arch: Arch) -> Result<HParams> {
+    /// Reads the hyperparameters through `meta` (the file's values, or the loader's view with
+    /// the metadata overrides).
+    pub(crate) fn load(meta: Meta, arch: Arch) -> Result<HParams> {
         let k = Keys {
-            gguf,
+            meta,
             arch: arch.name(),
         };
         let n_ctx_train = k.u32_req("context_length")?;
@@ -305,8 +308,7 @@ impl HParams {
             .unwrap_or(0.0);
         let n_vocab = match k.u32_opt("vocab_size")? {
             Some(n) => n,
-            None => gguf
-                .get("tokenizer.ggml.tokens")
+            None => meta("tokenizer.ggml.tokens")
                 .and_then(|v| v.as_array())
                 .map(|a| a.len() as u32)
                 .unwrap_or(0),

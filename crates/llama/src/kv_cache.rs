@@ -53,7 +53,7 @@ pub struct KvCache {
     /// V stored transposed (one row per channel), used without flash attention
     pub(crate) v_trans: bool,
     pub(crate) cells: KvCells,
-    head: usize,
+    pub(crate) head: usize,
 }
 
 /// Where the tokens of one ubatch go.

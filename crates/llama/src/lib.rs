@@ -7,6 +7,7 @@ pub mod error;
 pub mod ftype;
 pub mod grammar;
 pub mod hparams;
+pub mod kv_override;
 mod load_data;
 pub mod loader;
 mod meta_split;
@@ -29,8 +30,10 @@ mod kv_cache;
 mod kv_cells;
 mod kv_memory;
 mod kv_shift;
+mod kv_state;
 mod perf;
 mod reserve;
+pub mod state;
 mod system_info;
 mod validate;
 

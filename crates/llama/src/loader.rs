@@ -4,6 +4,7 @@
 
 use crate::error::{LlamaError, Result};
 use crate::ftype;
+use crate::kv_override::{KvOverride, KvView};
 use gguf::display::{self, version_name};
 use gguf::{GgufFile, TensorInfo, Value, ValueType};
 use std::path::{Path, PathBuf};
@@ -77,10 +78,20 @@ pub(crate) struct ModelLoader {
     pub ftype: u32,
     pub n_elements: u64,
     pub n_bytes: u64,
+    /// `--override-kv`, consulted by the typed getters through [`ModelLoader::view`]
+    pub overrides: Vec<KvOverride>,
+    /// general.architecture as the constructor read it (with its override)
+    pub arch: Option<Value>,
 }
 
 impl ModelLoader {
     pub fn open(path: &Path, mode: LoadMode) -> Result<ModelLoader> {
+        ModelLoader::open_with(path, mode, &[])
+    }
+
+    /// As `open`, with metadata overrides: like llama.cpp's constructor it reads
+    /// general.architecture and general.file_type through them.
+    pub fn open_with(path: &Path, mode: LoadMode, overrides: &[KvOverride]) -> Result<ModelLoader> {
         let opened = if mode.uses_mmap() {
             GgufFile::open(path)
         } else {
@@ -91,6 +102,8 @@ impl ModelLoader {
             source: Box::new(e),
         })?;
 
+        let view = KvView::new(&gguf, overrides);
+        let arch = view.get("general.architecture").cloned();
         let n_elements: u64 = gguf.tensors.iter().map(|t| t.n_elements()).sum();
         let n_bytes: u64 = gguf.tensors.iter().map(|t| t.size).sum();
 
@@ -122,7 +135,7 @@ impl ModelLoader {
             }
         }
         let mut ftype = ftype::from_type(type_max) | ftype::GUESSED;
-        if let Some(v) = gguf.get("general.file_type").and_then(|v| v.as_u64()) {
+        if let Some(v) = view.get("general.file_type").and_then(|v| v.as_u64()) {
             ftype = v as u32;
         }
 
@@ -144,17 +157,25 @@ impl ModelLoader {
             );
         }
 
+        drop(view);
         Ok(ModelLoader {
             path: path.to_path_buf(),
             gguf: Arc::new(gguf),
             ftype,
             n_elements,
             n_bytes,
+            overrides: overrides.to_vec(),
+            arch,
         })
     }
 
+    /// The metadata as the typed getters read it: the file with the overrides.
+    pub fn view(&self) -> KvView<'_> {
+        KvView::new(&self.gguf, &self.overrides)
+    }
+
     pub fn arch_name(&self) -> Result<String> {
-        match self.gguf.get("general.architecture") {
+        match &self.arch {
             Some(Value::Str(s)) => Ok(s.clone()),
             Some(_) => Err(LlamaError::BadKey {
                 key: "general.architecture".into(),

@@ -60,6 +60,8 @@ pub struct ModelParams {
     pub no_alloc: bool,
     /// None prints llama.cpp's progress dots
     pub progress_callback: Option<ProgressCallback>,
+    /// `--override-kv`: metadata the typed getters read instead of the file's
+    pub kv_overrides: Vec<crate::kv_override::KvOverride>,
 }
 
 impl Default for ModelParams {
@@ -77,6 +79,7 @@ impl Default for ModelParams {
             check_tensors: false,
             no_alloc: false,
             progress_callback: None,
+            kv_overrides: Vec::new(),
         }
     }
 }
@@ -196,6 +199,7 @@ impl Model {
             tensor_split: params.tensor_split.clone(),
             tensor_buft_overrides: params.tensor_buft_overrides.clone(),
             devices: params.devices.clone(),
+            kv_overrides: params.kv_overrides.clone(),
             ..*params
         };
         Model::load_with(path, &mut params_owned)
@@ -222,15 +226,23 @@ impl Model {
         } else {
             params.load_mode.resolve()
         };
-        let ml = ModelLoader::open(path, mode).map_err(|e| (Stage::Loader, e))?;
+        let ml = ModelLoader::open_with(path, mode, &params.kv_overrides)
+            .map_err(|e| (Stage::Loader, e))?;
         ml.print_info();
         let arch_name = ml.arch_name().map_err(|e| (Stage::Arch, e))?;
         let arch = Arch::from_name(&arch_name);
         if arch.is_none() && !params.vocab_only {
             return Err((Stage::Arch, LlamaError::UnknownArch(arch_name)));
         }
+        let view = ml.view();
+        let meta = |k: &str| view.get(k);
+        // load_hparams reads the name first
+        let name = meta("general.name")
+            .and_then(|v| v.as_str())
+            .unwrap_or("")
+            .to_string();
         let hparams = match arch {
-            Some(a) => HParams::load(&ml.gguf, a).map_err(|e| (Stage::Hparams, e))?,
+            Some(a) => HParams::load(&meta, a).map_err(|e| (Stage::Hparams, e))?,
             None => HParams::vocab_only(&ml.gguf),
         };
         if let (Some(a), false) = (arch, params.vocab_only) {
@@ -239,14 +251,8 @@ impl Model {
                 ggml::log_warn!("llama_model_load: warning: {}\n", w);
             }
         }
-        let vocab = Vocab::from_gguf(&ml.gguf)
+        let vocab = Vocab::from_meta(&meta)
             .map_err(|e| (Stage::Vocabulary, LlamaError::Vocab(e.to_string())))?;
-        let name = ml
-            .gguf
-            .get("general.name")
-            .and_then(|v| v.as_str())
-            .unwrap_or("")
-            .to_string();
         let type_name = match arch {
             Some(a) => a.type_name(&hparams),
             None => "?B",

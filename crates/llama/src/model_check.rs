@@ -30,11 +30,13 @@ fn check(file: Arc<GgufFile>) -> Result<Vec<String>> {
         ftype: 0,
         n_elements: 0,
         n_bytes: 0,
+        overrides: Vec::new(),
+        arch: file.get("general.architecture").cloned(),
     };
     let arch_name = ml.arch_name()?;
     let arch =
         Arch::from_name(&arch_name).ok_or_else(|| LlamaError::UnknownArch(arch_name.clone()))?;
-    let hparams = HParams::load(&file, arch)?;
+    let hparams = HParams::load(&|k| file.get(k), arch)?;
     let vocab = Vocab::from_gguf(&file).map_err(|e| LlamaError::Vocab(e.to_string()))?;
     let mut model = Model {
         arch: Some(arch),

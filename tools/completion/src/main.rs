@@ -14,7 +14,7 @@ use common::{log_cnt, log_dbg, log_err, log_inf, log_out, log_wrn};
 use llama::grammar::GrammarError;
 use llama::sampling::{sample_with_grammar, Chain, GrammarSampler, Sampler};
 use llama::vocab::Vocab;
-use llama::{Batch, Context};
+use llama::Context;
 
 const F: &str = "llama_completion";
 
@@ -179,10 +179,11 @@ fn run() -> i32 {
     log_inf!("{}\n", startup::system_info(&params));
     log_inf!("\n");
 
-    let mut session = match session::Session::open(&params.path_prompt_cache) {
-        Ok(s) => s,
-        Err(()) => return 1,
-    };
+    let mut session =
+        match session::Session::open(&params.path_prompt_cache, &mut ctx, n_ctx as usize) {
+            Ok(s) => s,
+            Err(()) => return 1,
+        };
 
     let add_bos = vocab.add_bos() && !params.use_jinja;
     log_dbg!("n_ctx: {}, add_bos: {}\n", n_ctx, add_bos as i32);
@@ -211,7 +212,13 @@ fn run() -> i32 {
     } else {
         prompt = params.prompt.clone();
     }
-    let mut embd_inp = tokenize(vocab, &prompt, true, true);
+    let mut embd_inp =
+        if params.interactive_first || !prompt.is_empty() || session.loaded_tokens().is_empty() {
+            tokenize(vocab, &prompt, true, true)
+        } else {
+            log_dbg!("use session tokens\n");
+            session.loaded_tokens().to_vec()
+        };
     log_dbg!("prompt: \"{}\"\n", prompt);
 
     if !waiting_for_first_input && embd_inp.is_empty() {
@@ -233,6 +240,18 @@ fn run() -> i32 {
             embd_inp.len(),
             n_ctx - 4
         );
+        return 1;
+    }
+
+    if session
+        .match_prompt(
+            &mut ctx,
+            &embd_inp,
+            params.prompt.is_empty(),
+            params.prompt_cache_ro,
+        )
+        .is_err()
+    {
         return 1;
     }
 
@@ -586,14 +605,15 @@ impl Loop<'_> {
                     }
                 }
 
+                n_past += self.session.reuse_prefix(&mut embd) as i32;
+
                 if !embd.is_empty() {
                     log_dbg!("eval: {}\n", string_from(vocab, &embd));
-                    let rc = self.ctx.decode(&Batch::get_one(&embd));
-                    if rc == 2 && interrupt::stop_requested() {
-                        self.stop_interrupted(&mut out);
-                    }
-                    if rc != 0 {
-                        log_err!("{F} : failed to eval\n");
+                    let is_last_batch = n_consumed >= self.embd_inp.len();
+                    if let Err(rc) = self.session.decode(self.ctx, &embd, is_last_batch) {
+                        if rc == 2 && interrupt::stop_requested() {
+                            self.stop_interrupted(&mut out);
+                        }
                         return Err(1);
                     }
                     n_past += embd.len() as i32;
@@ -814,8 +834,11 @@ impl Loop<'_> {
             }
         }
         out.flush();
-        self.session
-            .finish(self.params.prompt_cache_all && !self.params.prompt_cache_ro);
+        self.session.finish(
+            self.ctx,
+            self.params.prompt_cache_all && !self.params.prompt_cache_ro,
+            &embd,
+        );
         Ok(())
     }
 }

@@ -3,6 +3,7 @@
 //! parameter count and size. `--json` for scripts, `--key` for one value.
 
 mod json;
+mod markdown;
 mod report;
 
 use std::io::Write;
@@ -37,11 +38,37 @@ struct Args {
     /// Print the value of one key alone (arrays one element a line) and exit
     #[arg(long, value_name = "KEY")]
     key: Option<String>,
+    /// Print gguf_dump.py's markdown report
+    #[arg(long)]
+    markdown: bool,
+    /// Print the absolute offset of the tensor data (as gguf_dump.py --data-offset)
+    #[arg(long)]
+    data_offset: bool,
+    /// Print the data alignment (as gguf_dump.py --data-alignment)
+    #[arg(long)]
+    data_alignment: bool,
+    /// Also describe the file's layout on stderr while reading it
+    #[arg(long)]
+    verbose: bool,
 }
 
 fn run(args: &Args, path: &Path) -> Result<(), String> {
     // Only the metadata is read: inspecting a 100 GB model must not read its weights.
+    if args.verbose {
+        eprintln!("* Loading: {}", path.display());
+    }
     let file = GgufFile::open_metadata(path).map_err(|e| e.to_string())?;
+    if args.verbose {
+        eprintln!(
+            "* GGUF v{}: {} key/value pair(s), {} tensor(s); alignment {}, tensor data at offset {} of {} bytes",
+            file.version,
+            file.kv.len(),
+            file.tensors.len(),
+            file.alignment,
+            file.data_offset,
+            file.file_size
+        );
+    }
     let mut out = std::io::stdout().lock();
     let bytes = if let Some(key) = &args.key {
         let v = file
@@ -52,6 +79,12 @@ fn run(args: &Args, path: &Path) -> Result<(), String> {
         let mut s = json::dump(&file, path, args.full_arrays, !args.no_tensors).to_string();
         s.push('\n');
         s.into_bytes()
+    } else if args.markdown {
+        markdown::dump(&file, path, !args.no_tensors).into_bytes()
+    } else if args.data_offset {
+        format!("{}\n", file.data_offset).into_bytes()
+    } else if args.data_alignment {
+        format!("{}\n", file.alignment).into_bytes()
     } else {
         report::text(&file, path, args.full_arrays, !args.no_tensors)
     };

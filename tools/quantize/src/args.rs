@@ -31,6 +31,12 @@ pub struct Args {
 
 /// The QUANT_OPTIONS this build can produce: name, ftype, llama.cpp's description.
 const QUANT_OPTIONS: &[(&str, Option<Ftype>, &str)] = &[
+    ("Q1_0", Some(Ftype::Q1_0), " 1.125 bpw quantization"),
+    (
+        "Q2_0",
+        Some(Ftype::Q2_0),
+        " 2.25 bpw quantization (group 64)",
+    ),
     (
         "Q4_0",
         Some(Ftype::Q4_0),
@@ -41,6 +47,7 @@ const QUANT_OPTIONS: &[(&str, Option<Ftype>, &str)] = &[
         Some(Ftype::Q4_1),
         " 4.78G, +0.4511 ppl @ Llama-3-8B",
     ),
+    ("MXFP4_MOE", Some(Ftype::Mxfp4Moe), " MXFP4 MoE"),
     (
         "Q5_0",
         Some(Ftype::Q5_0),
@@ -51,13 +58,25 @@ const QUANT_OPTIONS: &[(&str, Option<Ftype>, &str)] = &[
         Some(Ftype::Q5_1),
         " 5.65G, +0.1062 ppl @ Llama-3-8B",
     ),
+    ("IQ2_XXS", Some(Ftype::Iq2Xxs), " 2.06 bpw quantization"),
+    ("IQ2_XS", Some(Ftype::Iq2Xs), " 2.31 bpw quantization"),
+    ("IQ2_S", Some(Ftype::Iq2S), " 2.5  bpw quantization"),
+    ("IQ2_M", Some(Ftype::Iq2M), " 2.7  bpw quantization"),
+    ("IQ1_S", Some(Ftype::Iq1S), " 1.56 bpw quantization"),
+    ("IQ1_M", Some(Ftype::Iq1M), " 1.75 bpw quantization"),
+    ("TQ1_0", Some(Ftype::Tq1_0), " 1.69 bpw ternarization"),
+    ("TQ2_0", Some(Ftype::Tq2_0), " 2.06 bpw ternarization"),
     ("Q2_K", Some(Ftype::Q2K), " 2.96G, +3.5199 ppl @ Llama-3-8B"),
     (
         "Q2_K_S",
         Some(Ftype::Q2KS),
         " 2.96G, +3.1836 ppl @ Llama-3-8B",
     ),
+    ("IQ3_XXS", Some(Ftype::Iq3Xxs), " 3.06 bpw quantization"),
+    ("IQ3_S", Some(Ftype::Iq3S), " 3.44 bpw quantization"),
+    ("IQ3_M", Some(Ftype::Iq3M), " 3.66 bpw quantization mix"),
     ("Q3_K", Some(Ftype::Q3KM), "alias for Q3_K_M"),
+    ("IQ3_XS", Some(Ftype::Iq3Xs), " 3.3 bpw quantization"),
     (
         "Q3_K_S",
         Some(Ftype::Q3KS),
@@ -77,6 +96,11 @@ const QUANT_OPTIONS: &[(&str, Option<Ftype>, &str)] = &[
         "IQ4_NL",
         Some(Ftype::Iq4Nl),
         " 4.50 bpw non-linear quantization",
+    ),
+    (
+        "IQ4_XS",
+        Some(Ftype::Iq4Xs),
+        " 4.25 bpw non-linear quantization",
     ),
     ("Q4_K", Some(Ftype::Q4KM), "alias for Q4_K_M"),
     (

@@ -3,7 +3,7 @@
 
 use super::opt::{Handler, Opt};
 use super::sampling_options::sampling_options;
-use super::util::{is_autoy, is_falsey, is_truthy, stof, stoi, stoul};
+use super::util::{is_autoy, is_falsey, is_truthy, parse_csv_row, stof, stoi, stoul};
 use super::{
     ConversationMode, Ctx, Example, FlashAttn, Params, RopeScaling, SplitMode, GPU_LAYERS_ALL,
     GPU_LAYERS_AUTO,
@@ -600,15 +600,15 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
             Ok(())
         })),
         Opt::new(&["--override-kv"], Some("KEY=TYPE:VALUE,..."), "advanced option to override model metadata by key. to specify multiple overrides, either use comma-separated values.\ntypes: int, float, bool, str. example: --override-kv tokenizer.ggml.add_bos_token=bool:false,tokenizer.ggml.add_eos_token=bool:false", Str(|p, _, v| {
-            for kv in v.split(',') {
-                let ok = kv.split_once('=').and_then(|(k, rest)| {
-                    let (ty, _) = rest.split_once(':')?;
-                    (!k.is_empty() && k.len() < 128 && ["int", "float", "bool", "str"].contains(&ty)).then_some(())
-                });
-                if ok.is_none() {
-                    return Err(format!("error: Invalid type for KV override: {kv}\n"));
+            for item in parse_csv_row(v) {
+                match llama::kv_override::KvOverride::parse(&item) {
+                    Ok(o) => p.kv_overrides.push(o),
+                    Err(why) => {
+                        // string_parse_kv_override's COM_ERR, then the handler's exception
+                        ggml::log_error!("{why}\n");
+                        return Err(format!("error: Invalid type for KV override: {item}\n"));
+                    }
                 }
-                p.kv_overrides.push(kv.to_string());
             }
             Ok(())
         })),

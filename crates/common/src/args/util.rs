@@ -188,9 +188,52 @@ pub fn hardware_concurrency() -> i32 {
         .unwrap_or(4)
 }
 
+/// arg.cpp's `parse_csv_row`: fields split at commas, a field that starts with `"` runs to the
+/// closing quote (`""` inside is a quote, commas inside are kept); a quote elsewhere is literal.
+pub fn parse_csv_row(input: &str) -> Vec<String> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut in_quotes = false;
+    let mut chars = input.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '"' if !in_quotes => {
+                if field.is_empty() {
+                    in_quotes = true;
+                } else {
+                    field.push('"');
+                }
+            }
+            '"' => {
+                if chars.peek() == Some(&'"') {
+                    field.push('"');
+                    chars.next();
+                } else {
+                    in_quotes = false;
+                }
+            }
+            ',' if !in_quotes => fields.push(std::mem::take(&mut field)),
+            c => field.push(c),
+        }
+    }
+    fields.push(field);
+    fields
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csv_row_splits_as_arg_cpp() {
+        assert_eq!(parse_csv_row("a,b"), ["a", "b"]);
+        assert_eq!(parse_csv_row(""), [""]);
+        assert_eq!(parse_csv_row("a,"), ["a", ""]);
+        assert_eq!(parse_csv_row("\"x,y\",z"), ["x,y", "z"]);
+        assert_eq!(parse_csv_row("\"say \"\"hi\"\"\""), ["say \"hi\""]);
+        // a quote inside an unquoted field is a literal character
+        assert_eq!(parse_csv_row("a\"b,c"), ["a\"b", "c"]);
+    }
 
     #[test]
     fn stoi_takes_a_numeric_prefix() {

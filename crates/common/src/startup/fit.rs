@@ -52,6 +52,7 @@ fn measure(
         tensor_split: mparams.tensor_split.clone(),
         tensor_buft_overrides: mparams.tensor_buft_overrides.clone(),
         devices: mparams.devices.clone(),
+        kv_overrides: mparams.kv_overrides.clone(),
         progress_callback: None,
         ..*mparams
     };

@@ -3,13 +3,19 @@
 //! Kernels are picked once per process from the CPU's features: AVX-512 (F/BW/VL/VNNI),
 //! AVX2+FMA+F16C, NEON, or the portable scalar code that defines the results.
 
+mod fp4;
+mod iq;
 #[cfg(target_arch = "aarch64")]
 mod neon;
+mod q1q2;
 mod scalar;
 #[cfg(test)]
 mod tests;
+mod tq;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
+#[cfg(target_arch = "x86_64")]
+mod x86_iq;
 #[cfg(target_arch = "x86_64")]
 mod x86_k23;
 
@@ -229,6 +235,20 @@ pub fn scalar_traits(ty: Type) -> Option<CpuTypeTraits> {
         Type::Q4K => t(Type::Q8K, q8_k_from_float, q4_k_q8_k),
         Type::Q5K => t(Type::Q8K, q8_k_from_float, q5_k_q8_k),
         Type::Q6K => t(Type::Q8K, q8_k_from_float, q6_k_q8_k),
+        Type::Iq4Xs => t(Type::Q8K, q8_k_from_float, iq::iq4_xs_q8_k),
+        Type::Iq2Xxs => t(Type::Q8K, q8_k_from_float, iq::iq2_xxs_q8_k),
+        Type::Iq2Xs => t(Type::Q8K, q8_k_from_float, iq::iq2_xs_q8_k),
+        Type::Iq2S => t(Type::Q8K, q8_k_from_float, iq::iq2_s_q8_k),
+        Type::Iq3Xxs => t(Type::Q8K, q8_k_from_float, iq::iq3_xxs_q8_k),
+        Type::Iq3S => t(Type::Q8K, q8_k_from_float, iq::iq3_s_q8_k),
+        Type::Iq1S => t(Type::Q8K, q8_k_from_float, iq::iq1_s_q8_k),
+        Type::Iq1M => t(Type::Q8K, q8_k_from_float, iq::iq1_m_q8_k),
+        Type::Tq1_0 => t(Type::Q8K, q8_k_from_float, tq::tq1_0_q8_k),
+        Type::Tq2_0 => t(Type::Q8K, q8_k_from_float, tq::tq2_0_q8_k),
+        Type::Mxfp4 => t(Type::Q8_0, quantize_row_q8_0, fp4::mxfp4_q8_0),
+        Type::Nvfp4 => t(Type::Q8_0, quantize_row_q8_0, fp4::nvfp4_q8_0),
+        Type::Q1_0 => t(Type::Q8_0, quantize_row_q8_0, q1q2::q1_0_q8_0),
+        Type::Q2_0 => t(Type::Q8_0, quantize_row_q8_0, q1q2::q2_0_q8_0),
         _ => return None,
     })
 }
@@ -248,6 +268,12 @@ pub fn traits_for(level: SimdLevel, ty: Type) -> Option<CpuTypeTraits> {
         #[allow(unreachable_patterns)]
         _ => None,
     };
+    // the IQ/TQ/FP4 kernels live apart from x86.rs; they need AVX2, which AVX-512 implies
+    #[cfg(target_arch = "x86_64")]
+    let fast = fast.or_else(|| match level {
+        SimdLevel::Avx2 | SimdLevel::Avx512 => x86_iq::avx2_kernel(ty),
+        _ => None,
+    });
     assert!(
         SimdLevel::available().contains(&level),
         "SIMD level {level:?} not supported by this CPU"

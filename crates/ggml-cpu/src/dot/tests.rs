@@ -19,7 +19,7 @@ fn data(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-const TYPES: [Type; 14] = [
+const TYPES: [Type; 28] = [
     Type::F32,
     Type::F16,
     Type::Bf16,
@@ -34,6 +34,20 @@ const TYPES: [Type; 14] = [
     Type::Q4K,
     Type::Q5K,
     Type::Q6K,
+    Type::Iq4Xs,
+    Type::Tq1_0,
+    Type::Tq2_0,
+    Type::Mxfp4,
+    Type::Nvfp4,
+    Type::Q1_0,
+    Type::Q2_0,
+    Type::Iq2Xxs,
+    Type::Iq2Xs,
+    Type::Iq2S,
+    Type::Iq3Xxs,
+    Type::Iq3S,
+    Type::Iq1S,
+    Type::Iq1M,
 ];
 
 /// Weights in `ty` and activations converted by `from_float`, for `n` elements.
@@ -42,7 +56,13 @@ fn operands(ty: Type, n: usize, seed: u64) -> (Vec<u8>, Vec<u8>, CpuTypeTraits) 
     let w = data(n, seed);
     let a = data(n, seed + 100);
     let mut wq = vec![0u8; bytes_for(ty, n)];
-    quantize_row_ref(ty, &w, &mut wq);
+    if ggml::quants::requires_imatrix(ty) {
+        // the types ggml only quantizes with an importance matrix get a flat one
+        let ones = vec![1.0f32; n];
+        ggml::quants::quantize_chunk(ty, &w, &mut wq, 0, 1, n, Some(&ones));
+    } else {
+        quantize_row_ref(ty, &w, &mut wq);
+    }
     let mut aq = vec![0u8; bytes_for(tr.vec_dot_type, n)];
     (tr.from_float)(&a, &mut aq);
     (wq, aq, tr)
@@ -151,4 +171,21 @@ fn q8_k_activations_equal_the_reference_quantizer() {
     (cpu_traits(Type::Q4K).from_float)(&x, &mut got);
     ggml::quants::quantize_row_ref(Type::Q8K, &x, &mut want);
     assert_eq!(got, want);
+}
+
+#[test]
+fn iq_tq_fp4_simd_kernels_equal_scalar_bit_for_bit() {
+    // their SIMD code sums integers exactly and scales in the scalar order
+    for level in SimdLevel::available() {
+        for ty in [Type::Iq4Xs, Type::Mxfp4, Type::Tq1_0, Type::Tq2_0] {
+            let fast = traits_for(level, ty).unwrap();
+            let slow = scalar_traits(ty).unwrap();
+            for (k, n) in [256usize, 512, 2048].into_iter().enumerate() {
+                let (wq, aq, _) = operands(ty, n, 40 + k as u64);
+                let a = (fast.vec_dot)(n, &wq, &aq);
+                let b = (slow.vec_dot)(n, &wq, &aq);
+                assert_eq!(a.to_bits(), b.to_bits(), "{level:?} {ty} n={n}: {a} vs {b}");
+            }
+        }
+    }
 }

@@ -7,16 +7,36 @@
 
 pub mod blocks;
 mod fp;
+mod fp4;
+mod iq1;
+mod iq2;
+mod iq3;
+mod iq4;
+pub mod iq_grids;
 mod k23;
 mod k456;
 mod legacy;
+mod q1q2;
 mod search;
+mod tq;
 
 pub use blocks::*;
 pub use fp::{
     bf16_to_fp32, bf16_to_fp32_row, fp16_to_fp32, fp16_to_fp32_row, fp32_to_bf16, fp32_to_bf16_row,
     fp32_to_fp16, fp32_to_fp16_row,
 };
+pub use fp4::{
+    dequantize_row_mxfp4, dequantize_row_nvfp4, e8m0_to_fp32_half, fp32_to_ue4m3,
+    quantize_row_mxfp4_ref, quantize_row_nvfp4_ref, ue4m3_to_fp32, KVALUES_MXFP4,
+};
+pub use iq1::{dequantize_row_iq1_m, dequantize_row_iq1_s, quantize_row_iq1_m_ref};
+pub use iq2::{
+    dequantize_row_iq2_s, dequantize_row_iq2_xs, dequantize_row_iq2_xxs, quantize_row_iq2_s_ref,
+};
+pub use iq3::{
+    dequantize_row_iq3_s, dequantize_row_iq3_xxs, quantize_row_iq3_s_ref, quantize_row_iq3_xxs_ref,
+};
+pub use iq4::{dequantize_row_iq4_xs, iq4_xs_scale, quantize_row_iq4_xs_ref};
 pub use k23::{
     dequantize_row_q2_k, dequantize_row_q3_k, quantize_row_q2_k_ref, quantize_row_q3_k_ref,
 };
@@ -31,6 +51,13 @@ pub use legacy::{
     quantize_row_q4_0_ref, quantize_row_q4_1_ref, quantize_row_q5_0_ref, quantize_row_q5_1_ref,
     quantize_row_q8_0_ref, quantize_row_q8_1_ref,
 };
+pub use q1q2::{
+    dequantize_row_q1_0, dequantize_row_q2_0, quantize_row_q1_0_ref, quantize_row_q2_0_ref,
+};
+pub use tq::{
+    dequantize_row_tq1_0, dequantize_row_tq2_0, quantize_row_tq1_0_ref, quantize_row_tq2_0_ref,
+    unpack_trit,
+};
 
 use crate::Type;
 
@@ -44,11 +71,10 @@ pub fn bytes_for(ty: Type, n: usize) -> usize {
     n / ty.block_size() * ty.type_size()
 }
 
-/// Whether `quantize_chunk` refuses to run without an importance matrix. None of the types
-/// implemented here needs one (ggml requires it only for IQ2_XXS, IQ2_XS and IQ1_S).
+/// Whether `quantize_chunk` refuses to run without an importance matrix (ggml's
+/// ggml_quantize_requires_imatrix), and `quantize_row_ref` has no quantizer for the type.
 pub fn requires_imatrix(ty: Type) -> bool {
-    let _ = ty;
-    false
+    matches!(ty, Type::Iq2Xxs | Type::Iq2Xs | Type::Iq1S)
 }
 
 /// Whether `quantize_row_ref` / `dequantize_row` / `quantize_chunk` accept `ty`.
@@ -107,7 +133,21 @@ pub fn quantize_row_ref(ty: Type, src: &[f32], dst: &mut [u8]) {
         Type::Q6K => quantize_row_q6_k_ref(src, dst),
         Type::Q8K => quantize_row_q8_k_ref(src, dst),
         Type::Iq4Nl => quantize_row_iq4_nl_ref(src, dst),
-        Type::I8 | Type::I16 | Type::I64 | Type::F64 => unreachable!(),
+        Type::Iq4Xs => quantize_row_iq4_xs_ref(src, dst),
+        Type::Iq3Xxs => quantize_row_iq3_xxs_ref(src, dst),
+        Type::Iq3S => quantize_row_iq3_s_ref(src, dst),
+        Type::Iq2S => quantize_row_iq2_s_ref(src, dst),
+        Type::Iq1M => quantize_row_iq1_m_ref(src, dst),
+        Type::Iq2Xxs | Type::Iq2Xs | Type::Iq1S => {
+            panic!("quantize_row_ref: {ty} needs an importance matrix (use quantize_chunk)")
+        }
+        Type::Tq1_0 => quantize_row_tq1_0_ref(src, dst),
+        Type::Tq2_0 => quantize_row_tq2_0_ref(src, dst),
+        Type::Mxfp4 => quantize_row_mxfp4_ref(src, dst),
+        Type::Nvfp4 => quantize_row_nvfp4_ref(src, dst),
+        Type::Q1_0 => quantize_row_q1_0_ref(src, dst),
+        Type::Q2_0 => quantize_row_q2_0_ref(src, dst),
+        _ => unreachable!("checked by check_sizes"),
     }
 }
 
@@ -158,7 +198,21 @@ pub fn dequantize_row(ty: Type, src: &[u8], dst: &mut [f32]) {
         Type::Q6K => dequantize_row_q6_k(src, dst),
         Type::Q8K => dequantize_row_q8_k(src, dst),
         Type::Iq4Nl => dequantize_row_iq4_nl(src, dst),
-        Type::I8 | Type::I16 | Type::I64 | Type::F64 => unreachable!(),
+        Type::Iq4Xs => dequantize_row_iq4_xs(src, dst),
+        Type::Iq2Xxs => dequantize_row_iq2_xxs(src, dst),
+        Type::Iq2Xs => dequantize_row_iq2_xs(src, dst),
+        Type::Iq2S => dequantize_row_iq2_s(src, dst),
+        Type::Iq3Xxs => dequantize_row_iq3_xxs(src, dst),
+        Type::Iq3S => dequantize_row_iq3_s(src, dst),
+        Type::Iq1S => dequantize_row_iq1_s(src, dst),
+        Type::Iq1M => dequantize_row_iq1_m(src, dst),
+        Type::Tq1_0 => dequantize_row_tq1_0(src, dst),
+        Type::Tq2_0 => dequantize_row_tq2_0(src, dst),
+        Type::Mxfp4 => dequantize_row_mxfp4(src, dst),
+        Type::Nvfp4 => dequantize_row_nvfp4(src, dst),
+        Type::Q1_0 => dequantize_row_q1_0(src, dst),
+        Type::Q2_0 => dequantize_row_q2_0(src, dst),
+        _ => unreachable!("checked by check_sizes"),
     }
 }
 
@@ -208,6 +262,14 @@ pub fn quantize_chunk(
         }
         (Type::Q6K, Some(w)) => per_row(dst, &|x, y| k456::quantize_row_q6_k_imatrix(x, y, w)),
         (Type::Iq4Nl, w) => per_row(dst, &|x, y| legacy::quantize_row_iq4_nl_chunk(x, y, w)),
+        (Type::Iq4Xs, w) => per_row(dst, &|x, y| iq4::quantize_row_iq4_xs(x, y, w)),
+        (Type::Iq3Xxs, w) => per_row(dst, &|x, y| iq3::quantize_row_iq3_xxs(x, y, w)),
+        (Type::Iq3S, w) => per_row(dst, &|x, y| iq3::quantize_row_iq3_s(x, y, w)),
+        (Type::Iq2S, w) => per_row(dst, &|x, y| iq2::quantize_row_iq2_s(x, y, w)),
+        (Type::Iq2Xxs, Some(w)) => per_row(dst, &|x, y| iq2::quantize_row_iq2_xxs(x, y, w)),
+        (Type::Iq2Xs, Some(w)) => per_row(dst, &|x, y| iq2::quantize_row_iq2_xs(x, y, w)),
+        (Type::Iq1S, Some(w)) => per_row(dst, &|x, y| iq1::quantize_row_iq1_s(x, y, w)),
+        (Type::Iq1M, w) => per_row(dst, &|x, y| iq1::quantize_row_iq1_m(x, y, w)),
         // Every other type ignores the imatrix and converts all rows in one go.
         _ => {
             quantize_row_ref(ty, src, dst);

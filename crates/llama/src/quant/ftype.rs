@@ -1,4 +1,4 @@
-//! The quantization mixtures (llama_ftype values) llama-quantize can produce with our types.
+//! The quantization mixtures (llama_ftype values) of llama.cpp's llama-quantize.
 
 use ggml::Type;
 
@@ -24,10 +24,27 @@ pub enum Ftype {
     Q5KM,
     Q6K,
     Iq4Nl,
+    Iq2Xxs,
+    Iq2Xs,
+    Iq3Xs,
+    Iq3Xxs,
+    Iq1S,
+    Iq3S,
+    Iq3M,
+    Iq2S,
+    Iq2M,
+    Iq4Xs,
+    Iq1M,
+    Tq1_0,
+    Tq2_0,
+    Mxfp4Moe,
+    Nvfp4,
+    Q1_0,
+    Q2_0,
 }
 
 impl Ftype {
-    pub const ALL: [Ftype; 19] = [
+    pub const ALL: [Ftype; 36] = [
         Ftype::AllF32,
         Ftype::F16,
         Ftype::Bf16,
@@ -47,6 +64,23 @@ impl Ftype {
         Ftype::Q5KM,
         Ftype::Q6K,
         Ftype::Iq4Nl,
+        Ftype::Iq2Xxs,
+        Ftype::Iq2Xs,
+        Ftype::Iq3Xs,
+        Ftype::Iq3Xxs,
+        Ftype::Iq1S,
+        Ftype::Iq3S,
+        Ftype::Iq3M,
+        Ftype::Iq2S,
+        Ftype::Iq2M,
+        Ftype::Iq4Xs,
+        Ftype::Iq1M,
+        Ftype::Tq1_0,
+        Ftype::Tq2_0,
+        Ftype::Mxfp4Moe,
+        Ftype::Nvfp4,
+        Ftype::Q1_0,
+        Ftype::Q2_0,
     ];
 
     /// llama_ftype id, as stored in general.file_type.
@@ -71,6 +105,23 @@ impl Ftype {
             Ftype::Q2KS => 21,
             Ftype::Iq4Nl => 25,
             Ftype::Bf16 => 32,
+            Ftype::Iq2Xxs => 19,
+            Ftype::Iq2Xs => 20,
+            Ftype::Iq3Xs => 22,
+            Ftype::Iq3Xxs => 23,
+            Ftype::Iq1S => 24,
+            Ftype::Iq3S => 26,
+            Ftype::Iq3M => 27,
+            Ftype::Iq2S => 28,
+            Ftype::Iq2M => 29,
+            Ftype::Iq4Xs => 30,
+            Ftype::Iq1M => 31,
+            Ftype::Tq1_0 => 36,
+            Ftype::Tq2_0 => 37,
+            Ftype::Mxfp4Moe => 38,
+            Ftype::Nvfp4 => 39,
+            Ftype::Q1_0 => 40,
+            Ftype::Q2_0 => 41,
         }
     }
 
@@ -100,6 +151,23 @@ impl Ftype {
             Ftype::Q5KM => "Q5_K_M",
             Ftype::Q6K => "Q6_K",
             Ftype::Iq4Nl => "IQ4_NL",
+            Ftype::Iq2Xxs => "IQ2_XXS",
+            Ftype::Iq2Xs => "IQ2_XS",
+            Ftype::Iq3Xs => "IQ3_XS",
+            Ftype::Iq3Xxs => "IQ3_XXS",
+            Ftype::Iq1S => "IQ1_S",
+            Ftype::Iq3S => "IQ3_S",
+            Ftype::Iq3M => "IQ3_M",
+            Ftype::Iq2S => "IQ2_S",
+            Ftype::Iq2M => "IQ2_M",
+            Ftype::Iq4Xs => "IQ4_XS",
+            Ftype::Iq1M => "IQ1_M",
+            Ftype::Tq1_0 => "TQ1_0",
+            Ftype::Tq2_0 => "TQ2_0",
+            Ftype::Mxfp4Moe => "MXFP4_MOE",
+            Ftype::Nvfp4 => "NVFP4",
+            Ftype::Q1_0 => "Q1_0",
+            Ftype::Q2_0 => "Q2_0",
         }
     }
 
@@ -133,6 +201,23 @@ impl Ftype {
             Ftype::Q5KS | Ftype::Q5KM => Type::Q5K,
             Ftype::Q6K => Type::Q6K,
             Ftype::Iq4Nl => Type::Iq4Nl,
+            Ftype::Iq2Xxs => Type::Iq2Xxs,
+            Ftype::Iq2Xs => Type::Iq2Xs,
+            Ftype::Iq3Xs => Type::Iq3S,
+            Ftype::Iq3Xxs => Type::Iq3Xxs,
+            Ftype::Iq1S => Type::Iq1S,
+            Ftype::Iq3S => Type::Iq3S,
+            Ftype::Iq3M => Type::Iq3S,
+            Ftype::Iq2S => Type::Iq2Xs,
+            Ftype::Iq2M => Type::Iq2S,
+            Ftype::Iq4Xs => Type::Iq4Xs,
+            Ftype::Iq1M => Type::Iq1M,
+            Ftype::Tq1_0 => Type::Tq1_0,
+            Ftype::Tq2_0 => Type::Tq2_0,
+            Ftype::Mxfp4Moe => Type::Mxfp4,
+            Ftype::Nvfp4 => Type::Nvfp4,
+            Ftype::Q1_0 => Type::Q1_0,
+            Ftype::Q2_0 => Type::Q2_0,
         }
     }
 }

@@ -243,7 +243,12 @@ pub fn tensor_requires_imatrix(name: &str, ty: Type, ftype: Ftype) -> bool {
     if is_token_embd(name) || name == "output.weight" {
         return false;
     }
-    ty == Type::Q2K && ftype == Ftype::Q2KS
+    match ty {
+        Type::Iq3Xxs | Type::Iq2Xxs | Type::Iq2Xs | Type::Iq2S | Type::Iq1M | Type::Iq1S => true,
+        // the k-quants never need one, except Q2_K in a Q2_K_S file
+        Type::Q2K => ftype == Ftype::Q2KS,
+        _ => false,
+    }
 }
 
 /// One tensor's outcome: the type, and the warnings llama.cpp logs while choosing it.
@@ -358,7 +363,15 @@ impl<'a> TypeChooser<'a> {
             target.name()
         );
         let mut ret = match target {
-            Type::Q2K | Type::Q3K => Type::Q4_0,
+            Type::Iq1S
+            | Type::Iq1M
+            | Type::Iq2Xxs
+            | Type::Iq2Xs
+            | Type::Iq2S
+            | Type::Iq3Xxs
+            | Type::Iq3S
+            | Type::Iq4Xs => Type::Iq4Nl,
+            Type::Q2_0 | Type::Q2K | Type::Q3K | Type::Tq1_0 | Type::Tq2_0 => Type::Q4_0,
             Type::Q4K => Type::Q5_0,
             Type::Q5K => Type::Q5_1,
             Type::Q6K => Type::Q8_0,
@@ -401,6 +414,22 @@ impl<'a> TypeChooser<'a> {
             let (i, n) = (i as i64, n as i64);
             i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2
         };
+        // the 1.5-2.7 bpw mixtures, which share one set of rules
+        let iq12 = matches!(
+            ftype,
+            F::Iq2Xxs | F::Iq2Xs | F::Iq1S | F::Iq2S | F::Iq2M | F::Iq1M
+        );
+        let iq2sm = matches!(ftype, F::Iq2S | F::Iq2M);
+
+        // glm5-next keeps these projections at Q8_0 or better
+        if m.arch == "glm5-next"
+            && ["attn_q_a", "attn_q_b", "nextn.eh_proj"]
+                .iter()
+                .any(|p| t.name.contains(p))
+            && !matches!(new_type, Type::F32 | Type::Bf16 | Type::F16)
+        {
+            return Ok(Type::Q8_0);
+        }
 
         if cat == C::Output || (self.has_tied_embeddings && cat == C::TokenEmbd) {
             if let Some(ty) = self.params.output_tensor_type {
@@ -408,21 +437,78 @@ impl<'a> TypeChooser<'a> {
             } else {
                 let nx = t.ne[0];
                 let qk = new_type.block_size() as u64;
-                if falcon || !nx.is_multiple_of(qk) {
+                if ftype == F::Mxfp4Moe || falcon || !nx.is_multiple_of(qk) {
                     new_type = Type::Q8_0;
+                } else if matches!(
+                    ftype,
+                    F::Iq2Xxs | F::Iq2Xs | F::Iq3Xxs | F::Iq1S | F::Iq2S | F::Iq2M | F::Iq1M
+                ) {
+                    new_type = Type::Q5K;
                 } else if new_type != Type::Q8_0 {
                     new_type = Type::Q6K;
                 }
             }
+        } else if ftype == F::Mxfp4Moe {
+            // expert tensors (3-D) become MXFP4, everything else Q8_0; bailingmoe3's 3-D MLA
+            // projections are not experts
+            let expert_role = matches!(cat, C::FfnUp | C::FfnGate | C::FfnDown);
+            new_type = if t.ne[2] > 1 && (m.arch != "bailingmoe3" || expert_role) {
+                Type::Mxfp4
+            } else {
+                Type::Q8_0
+            };
         } else if cat == C::TokenEmbd {
             if let Some(ty) = self.params.token_embedding_type {
                 new_type = ty;
+            } else if matches!(ftype, F::Iq2Xxs | F::Iq2Xs | F::Iq1S | F::Iq1M) {
+                new_type = Type::Q2K;
+            } else if matches!(ftype, F::Iq2S | F::Iq2M | F::Iq3Xxs) {
+                new_type = Type::Iq3S;
+            } else if matches!(ftype, F::Tq1_0 | F::Tq2_0 | F::Q2_0) {
+                new_type = Type::Q4K;
+            }
+        } else if iq12 {
+            if is_attn_v(cat) {
+                new_type = if m.n_gqa() >= 4 || m.n_expert >= 4 {
+                    Type::Q4K
+                } else if iq2sm {
+                    Type::Iq3S
+                } else {
+                    Type::Q2K
+                };
+                self.i_attention_wv += 1;
+            } else if m.n_expert == 8 && cat == C::AttentionK {
+                new_type = Type::Q4K;
+            } else if cat == C::FfnDown {
+                if self.i_ffn_down < self.n_ffn / 8 {
+                    new_type = if iq2sm { Type::Iq3S } else { Type::Q2K };
+                }
+                self.i_ffn_down += 1;
+            } else if cat == C::AttentionOutput {
+                if m.n_expert == 8 {
+                    new_type = Type::Q5K;
+                } else if matches!(ftype, F::Iq1S | F::Iq1M) {
+                    new_type = Type::Iq2Xxs;
+                } else if iq2sm {
+                    new_type = Type::Iq3S;
+                }
             }
         } else if is_attn_v(cat) {
             let gqa4 = m.n_gqa() >= 4;
             match ftype {
                 F::Q2K => new_type = if gqa4 { Type::Q4K } else { Type::Q3K },
                 F::Q2KS if gqa4 => new_type = Type::Q4K,
+                F::Iq3Xxs => {
+                    new_type = if gqa4 {
+                        Type::Q4K
+                    } else if !self.params.has_imatrix {
+                        Type::Iq3S
+                    } else {
+                        Type::Iq3Xxs
+                    }
+                }
+                F::Iq3Xs | F::Iq3S if gqa4 => new_type = Type::Q4K,
+                F::Iq3M => new_type = Type::Q4K,
                 F::Q3KM => {
                     new_type = if self.i_attention_wv < 2 {
                         Type::Q5K
@@ -431,7 +517,7 @@ impl<'a> TypeChooser<'a> {
                     }
                 }
                 F::Q3KL => new_type = Type::Q5K,
-                F::Iq4Nl if gqa4 => new_type = Type::Q5K,
+                F::Iq4Nl | F::Iq4Xs if gqa4 => new_type = Type::Q5K,
                 F::Q4KM | F::Q5KM if more_bits(self.i_attention_wv, self.n_attention_wv) => {
                     new_type = Type::Q6K
                 }
@@ -448,13 +534,28 @@ impl<'a> TypeChooser<'a> {
         } else if cat == C::AttentionK {
             if m.n_expert == 8 {
                 new_type = Type::Q8_0;
+            } else if ftype == F::Iq3Xs {
+                new_type = Type::Iq3Xxs;
+            } else if ftype == F::Iq3Xxs {
+                new_type = Type::Iq2S;
+            }
+        } else if cat == C::AttentionQ {
+            if ftype == F::Iq3Xs {
+                new_type = Type::Iq3Xxs;
+            } else if ftype == F::Iq3Xxs {
+                new_type = Type::Iq2S;
             }
         } else if cat == C::FfnDown {
             let (il, nl) = self.layer_info(self.i_ffn_down, self.n_ffn, &t.name)?;
             let imat = self.params.has_imatrix;
             match ftype {
                 F::Q2K => new_type = Type::Q3K,
-                F::Q2KS if il < nl / 8 => new_type = Type::Q4K,
+                F::Q2KS => {
+                    if il < nl / 8 {
+                        new_type = Type::Q4K
+                    }
+                }
+                F::Iq3Xxs if !imat => new_type = if il < nl / 8 { Type::Q4K } else { Type::Q3K },
                 F::Q3KM => {
                     new_type = if il < nl / 16 {
                         Type::Q5K
@@ -463,6 +564,9 @@ impl<'a> TypeChooser<'a> {
                     } else {
                         Type::Q3K
                     }
+                }
+                F::Iq3M if il < nl / 8 || (m.n_expert == 8 && more_bits(il, nl)) => {
+                    new_type = Type::Q4K
                 }
                 F::Q3KL => new_type = if falcon { Type::Q4K } else { Type::Q5K },
                 F::Q4KM => {
@@ -478,7 +582,7 @@ impl<'a> TypeChooser<'a> {
                         new_type = Type::Q6K;
                     }
                 }
-                F::Iq4Nl if il < nl / 8 && !imat => new_type = Type::Q5K,
+                F::Iq4Nl | F::Iq4Xs if il < nl / 8 && !imat => new_type = Type::Q5K,
                 F::Q5KM if more_bits(il, nl) => new_type = Type::Q6K,
                 F::Q4KS if !falcon && il < nl / 8 => new_type = Type::Q5K,
                 F::Q4_0 | F::Q5_0 if imat && il < nl / 8 => {
@@ -496,15 +600,27 @@ impl<'a> TypeChooser<'a> {
                 if m.n_expert == 8 {
                     if matches!(
                         ftype,
-                        F::Q2K | F::Q3KS | F::Q3KM | F::Iq4Nl | F::Q4KS | F::Q4KM
+                        F::Q2K
+                            | F::Iq3Xs
+                            | F::Iq3Xxs
+                            | F::Q3KS
+                            | F::Q3KM
+                            | F::Iq4Nl
+                            | F::Q4KS
+                            | F::Q4KM
+                            | F::Iq3S
+                            | F::Iq3M
+                            | F::Iq4Xs
                     ) {
                         new_type = Type::Q5K;
                     }
                 } else {
                     match ftype {
                         F::Q2K => new_type = Type::Q3K,
+                        F::Iq3Xxs => new_type = Type::Iq3S,
                         F::Q3KM => new_type = Type::Q4K,
                         F::Q3KL => new_type = Type::Q5K,
+                        F::Iq3M => new_type = Type::Q4K,
                         _ => {}
                     }
                 }
@@ -513,17 +629,26 @@ impl<'a> TypeChooser<'a> {
             }
         } else if cat == C::AttentionQkv {
             match ftype {
-                F::Q3KM | F::Q3KL => new_type = Type::Q4K,
+                F::Q3KM | F::Q3KL | F::Iq3M => new_type = Type::Q4K,
                 F::Q4KM => new_type = Type::Q5K,
                 F::Q5KM => new_type = Type::Q6K,
                 _ => {}
             }
-        } else if cat == C::FfnGate {
-            self.layer_info(self.i_ffn_gate, self.n_ffn, &t.name)?;
-            self.i_ffn_gate += 1;
-        } else if cat == C::FfnUp {
-            self.layer_info(self.i_ffn_up, self.n_ffn, &t.name)?;
-            self.i_ffn_up += 1;
+        } else if cat == C::FfnGate || cat == C::FfnUp {
+            let i = if cat == C::FfnGate {
+                self.i_ffn_gate
+            } else {
+                self.i_ffn_up
+            };
+            let (il, nl) = self.layer_info(i, self.n_ffn, &t.name)?;
+            if ftype == F::Iq3Xs && il >= nl / 8 && il < 7 * nl / 8 {
+                new_type = Type::Iq3Xxs;
+            }
+            if cat == C::FfnGate {
+                self.i_ffn_gate += 1;
+            } else {
+                self.i_ffn_up += 1;
+            }
         }
         Ok(new_type)
     }

@@ -282,6 +282,12 @@ pub fn model_quantize_with_progress(
         for w in &choice.warnings {
             ggml::log_warn!("{}", w);
         }
+        if choice.ty != info.ty && !ggml::quants::is_supported(choice.ty) {
+            return Err(failed(format!(
+                "tensor '{}': quantizing to type {} is not implemented",
+                t.name, choice.ty
+            )));
+        }
         t.target = choice.ty;
         t.requires_imatrix = tensor_requires_imatrix(&t.name, choice.ty, ftype);
         let allows = super::allows_quantization(&types, &desc);

@@ -37,7 +37,7 @@ mod tests_synthetic;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 
-pub use load::VocabError;
+pub use load::{Meta, VocabError};
 pub use pretype::PreType;
 
 pub type Token = i32;
