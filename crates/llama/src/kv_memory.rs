@@ -214,6 +214,26 @@ impl KvMemory {
     pub fn seq_div(&mut self, seq: i32, p0: i32, p1: i32, d: i32) {
         self.caches_mut().for_each(|c| c.seq_div(seq, p0, p1, d));
     }
+    /// The state of both caches, the dense one first (llama_kv_cache_iswa::state_write).
+    pub(crate) fn state_write(&self, model: &Model, n_seq_max: u32, out: &mut Vec<u8>) {
+        for c in self.caches() {
+            c.state_write(model, n_seq_max, out);
+        }
+    }
+
+    pub(crate) fn state_read<R: std::io::Read>(
+        &mut self,
+        model: &Model,
+        n_seq_max: u32,
+        r: &mut crate::kv_state::StateReader<R>,
+    ) -> Result<()> {
+        self.base.state_read(model, n_seq_max, r)?;
+        if let Some(swa) = self.swa.as_mut() {
+            swa.state_read(model, n_seq_max, r)?;
+        }
+        Ok(())
+    }
+
     /// The sliding-window cache holds the latest positions of a sequence, so it answers for
     /// both (the dense cache holds a superset).
     pub fn seq_pos_max(&self, seq: i32) -> i32 {

@@ -130,7 +130,7 @@ impl KvCache {
         }
         put_u32(out, self.v_trans as u32);
         put_u32(out, self.layers.len() as u32);
-        for (il, &(k, _)) in self.layers.iter().enumerate() {
+        for (il, &(k, _)) in self.layer_indices().into_iter().zip(self.layers.iter()) {
             let k = &self.ctx[k];
             let row = k.ty.row_size(hp.n_embd_k_gqa(il) as i64);
             put_u32(out, k.ty.id());
@@ -139,7 +139,7 @@ impl KvCache {
                 read_into(k, a * row, (b - a) * row, out);
             }
         }
-        for (il, &(_, v)) in self.layers.iter().enumerate() {
+        for (il, &(_, v)) in self.layer_indices().into_iter().zip(self.layers.iter()) {
             let v = &self.ctx[v];
             let n_embd_v = hp.n_embd_v_gqa(il) as usize;
             put_u32(out, v.ty.id());
@@ -235,7 +235,7 @@ impl KvCache {
             return Err(restore_failed());
         }
         let mut buf = Vec::new();
-        for (il, &(k, _)) in self.layers.iter().enumerate() {
+        for (il, &(k, _)) in self.layer_indices().into_iter().zip(self.layers.iter()) {
             let k = &self.ctx[k];
             let ty = r.i32()?;
             if ty != k.ty.id() as i32 {
@@ -262,7 +262,7 @@ impl KvCache {
             r.bytes(&mut buf)?;
             set_tensor(k, &buf, 0);
         }
-        for (il, &(_, v)) in self.layers.iter().enumerate() {
+        for (il, &(_, v)) in self.layer_indices().into_iter().zip(self.layers.iter()) {
             let v = &self.ctx[v];
             let n_embd_v = hp.n_embd_v_gqa(il) as usize;
             let ty = r.i32()?;
