@@ -249,11 +249,15 @@ impl HParams {
         }
         let n_expert = k.u32_opt("expert_count")?.unwrap_or(0);
         let n_expert_used = k.u32_opt("expert_used_count")?.unwrap_or(0);
+        // llama.cpp asserts this (GGML_ASSERT); here it is one line naming the keys
         if n_expert_used > n_expert {
             return Err(LlamaError::BadHparams(format!(
-                "n_expert_used {n_expert_used} > n_expert {n_expert}"
+                "{} = {n_expert_used} exceeds {} = {n_expert}",
+                k.full("expert_used_count"),
+                k.full("expert_count")
             )));
         }
+
         let nl = n_layer as usize;
         let n_ff_arr = k
             .per_layer("feed_forward_length", nl, false)?

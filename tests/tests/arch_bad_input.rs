@@ -1,0 +1,146 @@
+//! Broken files of the newer architectures: a missing or misshapen per-architecture tensor and
+//! impossible expert counts stop llama-completion with one line naming the tensor or key and
+//! exit status 1, never a panic; a sliding window longer than the context is what llama.cpp
+//! makes of it, a window cache of the context's size.
+
+use gguf::{GgufFile, GgufWriter, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn gguf_new(out: &Path, arch: &str, extra: &[&str]) {
+    let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
+    #[rustfmt::skip]
+    let o = Command::new(bin)
+        .args(["--arch", arch, "--layers", "2", "--embd", "64", "--heads", "4", "--heads-kv", "2",
+            "--ff", "128", "--ctx", "512", "--vocab-size", "300", "--seed", "3", "--quiet", "-o"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .expect("run llama-gguf-new");
+    assert!(o.status.success(), "llama-gguf-new: {}", text(&o.stderr));
+}
+
+type Tensors = Vec<(String, ggml::Type, Vec<u64>, Vec<u8>)>;
+
+/// A model of `arch` with its metadata and tensors edited by `edit`.
+fn edited(
+    dir: &Path,
+    arch: &str,
+    edit: impl FnOnce(&mut Vec<(String, Value)>, &mut Tensors),
+) -> PathBuf {
+    let src = dir.join(format!("{arch}.gguf"));
+    gguf_new(&src, arch, &[]);
+    let f = GgufFile::open(&src).expect("open the model");
+    let mut kv = f.kv.clone();
+    let mut tensors: Tensors = f
+        .tensors
+        .iter()
+        .map(|t| {
+            (
+                t.name.clone(),
+                t.ty,
+                t.shape().to_vec(),
+                f.tensor_data(t).to_vec(),
+            )
+        })
+        .collect();
+    edit(&mut kv, &mut tensors);
+    let mut w = GgufWriter::new();
+    for (k, v) in kv {
+        w.add_kv(k, v).unwrap();
+    }
+    for (name, ty, shape, _) in &tensors {
+        w.add_tensor(name.clone(), *ty, shape).unwrap();
+    }
+    let data: Vec<&[u8]> = tensors.iter().map(|t| t.3.as_slice()).collect();
+    let out = dir.join(format!("{arch}-edited.gguf"));
+    std::fs::write(&out, w.to_bytes(&data).unwrap()).unwrap();
+    out
+}
+
+fn complete(model: &Path, extra: &[&str]) -> Output {
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
+    Command::new(bin)
+        .arg("-m")
+        .arg(model)
+        .args(["-p", "hi", "-n", "2", "-no-cnv", "-t", "2"])
+        .args(extra)
+        .env_remove("LLAMA_ARG_MODEL")
+        .output()
+        .expect("run llama-completion")
+}
+
+/// Exit 1, no panic, and exactly one error line of the loader carrying `cause`.
+fn assert_fails_with(o: &Output, cause: &str) {
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("error loading model"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains(cause), "want {cause:?} in {:?}", lines[0]);
+}
+
+#[test]
+fn a_missing_post_norm_is_named() {
+    let dir = test_fixtures::scratch_dir("arch-bad-missing");
+    let m = edited(&dir, "gemma2", |_, t| {
+        t.retain(|t| t.0 != "blk.1.post_ffw_norm.weight")
+    });
+    assert_fails_with(
+        &complete(&m, &[]),
+        "missing tensor 'blk.1.post_ffw_norm.weight'",
+    );
+}
+
+#[test]
+fn a_misshapen_qk_norm_is_named() {
+    let dir = test_fixtures::scratch_dir("arch-bad-shape");
+    let m = edited(&dir, "qwen3", |_, t| {
+        let n = t
+            .iter_mut()
+            .find(|t| t.0 == "blk.0.attn_k_norm.weight")
+            .unwrap();
+        n.2 = vec![8];
+        n.3.truncate(8 * 4);
+    });
+    assert_fails_with(
+        &complete(&m, &[]),
+        "tensor 'blk.0.attn_k_norm.weight' has wrong shape; expected    16, got ",
+    );
+}
+
+#[test]
+fn more_experts_used_than_there_are_is_named() {
+    let dir = test_fixtures::scratch_dir("arch-bad-experts");
+    let m = edited(&dir, "qwen3", |kv, _| {
+        kv.push(("qwen3.expert_count".into(), Value::U32(0)));
+        kv.push(("qwen3.expert_used_count".into(), Value::U32(2)));
+    });
+    assert_fails_with(
+        &complete(&m, &[]),
+        "qwen3.expert_used_count = 2 exceeds qwen3.expert_count = 0",
+    );
+}
+
+#[test]
+fn a_window_longer_than_the_context_gets_a_context_sized_cache() {
+    let dir = test_fixtures::scratch_dir("arch-bad-window");
+    let m = dir.join("gemma2-wide.gguf");
+    gguf_new(&m, "gemma2", &["--swa", "100000"]);
+    let o = complete(&m, &["-c", "256", "-lv", "4"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let sizes: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("llama_kv_cache_iswa: creating"))
+        .map(|l| l.rsplit("size = ").next().unwrap_or(""))
+        .collect();
+    assert_eq!(sizes, ["256 cells", "256 cells"], "{err}");
+}
