@@ -144,3 +144,26 @@ fn a_window_longer_than_the_context_gets_a_context_sized_cache() {
         .collect();
     assert_eq!(sizes, ["256 cells", "256 cells"], "{err}");
 }
+
+/// Split models are not loaded yet (docs/architectures.md): the first shard is refused naming
+/// split.count, not with the first tensor that lives in another shard.
+#[test]
+fn a_split_model_is_refused_naming_split_count() {
+    let dir = test_fixtures::scratch_dir("arch-bad-split");
+    let m = dir.join("qwen3.gguf");
+    gguf_new(&m, "qwen3", &[]);
+    let split = test_fixtures::bin("llama-gguf-split", "llama-gguf-split");
+    let prefix = dir.join("qwen3-split");
+    let o = Command::new(split)
+        .args(["--split", "--split-max-tensors", "16"])
+        .arg(&m)
+        .arg(&prefix)
+        .output()
+        .expect("run llama-gguf-split");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let first = dir.join("qwen3-split-00001-of-00002.gguf");
+    assert_fails_with(
+        &complete(&first, &[]),
+        "split.count = 2: loading a model split",
+    );
+}

@@ -102,6 +102,16 @@ impl ModelLoader {
             source: Box::new(e),
         })?;
 
+        // the other shards' tensors would be missing: say why instead of naming one of them
+        if let Some(n) = gguf
+            .get("split.count")
+            .and_then(|v| v.as_u64())
+            .filter(|&n| n > 1)
+        {
+            return Err(LlamaError::Unsupported(format!(
+                "split.count = {n}: loading a model split into several GGUF files is not implemented; merge it first (llama-gguf-split --merge)"
+            )));
+        }
         let view = KvView::new(&gguf, overrides);
         let arch = view.get("general.architecture").cloned();
         let n_elements: u64 = gguf.tensors.iter().map(|t| t.n_elements()).sum();
