@@ -430,7 +430,7 @@ impl HParams {
             let il = il as u32;
             *swa = n_pattern == 0
                 || if dense_first {
-                    il % n_pattern != 0
+                    !il.is_multiple_of(n_pattern)
                 } else {
                     il % n_pattern < n_pattern - 1
                 };

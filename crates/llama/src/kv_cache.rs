@@ -80,7 +80,7 @@ impl KvCache {
         let mut layers = Vec::new();
         let mut layer_ids = vec![None; hp.n_layer as usize];
         let mut by_buft: Vec<(ggml::backend::BufferTypeRef, Vec<TensorId>)> = Vec::new();
-        for il in 0..hp.n_layer as usize {
+        for (il, id) in layer_ids.iter_mut().enumerate() {
             if !which.holds(model, il) {
                 ggml::log_debug!("llama_kv_cache: layer {:3}: filtered\n", il);
                 continue;
@@ -95,7 +95,7 @@ impl KvCache {
             ctx.set_name(k, &format!("cache_k_l{il}"));
             let v = ctx.new_tensor_3d(type_v, hp.n_embd_v_gqa(il) as i64, kv_size as i64, 1);
             ctx.set_name(v, &format!("cache_v_l{il}"));
-            layer_ids[il] = Some(layers.len());
+            *id = Some(layers.len());
             layers.push((k, v));
             let buft = dev.buffer_type();
             match by_buft

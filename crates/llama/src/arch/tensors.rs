@@ -89,6 +89,7 @@ pub(crate) fn embd_and_output(model: &mut Model, c: &mut TensorCreator) -> Resul
 
 /// create_tensor_qkv with separate matrices: a fused attn_qkv is refused (no graph splits it
 /// here), then Q, K, V and their biases (`biases`: required or optional).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn qkv(
     c: &mut TensorCreator,
     l: &mut Layer,
