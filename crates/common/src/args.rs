@@ -574,7 +574,9 @@ fn postprocess(params: &mut Params, _ex: Example) -> Result<(), ParseError> {
     }
     if params.n_threads_batch < 0 {
         params.n_threads_batch = params.n_threads;
+        crate::startup::threads::inherit_batch(params);
     }
+    crate::startup::threads::warn_mask_bits(params);
     if params.prompt_cache_all && (params.interactive || params.interactive_first) {
         return Err(ParseError::Message(
             "error: --prompt-cache-all not supported in interactive mode yet\n".to_string(),

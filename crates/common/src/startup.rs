@@ -11,6 +11,7 @@ use llama::{Context, ContextParams, FlashAttnType, Model, ModelParams};
 use crate::args::{FlashAttn, Params, SplitMode};
 
 mod fit;
+pub mod threads;
 
 /// `COM_*` messages: "cmn  " and the first 12 characters of the function, right-aligned.
 fn cmn(func: &str) -> String {
@@ -125,6 +126,7 @@ pub fn init_from_params_with(
     p: &mut Params,
     cb_eval: Option<llama::EvalCallback>,
 ) -> Result<Loaded, InitError> {
+    threads::numa_note(&p.numa);
     let fail_model = |p: &Params| {
         crate::log_err!(
             "{}failed to load model '{}'\n",
@@ -178,6 +180,8 @@ pub fn init_from_params_with(
         p.sampling.logit_bias.extend(eog);
     }
 
+    // the CPU backend the context makes takes its threadpools' settings from here
+    threads::configure(p);
     let mut ctx = match Context::new(model.clone(), cparams) {
         Ok(c) => c,
         Err(_) => {
@@ -189,6 +193,7 @@ pub fn init_from_params_with(
             return Err(InitError::Context);
         }
     };
+    threads::set_process_priority(p.priority);
     crate::log_inf!(
         "{}llama threadpool init, n_threads = {}\n",
         cmn("init"),

@@ -2,6 +2,7 @@
 //! nodes, with an abort check after every node.
 
 use crate::ops::{self, Params};
+use crate::placement;
 use crate::pool::Pool;
 use ggml::backend::{Backend, DeviceRef, GraphView, Status};
 use ggml::{Context, Tensor, TensorId};
@@ -23,6 +24,12 @@ pub struct CpuBackend {
     dev: DeviceRef,
     n_threads: usize,
     pool: Pool,
+    /// the batch threadpool, when its settings differ from the generation pool's
+    pool_batch: Option<Pool>,
+    /// whether the next graph is a batch
+    batch: bool,
+    /// which pool (batch or not) last placed the calling thread
+    placed: Option<bool>,
     abort: Option<AbortCallback>,
     /// Shared work memory, 64-byte aligned (u64 words keep the alignment of 8; the start is
     /// rounded up to 64 inside).
@@ -32,10 +39,15 @@ pub struct CpuBackend {
 impl CpuBackend {
     pub fn new(dev: DeviceRef) -> CpuBackend {
         let n = default_n_threads().clamp(1, MAX_THREADS);
+        let (gen, batch) = placement::threadpool_params();
+        let pool_batch = (batch != gen).then(|| Pool::with_params(n, batch));
         CpuBackend {
             dev,
             n_threads: n,
-            pool: Pool::new(n),
+            pool: Pool::with_params(n, gen),
+            pool_batch,
+            batch: false,
+            placed: None,
             abort: None,
             work: Vec::new(),
         }
@@ -114,7 +126,16 @@ impl CpuBackend {
                 }
             })
         };
-        match self.pool.run(nth, &job) {
+        let use_batch = self.batch && self.pool_batch.is_some();
+        let pool = match (&mut self.pool_batch, use_batch) {
+            (Some(p), true) => p,
+            _ => &mut self.pool,
+        };
+        if self.placed != Some(use_batch) {
+            pool.place_caller();
+            self.placed = Some(use_batch);
+        }
+        match pool.run(nth, &job) {
             Ok(true) => {}
             Ok(false) => {
                 ggml::log_error!("{}: a compute thread panicked\n", "ggml_graph_compute");
@@ -196,8 +217,16 @@ impl Backend for CpuBackend {
     fn set_n_threads(&mut self, n: usize) {
         self.set_threads(n);
     }
+    fn set_graph_threads(&mut self, n: usize, batch: bool) {
+        self.set_threads(n);
+        self.batch = batch;
+    }
     fn reserve_threads(&mut self, n: usize) -> Result<(), String> {
-        self.pool.reserve(n.clamp(1, MAX_THREADS))
+        let n = n.clamp(1, MAX_THREADS);
+        if let Some(b) = &mut self.pool_batch {
+            b.reserve(n)?;
+        }
+        self.pool.reserve(n)
     }
     fn set_abort_callback(&mut self, cb: Option<Arc<dyn Fn() -> bool + Send + Sync>>) {
         self.abort = cb;

@@ -20,6 +20,7 @@ mod device;
 pub mod dot;
 mod fp;
 mod ops;
+pub mod placement;
 mod pool;
 mod quant;
 mod simd;

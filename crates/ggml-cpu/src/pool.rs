@@ -6,9 +6,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+use crate::placement::{self, ThreadpoolParams};
+
 /// Spins before yielding in barriers, and before parking between graphs.
 const BARRIER_SPINS: u32 = 2_000;
 const IDLE_SPINS: u32 = 20_000;
+
+/// The idle spins for a polling level: `--poll` 50 (the default) keeps the tuned count, 0
+/// sleeps at once, 100 spins twice as long (llama.cpp scales its rounds linearly the same way).
+pub(crate) fn idle_spins(poll: u32) -> u32 {
+    (IDLE_SPINS as u64 * poll.min(100) as u64 / 50) as u32
+}
 
 /// A reusable barrier for the threads of one job (sense by generation count).
 pub(crate) struct SpinBarrier {
@@ -81,12 +89,33 @@ struct Shared {
 pub(crate) struct Pool {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
+    params: Arc<ThreadpoolParams>,
+    /// where strict placement takes the next CPU (ggml's cpumask_iter)
+    mask_iter: usize,
+    /// the calling thread's CPUs, taken after the first workers' as ggml places it last
+    main_mask: Option<Vec<bool>>,
 }
 
 impl Pool {
     /// A pool meant to run `n_threads` threads (the caller's thread is thread 0). Threads the
     /// OS refuses now are retried, and reported, by `reserve` and `run`.
+    #[cfg(test)]
     pub fn new(n_threads: usize) -> Pool {
+        Pool::with_params(n_threads, ThreadpoolParams::default())
+    }
+
+    /// A pool whose threads run where and how `params` say (ggml_threadpool_new).
+    pub fn with_params(n_threads: usize, params: ThreadpoolParams) -> Pool {
+        // only settings someone chose are worth a line (llama.cpp logs none)
+        if params != ThreadpoolParams::default() {
+            ggml::log_debug!(
+                "ggml_threadpool_new: cpumask = {}, strict_cpu = {}, prio = {}, poll = {}\n",
+                params.mask_hex(),
+                params.strict_cpu as i32,
+                params.prio,
+                params.poll
+            );
+        }
         let shared = Arc::new(Shared {
             epoch: AtomicU64::new(0),
             job: Mutex::new((0, None)),
@@ -98,9 +127,28 @@ impl Pool {
         let mut pool = Pool {
             shared,
             workers: Vec::new(),
+            params: Arc::new(params),
+            mask_iter: 0,
+            main_mask: None,
         };
         let _ = pool.reserve(n_threads);
         pool
+    }
+
+    /// Gives the calling thread (thread 0 of every job) this pool's priority and CPUs, as ggml
+    /// does when a pool starts or resumes.
+    pub fn place_caller(&mut self) {
+        let p = self.params.clone();
+        placement::apply_priority(p.prio);
+        if p.mask_valid() {
+            let mask = self
+                .main_mask
+                .get_or_insert_with(|| {
+                    placement::cpumask_next(&p.cpumask, p.strict_cpu, &mut self.mask_iter)
+                })
+                .clone();
+            placement::apply_affinity(&mask);
+        }
     }
 
     /// Makes sure `n_threads` threads can run (the caller's plus `n_threads - 1` workers);
@@ -109,9 +157,19 @@ impl Pool {
         while self.workers.len() + 1 < n_threads {
             let ith = self.workers.len() + 1;
             let shared = self.shared.clone();
+            let params = self.params.clone();
+            let mask = params.mask_valid().then(|| {
+                placement::cpumask_next(&params.cpumask, params.strict_cpu, &mut self.mask_iter)
+            });
             let handle = std::thread::Builder::new()
                 .name(format!("ggml-cpu-{ith}"))
-                .spawn(move || worker(shared, ith))
+                .spawn(move || {
+                    placement::apply_priority(params.prio);
+                    if let Some(m) = &mask {
+                        placement::apply_affinity(m);
+                    }
+                    worker(shared, ith, idle_spins(params.poll))
+                })
                 .map_err(|e| format!("failed to create {n_threads} threads: {e}"))?;
             self.workers.push(handle);
         }
@@ -176,7 +234,7 @@ impl Pool {
     }
 }
 
-fn worker(shared: Arc<Shared>, ith: usize) {
+fn worker(shared: Arc<Shared>, ith: usize, idle_spins: u32) {
     let mut seen = 0u64;
     loop {
         // wait for a new epoch: spin first, then park
@@ -188,7 +246,7 @@ fn worker(shared: Arc<Shared>, ith: usize) {
             if shared.epoch.load(Ordering::Acquire) != seen {
                 break;
             }
-            if spins < IDLE_SPINS {
+            if spins < idle_spins {
                 std::hint::spin_loop();
                 spins += 1;
                 continue;
@@ -256,6 +314,88 @@ mod tests {
             });
             assert_eq!(ok, Ok(true));
             assert_eq!(after.load(Ordering::SeqCst), 3);
+        }
+    }
+
+    /// Each thread's CPUs and scheduling policy, as seen from inside a job.
+    fn placements(pool: &mut Pool, nth: usize) -> Vec<(Vec<usize>, i32)> {
+        let seen = Mutex::new(vec![(Vec::new(), -1); nth]);
+        pool.place_caller();
+        let ok = pool.run(nth, &|ith, nth, barrier| {
+            let me = (placement::current_affinity(), placement::current_policy());
+            seen.lock().unwrap()[ith] = me;
+            barrier.wait(nth);
+        });
+        assert_eq!(ok, Ok(true));
+        seen.into_inner().unwrap()
+    }
+
+    #[test]
+    fn threads_run_on_the_mask_and_at_the_priority() {
+        // in a thread of its own: placing the caller must not pin the test harness
+        std::thread::spawn(|| {
+            let cpus = placement::current_affinity();
+            assert!(!cpus.is_empty());
+            let mut mask = vec![false; placement::MAX_CPUS];
+            for &c in cpus.iter().take(2) {
+                mask[c] = true;
+            }
+            // strict: one CPU each, round robin, the caller last (ggml's order)
+            let mut pool = Pool::with_params(
+                2,
+                ThreadpoolParams {
+                    cpumask: mask.clone(),
+                    strict_cpu: true,
+                    prio: placement::PRIO_LOW,
+                    poll: 0,
+                },
+            );
+            let seen = placements(&mut pool, 2);
+            let second = *cpus.get(1).unwrap_or(&cpus[0]);
+            assert_eq!(seen[1].0, vec![cpus[0]], "worker 1 takes the first CPU");
+            assert_eq!(seen[0].0, vec![second], "the caller takes the next");
+            // SCHED_BATCH for the low priority, on every thread (no privilege needed)
+            assert!(seen.iter().all(|s| s.1 == libc::SCHED_BATCH), "{seen:?}");
+            drop(pool);
+            // not strict: every thread may use the whole mask
+            let mut pool = Pool::with_params(
+                2,
+                ThreadpoolParams {
+                    cpumask: mask,
+                    ..Default::default()
+                },
+            );
+            let want: Vec<usize> = cpus.iter().take(2).copied().collect();
+            for s in placements(&mut pool, 2) {
+                assert_eq!(s.0, want);
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn poll_scales_the_idle_spins() {
+        assert_eq!(idle_spins(0), 0);
+        assert_eq!(idle_spins(50), IDLE_SPINS);
+        assert_eq!(idle_spins(100), 2 * IDLE_SPINS);
+        assert_eq!(idle_spins(1000), 2 * IDLE_SPINS);
+        // a pool that never spins still runs every job
+        let mut pool = Pool::with_params(
+            2,
+            ThreadpoolParams {
+                poll: 0,
+                ..Default::default()
+            },
+        );
+        for _ in 0..20 {
+            let n = AtomicUsize::new(0);
+            let ok = pool.run(2, &|_, nth, b| {
+                n.fetch_add(1, Ordering::SeqCst);
+                b.wait(nth);
+            });
+            assert_eq!(ok, Ok(true));
+            assert_eq!(n.load(Ordering::SeqCst), 2);
         }
     }
 

@@ -27,9 +27,21 @@ pub(crate) fn can_dequantize(ty: Type) -> bool {
     ggml::quants::is_supported(ty)
 }
 
-/// Whether f32 rows can be written as `ty`.
+/// Whether f32 rows can be written as `ty`. ggml's CPU backend has no from_float for the
+/// grid types IQ1_*, IQ2_* and IQ3_* (their quantizers need ggml_quantize_init, some an
+/// importance matrix), so CPY and SET_ROWS do not support them.
 pub(crate) fn can_quantize(ty: Type) -> bool {
     ggml::quants::is_supported(ty)
+        && !matches!(
+            ty,
+            Type::Iq2Xxs
+                | Type::Iq2Xs
+                | Type::Iq2S
+                | Type::Iq3Xxs
+                | Type::Iq3S
+                | Type::Iq1S
+                | Type::Iq1M
+        )
 }
 
 /// Converts one row of blocks to f32.

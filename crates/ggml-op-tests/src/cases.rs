@@ -14,7 +14,9 @@ const QUANTIZED: Compare = Compare::Nmse(1e-5);
 const TABLE: Compare = Compare::Nmse(5e-6);
 
 const FLOATS: [Type; 3] = [Type::F32, Type::F16, Type::Bf16];
-const QUANTS: [Type; 13] = [
+const QUANTS: [Type; 27] = [
+    Type::Q1_0,
+    Type::Q2_0,
     Type::Q4_0,
     Type::Q4_1,
     Type::Q5_0,
@@ -28,6 +30,18 @@ const QUANTS: [Type; 13] = [
     Type::Q6K,
     Type::Q8K,
     Type::Iq4Nl,
+    Type::Iq4Xs,
+    Type::Iq2Xxs,
+    Type::Iq2Xs,
+    Type::Iq2S,
+    Type::Iq3Xxs,
+    Type::Iq3S,
+    Type::Iq1S,
+    Type::Iq1M,
+    Type::Tq1_0,
+    Type::Tq2_0,
+    Type::Mxfp4,
+    Type::Nvfp4,
 ];
 
 fn tol(ty: Type) -> Compare {

@@ -105,6 +105,19 @@ fn init_values(init: &Init, n: usize, ne0: usize, rng: &mut Rng, shape: [usize; 
     }
 }
 
+/// The reference quantizer of `ty`, or for the types ggml only quantizes with an importance
+/// matrix (IQ2_XXS, IQ2_XS, IQ1_S), their quantizer with flat importance, row by row.
+pub(crate) fn quantize_values(ty: Type, vals: &[f32], out: &mut [u8]) {
+    if !ggml::quants::requires_imatrix(ty) {
+        ggml::quants::quantize_row_ref(ty, vals, out);
+        return;
+    }
+    // these types have 256-value blocks and the tensors here rows of 256
+    let n = ty.block_size();
+    let ones = vec![1.0f32; n];
+    ggml::quants::quantize_chunk(ty, vals, out, 0, vals.len() / n, n, Some(&ones));
+}
+
 /// Encodes f32 values (whole rows) as bytes of `ty`.
 fn encode(ty: Type, vals: &[f32]) -> Vec<u8> {
     match ty {
@@ -114,7 +127,7 @@ fn encode(ty: Type, vals: &[f32]) -> Vec<u8> {
             .collect(),
         _ => {
             let mut out = vec![0u8; ty.row_size(vals.len() as i64)];
-            ggml::quants::quantize_row_ref(ty, vals, &mut out);
+            quantize_values(ty, vals, &mut out);
             out
         }
     }

@@ -141,7 +141,7 @@ impl Shadow {
                 }
                 let f: Vec<f32> = row.iter().map(|&v| v as f32).collect();
                 let mut q = vec![0u8; t.ty.row_size(n[0] as i64)];
-                ggml::quants::quantize_row_ref(t.ty, &f, &mut q);
+                crate::runner::quantize_values(t.ty, &f, &mut q);
                 let mut back = vec![0f32; n[0]];
                 ggml::quants::dequantize_row(t.ty, &q, &mut back);
                 for (r, b) in row.iter_mut().zip(back) {

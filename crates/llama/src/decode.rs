@@ -174,7 +174,7 @@ impl Context {
         };
         self.sched
             .backend(self.cpu_backend)
-            .set_n_threads(n_threads);
+            .set_graph_threads(n_threads, ub.n_tokens() > 1);
         let mut built = built;
         let status = self.sched.graph_compute(&mut built.graph);
         if status != Status::Success {

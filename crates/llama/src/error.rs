@@ -64,6 +64,9 @@ pub enum LlamaError {
     Compute(String),
     #[error("vocabulary: {0}")]
     Vocab(String),
+    /// A split model whose shards do not fit together (llama.cpp's own words).
+    #[error("{0}")]
+    Split(String),
 }
 
 pub type Result<T> = std::result::Result<T, LlamaError>;

@@ -33,6 +33,7 @@ mod kv_shift;
 mod kv_state;
 mod perf;
 mod reserve;
+mod split_load;
 pub mod state;
 mod system_info;
 mod validate;

@@ -10,6 +10,7 @@ use ggml::backend::{same_buft, Buffer, BufferTypeRef, BufferUsage};
 use ggml::tensor::TensorData;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
 use std::sync::Arc;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -67,28 +68,28 @@ enum Reader {
     Direct(File),
 }
 
-fn open_reader(ml: &ModelLoader, mode: LoadMode) -> Result<Reader> {
+fn open_reader(path: &Path, mode: LoadMode) -> Result<Reader> {
     let io = |e| LlamaError::Io {
-        path: ml.path.clone(),
+        path: path.to_path_buf(),
         source: e,
     };
     if mode == LoadMode::Dio {
         match std::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECT)
-            .open(&ml.path)
+            .open(path)
         {
             Ok(f) => return Ok(Reader::Direct(f)),
             Err(e) => {
                 ggml::log_warn!(
                     "llama_model_loader: direct I/O is not available for {} ({}), falling back to buffered reads\n",
-                    ml.path.display(),
+                    path.display(),
                     e
                 );
             }
         }
     }
-    Ok(Reader::Buffered(File::open(&ml.path).map_err(io)?))
+    Ok(Reader::Buffered(File::open(path).map_err(io)?))
 }
 
 fn read_exact_at(f: &File, buf: &mut [u8], mut offset: u64) -> std::io::Result<usize> {
@@ -137,18 +138,18 @@ impl Reader {
     /// Copy `size` bytes at absolute file offset `abs` into the buffer at `addr`.
     fn copy_into(
         &mut self,
-        ml: &ModelLoader,
+        path: &Path,
         buffer: &Buffer,
         addr: usize,
         abs: u64,
         size: usize,
     ) -> Result<()> {
         let io = |e| LlamaError::Io {
-            path: ml.path.clone(),
+            path: path.to_path_buf(),
             source: e,
         };
         let short = || LlamaError::Io {
-            path: ml.path.clone(),
+            path: path.to_path_buf(),
             source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
         };
         let mut done = 0usize;
@@ -190,9 +191,9 @@ impl Reader {
                                 "llama_model_loader: direct I/O read failed ({}), falling back to buffered reads\n",
                                 e
                             );
-                            let file = File::open(&ml.path).map_err(io)?;
+                            let file = File::open(path).map_err(io)?;
                             *self = Reader::Buffered(file);
-                            return self.copy_into(ml, buffer, addr + done, pos, size - done);
+                            return self.copy_into(path, buffer, addr + done, pos, size - done);
                         }
                     }
                     buffer.set(addr + done, &buf[lead..lead + n]);
@@ -238,28 +239,37 @@ pub fn allocate_and_load(
             continue;
         }
         let dev = &plan[g.members[0]].dev;
-        let mut buffer: Option<Arc<Buffer>> = None;
+        let mut mapped: Vec<Arc<Buffer>> = Vec::new();
         if mode.uses_mmap()
             && dev.caps().buffer_from_host_ptr
             && same_buft(&dev.buffer_type(), &g.buft)
         {
-            let first = g
-                .members
-                .iter()
-                .map(|&i| plan[i].file_offset)
-                .min()
-                .unwrap_or(0);
-            let last = g
-                .members
-                .iter()
-                .map(|&i| plan[i].file_offset + plan[i].size)
-                .max()
-                .unwrap_or(0);
-            let data = ml.gguf.data();
-            if (last as usize) <= data.len() {
+            // one buffer per file: only the range of the file that holds this group's tensors
+            for (si, shard) in ml.shards.iter().enumerate() {
+                let mine: Vec<usize> = g
+                    .members
+                    .iter()
+                    .copied()
+                    .filter(|&i| plan[i].shard == si)
+                    .collect();
+                let first = mine.iter().map(|&i| plan[i].file_offset).min();
+                let last = mine
+                    .iter()
+                    .map(|&i| plan[i].file_offset + plan[i].size)
+                    .max();
+                let (Some(first), Some(last)) = (first, last) else {
+                    continue;
+                };
+                if first >= last {
+                    continue;
+                }
+                let data = shard.gguf.data();
+                if (last as usize) > data.len() {
+                    continue;
+                }
                 let base = data.as_ptr() as usize + first as usize;
                 if let Some(b) = dev.buffer_from_host_ptr(base, (last - first) as usize) {
-                    for &i in &g.members {
+                    for &i in &mine {
                         let addr = b.base() + (plan[i].file_offset - first) as usize;
                         model.ctx[plan[i].id].data = Some(TensorData {
                             buffer: b.clone(),
@@ -267,35 +277,49 @@ pub fn allocate_and_load(
                         });
                         in_place[i] = true;
                     }
-                    buffer = Some(b);
+                    mapped.push(b);
                 }
             }
         }
-        let buffer = match buffer {
-            Some(b) => b,
-            None => crate::buffers::alloc_tensors(&mut model.ctx, &ids, &g.buft, "model weights")?,
-        };
-        buffer.set_usage(BufferUsage::Weights);
-        ggml::log_info!(
-            "load_tensors: {:>12} model buffer size = {:8.2} MiB\n",
-            buffer.name(),
-            buffer.size() as f64 / MIB
-        );
-        // what each device of a meta buffer holds
-        for (name, size) in ggml::meta::device_buffer_sizes(&buffer).unwrap_or_default() {
+        // tensors no mapping took (or every tensor, without mmap) go to an allocated buffer
+        let rest: Vec<_> = g
+            .members
+            .iter()
+            .filter(|&&i| !in_place[i])
+            .map(|&i| plan[i].id)
+            .collect();
+        let mut buffers = mapped;
+        if !rest.is_empty() {
+            buffers.push(crate::buffers::alloc_tensors(
+                &mut model.ctx,
+                &rest,
+                &g.buft,
+                "model weights",
+            )?);
+        }
+        for buffer in buffers {
+            buffer.set_usage(BufferUsage::Weights);
             ggml::log_info!(
                 "load_tensors: {:>12} model buffer size = {:8.2} MiB\n",
-                name,
-                size as f64 / MIB
+                buffer.name(),
+                buffer.size() as f64 / MIB
             );
+            // what each device of a meta buffer holds
+            for (name, size) in ggml::meta::device_buffer_sizes(&buffer).unwrap_or_default() {
+                ggml::log_info!(
+                    "load_tensors: {:>12} model buffer size = {:8.2} MiB\n",
+                    name,
+                    size as f64 / MIB
+                );
+            }
+            if mode.uses_mlock() && buffer.is_host() {
+                locked.lock(buffer.base(), buffer.size());
+            }
+            model
+                .buffer_sizes
+                .push((buffer.name().to_string(), buffer.size()));
+            model.buffers.push(buffer);
         }
-        if mode.uses_mlock() && buffer.is_host() {
-            locked.lock(buffer.base(), buffer.size());
-        }
-        model
-            .buffer_sizes
-            .push((buffer.name().to_string(), buffer.size()));
-        model.buffers.push(buffer);
     }
     model.locked = locked;
     if params.no_alloc {
@@ -321,11 +345,8 @@ pub fn allocate_and_load(
             }
         }
     };
-    let mut reader = if mode.uses_mmap() {
-        None
-    } else {
-        Some(open_reader(ml, mode)?)
-    };
+    // one reader per file, opened when its first tensor is read
+    let mut readers: Vec<Option<Reader>> = ml.shards.iter().map(|_| None).collect();
     let cancelled =
         || LlamaError::Unsupported("model loading was cancelled by the progress callback".into());
     for (i, p) in plan.iter().enumerate() {
@@ -341,7 +362,7 @@ pub fn allocate_and_load(
         let size = p.size as usize;
         if params.check_tensors && in_place[i] {
             let range = p.file_offset as usize..(p.file_offset + p.size) as usize;
-            let data = ml.gguf.data().get(range).unwrap_or(&[]);
+            let data = ml.shards[p.shard].gguf.data().get(range).unwrap_or(&[]);
             if let Some(why) = crate::validate::find_invalid(t.ty, data, t.ne[0] as u64) {
                 return Err(LlamaError::InvalidData {
                     name: t.name.clone(),
@@ -351,9 +372,13 @@ pub fn allocate_and_load(
         }
         if !in_place[i] && size > 0 {
             let d = t.data.clone().expect("allocated above");
-            match reader.as_mut() {
+            let shard = &ml.shards[p.shard];
+            if !mode.uses_mmap() && readers[p.shard].is_none() {
+                readers[p.shard] = Some(open_reader(&shard.path, mode)?);
+            }
+            match readers[p.shard].as_mut() {
                 None => {
-                    let bytes = ml.gguf.data();
+                    let bytes = shard.gguf.data();
                     let range = p.file_offset as usize..(p.file_offset + p.size) as usize;
                     let src = bytes
                         .get(range)
@@ -363,10 +388,10 @@ pub fn allocate_and_load(
                     d.buffer.set(d.addr, src);
                 }
                 Some(r) => r.copy_into(
-                    ml,
+                    &shard.path,
                     &d.buffer,
                     d.addr,
-                    ml.gguf.data_offset + p.file_offset,
+                    shard.gguf.data_offset + p.file_offset,
                     size,
                 )?,
             }

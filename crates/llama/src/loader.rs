@@ -72,9 +72,19 @@ impl std::fmt::Display for LoadMode {
     }
 }
 
-pub(crate) struct ModelLoader {
+/// One file of the model: the only one, or a shard of a split model (`split.*` keys).
+pub(crate) struct Shard {
     pub path: PathBuf,
     pub gguf: Arc<GgufFile>,
+}
+
+pub(crate) struct ModelLoader {
+    /// the first (or only) file: the metadata the model is read from
+    pub gguf: Arc<GgufFile>,
+    /// every file, the first one included, in split order
+    pub shards: Vec<Shard>,
+    /// tensor name -> (shard, index in that shard's tensor list)
+    weights: std::collections::HashMap<String, (usize, usize)>,
     pub ftype: u32,
     pub n_elements: u64,
     pub n_bytes: u64,
@@ -101,6 +111,7 @@ impl ModelLoader {
             path: path.to_path_buf(),
             source: Box::new(e),
         })?;
+        let gguf = Arc::new(gguf);
 
         // the other shards' tensors would be missing: say why instead of naming one of them
         if let Some(n) = gguf
@@ -114,13 +125,20 @@ impl ModelLoader {
         }
         let view = KvView::new(&gguf, overrides);
         let arch = view.get("general.architecture").cloned();
-        let n_elements: u64 = gguf.tensors.iter().map(|t| t.n_elements()).sum();
-        let n_bytes: u64 = gguf.tensors.iter().map(|t| t.size).sum();
+        let mut shards = vec![Shard {
+            path: path.to_path_buf(),
+            gguf: gguf.clone(),
+        }];
+        crate::split_load::open_shards(path, mode, &view, &mut shards)?;
+        let weights = crate::split_load::index_weights(&shards)?;
+        let all = || shards.iter().flat_map(|s| s.gguf.tensors.iter());
+        let n_elements: u64 = all().map(|t| t.n_elements()).sum();
+        let n_bytes: u64 = all().map(|t| t.size).sum();
 
         ggml::log_info!(
             "llama_model_loader: loaded meta data with {} key-value pairs and {} tensors from {} (version {})\n",
             gguf.kv.len(),
-            gguf.tensors.len(),
+            weights.len(),
             path.display(),
             version_name(gguf.version)
         );
@@ -128,7 +146,7 @@ impl ModelLoader {
         // the most common tensor type decides the guessed file type
         let mut counts: Vec<(ggml::Type, u32)> = Vec::new();
         let (mut n_type_max, mut type_max) = (0u32, ggml::Type::F32);
-        for t in &gguf.tensors {
+        for t in all() {
             let c = match counts.iter_mut().find(|(ty, _)| *ty == t.ty) {
                 Some((_, c)) => {
                     *c += 1;
@@ -169,13 +187,34 @@ impl ModelLoader {
 
         drop(view);
         Ok(ModelLoader {
-            path: path.to_path_buf(),
-            gguf: Arc::new(gguf),
+            gguf,
+            shards,
+            weights,
             ftype,
             n_elements,
             n_bytes,
             overrides: overrides.to_vec(),
             arch,
+        })
+    }
+
+    /// A loader over one file already read, without log lines or overrides (the checks that
+    /// only need the tensor list and the metadata).
+    pub fn for_file(file: Arc<GgufFile>) -> Result<ModelLoader> {
+        let shards = vec![Shard {
+            path: PathBuf::new(),
+            gguf: file.clone(),
+        }];
+        let weights = crate::split_load::index_weights(&shards)?;
+        Ok(ModelLoader {
+            arch: file.get("general.architecture").cloned(),
+            gguf: file,
+            shards,
+            weights,
+            ftype: 0,
+            n_elements: 0,
+            n_bytes: 0,
+            overrides: Vec::new(),
         })
     }
 
@@ -195,8 +234,20 @@ impl ModelLoader {
         }
     }
 
-    pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
-        self.gguf.tensor(name)
+    /// The tensor and the index of the shard that holds its data.
+    pub fn tensor_in_shard(&self, name: &str) -> Option<(usize, &TensorInfo)> {
+        let &(shard, i) = self.weights.get(name)?;
+        Some((shard, &self.shards[shard].gguf.tensors[i]))
+    }
+
+    /// The number of tensors over all shards.
+    pub fn n_tensors(&self) -> usize {
+        self.weights.len()
+    }
+
+    /// Every tensor of every shard, in file order.
+    pub fn all_tensors(&self) -> impl Iterator<Item = &TensorInfo> {
+        self.shards.iter().flat_map(|s| s.gguf.tensors.iter())
     }
 
     /// llama_model_loader::print_info

@@ -142,8 +142,8 @@ pub struct Model {
     pub(crate) t_load_us: u64,
     pub(crate) load_mode: LoadMode,
     pub(crate) no_alloc: bool,
-    /// keeps the memory map alive for CPU_Mapped buffers
-    pub(crate) _file: Arc<gguf::GgufFile>,
+    /// keeps the memory maps alive for CPU_Mapped buffers (one per file of a split model)
+    pub(crate) _files: Vec<Arc<gguf::GgufFile>>,
 }
 
 impl std::fmt::Debug for Model {
@@ -285,7 +285,7 @@ impl Model {
             t_load_us: 0,
             load_mode: mode,
             no_alloc: params.no_alloc,
-            _file: ml.gguf.clone(),
+            _files: ml.shards.iter().map(|s| s.gguf.clone()).collect(),
         };
         model.print_info(params.no_alloc);
         if params.vocab_only {

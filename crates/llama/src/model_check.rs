@@ -12,7 +12,6 @@ use crate::model::Model;
 use crate::model_tensors::{create_decoder_tensors, Placement, TensorCreator};
 use crate::vocab::Vocab;
 use gguf::GgufFile;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -24,15 +23,7 @@ pub fn check_loadable(file: Arc<GgufFile>) -> Result<Vec<String>> {
 }
 
 fn check(file: Arc<GgufFile>) -> Result<Vec<String>> {
-    let ml = ModelLoader {
-        path: PathBuf::new(),
-        gguf: file.clone(),
-        ftype: 0,
-        n_elements: 0,
-        n_bytes: 0,
-        overrides: Vec::new(),
-        arch: file.get("general.architecture").cloned(),
-    };
+    let ml = ModelLoader::for_file(file.clone())?;
     let arch_name = ml.arch_name()?;
     let arch =
         Arch::from_name(&arch_name).ok_or_else(|| LlamaError::UnknownArch(arch_name.clone()))?;
@@ -65,7 +56,7 @@ fn check(file: Arc<GgufFile>) -> Result<Vec<String>> {
         t_load_us: 0,
         load_mode: LoadMode::None,
         no_alloc: true,
-        _file: file.clone(),
+        _files: vec![file.clone()],
     };
     let mut creator = TensorCreator::check_only(&ml, &hparams);
     create_decoder_tensors(&mut model, &mut creator)?;

@@ -38,6 +38,7 @@ pub const DUPLICATED: u32 = 2;
 
 struct Created {
     id: TensorId,
+    shard: usize,
     file_offset: u64,
     size: u64,
     buft: BufferTypeRef,
@@ -119,9 +120,7 @@ pub(crate) fn meta_over(
         return Err(LlamaError::BadParams(why.into()));
     }
     let types = ml
-        .gguf
-        .tensors
-        .iter()
+        .all_tensors()
         .map(|t| (t.name.clone(), t.ty))
         .collect();
     let split = crate::meta_split::MetaSplit::new(gpus.len(), &params.tensor_split, hp, types);
@@ -348,7 +347,7 @@ impl<'a> TensorCreator<'a> {
 
     /// done_getting_tensors' count check: every tensor of the file was asked for.
     pub(crate) fn check_count(&self) -> Result<()> {
-        let n_file = self.ml.gguf.tensors.len();
+        let n_file = self.ml.n_tensors();
         if self.names.len() != n_file {
             return Err(LlamaError::TensorCount {
                 expected: n_file,
@@ -448,7 +447,7 @@ impl<'a> TensorCreator<'a> {
         op: Op,
     ) -> Result<Option<TensorId>> {
         ggml::log_debug!("create_tensor: loading tensor {}\n", name);
-        let Some(info) = self.ml.tensor(name) else {
+        let Some((shard, info)) = self.ml.tensor_in_shard(name) else {
             if flags & NOT_REQUIRED != 0 {
                 return Ok(None);
             }
@@ -542,6 +541,7 @@ impl<'a> TensorCreator<'a> {
         self.ctx.set_name(id, name);
         self.created.push(Created {
             id,
+            shard,
             file_offset: info.offset,
             size: info.size,
             buft: chosen.1,
@@ -591,6 +591,9 @@ impl<'a> TensorCreator<'a> {
 /// What the data loader needs of each weight.
 pub struct PlannedTensor {
     pub id: TensorId,
+    /// the file of a split model that holds the data
+    pub shard: usize,
+    /// offset in that file's data section
     pub file_offset: u64,
     pub size: u64,
     pub buft: BufferTypeRef,
@@ -601,6 +604,7 @@ fn created_to_plan(c: &[Created]) -> Vec<PlannedTensor> {
     c.iter()
         .map(|c| PlannedTensor {
             id: c.id,
+            shard: c.shard,
             file_offset: c.file_offset,
             size: c.size,
             buft: c.buft.clone(),

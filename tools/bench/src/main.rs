@@ -102,6 +102,26 @@ fn real_main() -> i32 {
         ggml::log::set_log_callback(Some(Box::new(|_, _| {})));
     }
 
+    // llama_numa_init: ggml places threads per node only on a multi-node machine, which this
+    // build does not do; say so rather than ignore the flag
+    if let Some(mode) = &p.numa {
+        let nodes = ggml_cpu::placement::numa_nodes();
+        if nodes > 1 {
+            eprintln!("llama_bench: warning: --numa {mode}: {nodes} NUMA nodes found, but this build does not place threads or memory per node");
+        } else if p.verbose {
+            eprintln!("llama_bench: --numa {mode}: single NUMA node, nothing to place");
+        }
+    }
+    if let Err((why, errno)) = ggml_cpu::placement::set_process_priority(p.prio) {
+        // set_process_priority's own warning, then llama-bench's error
+        eprintln!(
+            "set_process_priority: failed to set process priority {} : {why} ({errno})",
+            p.prio
+        );
+        eprintln!("llama_bench: error: failed to set process priority");
+        return 1;
+    }
+
     let machine = run::machine();
     let mut out = Out {
         stdout: printers::create(p.output_format, &machine.build_commit, machine.build_number),

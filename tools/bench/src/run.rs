@@ -422,6 +422,18 @@ pub fn run(p: &CmdParams, sink: &mut dyn Sink) -> Result<(Vec<TestRecord>, usize
             prev = Some(inst);
         }
         let Some(m) = model.clone() else { continue };
+        // the instance's threadpool (llama-bench attaches one for both roles)
+        let mut tpp = ggml_cpu::placement::ThreadpoolParams::default();
+        if let Err(e) = ggml_cpu::placement::parse_cpu_mask(&inst.cpu_mask, &mut tpp.cpumask) {
+            return Err(format!(
+                "llama_bench: failed to parse cpu-mask: {} ({e})",
+                inst.cpu_mask
+            ));
+        }
+        tpp.strict_cpu = inst.cpu_strict;
+        tpp.poll = inst.poll.max(0) as u32;
+        tpp.prio = p.prio;
+        ggml_cpu::placement::set_threadpool_params(tpp.clone(), tpp);
         let mut ctx = match Context::new(m.clone(), inst.context_params()) {
             Ok(c) => c,
             Err(e) => {

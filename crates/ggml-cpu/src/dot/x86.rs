@@ -150,12 +150,7 @@ unsafe fn f32_k2(n: usize, x: &[u8], y: &[u8]) -> f32 {
         }
         i += 32;
     }
-    // GGML_F32x8_REDUCE: accumulators 0+2 and 1+3, then those two, then the halves and two
-    // horizontal adds
-    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
-    let t0 = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    let t1 = _mm_hadd_ps(t0, t0);
-    let mut sum = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+    let mut sum = reduce_f32x8(&acc);
     while i < n {
         // SAFETY: i < n. (GCC fuses ggml's `sumf += x[i]*y[i]`.)
         sum = unsafe { (*px.add(i)).mul_add(*py.add(i), sum) };
@@ -185,17 +180,25 @@ unsafe fn f16_k2(n: usize, x: &[u8], y: &[u8]) -> f32 {
         }
         i += 32;
     }
-    // GGML_F32x8_REDUCE: (0 + 2) + (1 + 3), then two horizontal adds; the leftovers are
-    // added in double (ggml_float)
-    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
-    let t0 = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
-    let t1 = _mm_hadd_ps(t0, t0);
-    let mut sum = _mm_cvtss_f32(_mm_hadd_ps(t1, t1)) as f64;
+    // ggml_vec_dot_f16 reduces with GGML_F32x8_REDUCE (as ggml_vec_dot_f32) into a double,
+    // to which the tail's f32 products are added
+    let mut sum = reduce_f32x8(&acc) as f64;
     while i < n {
         sum += (h2f(rd16(x, 2 * i)) * h2f(rd16(y, 2 * i))) as f64;
         i += 1;
     }
     sum as f32
+}
+
+/// GGML_F32x8_REDUCE of four accumulators: 0+2 and 1+3, then those two, then the halves and
+/// two horizontal adds.
+#[inline]
+#[target_feature(enable = "avx2,fma")]
+fn reduce_f32x8(acc: &[__m256; 4]) -> f32 {
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+    let t0 = _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+    let t1 = _mm_hadd_ps(t0, t0);
+    _mm_cvtss_f32(_mm_hadd_ps(t1, t1))
 }
 
 #[inline]
@@ -838,4 +841,62 @@ unsafe fn bf16_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
         i += 1;
     }
     sum
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::*;
+
+    /// ggml_vec_dot_f16's AVX2 order written out lane by lane: four 8-lane accumulators fused
+    /// over 32 values a step, GGML_F32x8_REDUCE, then the tail added in double.
+    fn f16_dot_in_ggml_order(x: &[u16], y: &[u16]) -> f32 {
+        let n = x.len();
+        let np = n / 32 * 32;
+        let mut acc = [[0f32; 8]; 4];
+        for i in (0..np).step_by(32) {
+            for (j, a) in acc.iter_mut().enumerate() {
+                for (l, v) in a.iter_mut().enumerate() {
+                    let e = i + 8 * j + l;
+                    *v = h2f(x[e]).mul_add(h2f(y[e]), *v);
+                }
+            }
+        }
+        let s: [f32; 8] =
+            std::array::from_fn(|l| (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]));
+        let t0: [f32; 4] = std::array::from_fn(|l| s[l] + s[l + 4]);
+        let mut sum = ((t0[0] + t0[1]) + (t0[2] + t0[3])) as f64;
+        for e in np..n {
+            sum += (h2f(x[e]) * h2f(y[e])) as f64;
+        }
+        sum as f32
+    }
+
+    #[test]
+    fn f16_dot_sums_in_ggml_order() {
+        if !(is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("f16c"))
+        {
+            eprintln!("skipped: no AVX2/FMA/F16C");
+            return;
+        }
+        let mut s = 0x1234_5678u32;
+        let mut half = || {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            ggml::quants::fp32_to_fp16((s >> 8) as f32 / (1u32 << 23) as f32 - 1.0)
+        };
+        for n in [64usize, 100, 4096 + 7] {
+            let x: Vec<u16> = (0..n).map(|_| half()).collect();
+            let y: Vec<u16> = (0..n).map(|_| half()).collect();
+            let bytes = |v: &[u16]| v.iter().flat_map(|h| h.to_le_bytes()).collect::<Vec<u8>>();
+            let got = f16_avx2(n, &bytes(&x), &bytes(&y));
+            assert_eq!(
+                got.to_bits(),
+                f16_dot_in_ggml_order(&x, &y).to_bits(),
+                "n={n}"
+            );
+        }
+    }
 }

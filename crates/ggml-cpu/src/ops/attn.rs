@@ -174,11 +174,14 @@ pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32
                     simd::mad_f16(acc16, vx, vs);
                 } else {
                     v.load_row(ic, iv2, iv3, v32);
+                    // ggml_vec_mad_f32 fuses (its SIMD FMA, and GCC contracts the tail)
                     for (a, &x) in acc32.iter_mut().zip(v32.iter()) {
-                        *a += x * vs;
+                        *a = x.mul_add(vs, *a);
                     }
                 }
-                s_sum = s_sum * ms + vs;
+                // GCC contracts ggml's `S = S*ms + vs` into one FMA (seen in libggml-cpu's
+                // code); the sinks' update below stays two roundings there
+                s_sum = s_sum.mul_add(ms, vs);
             }
             if v_f16 {
                 for (a, &h) in acc32.iter_mut().zip(acc16.iter()) {

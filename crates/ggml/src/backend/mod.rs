@@ -132,6 +132,11 @@ pub trait Backend: Send {
         ev.synchronize()
     }
     fn set_n_threads(&mut self, _n: usize) {}
+    /// As `set_n_threads`, saying whether the next graph is a batch (more than one token):
+    /// a CPU backend then runs it on its batch threadpool when that has its own settings.
+    fn set_graph_threads(&mut self, n: usize, _batch: bool) {
+        self.set_n_threads(n)
+    }
     /// Creates now the threads that `n` threads of computation will need, so that a limit of
     /// the OS is a setup error rather than a failed compute later.
     fn reserve_threads(&mut self, _n: usize) -> Result<(), String> {

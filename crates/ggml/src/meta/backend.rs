@@ -194,6 +194,11 @@ impl Backend for MetaBackend {
             b.set_n_threads(n);
         }
     }
+    fn set_graph_threads(&mut self, n: usize, batch: bool) {
+        for b in self.backends.iter_mut() {
+            b.set_graph_threads(n, batch);
+        }
+    }
     fn set_abort_callback(&mut self, cb: Option<Arc<dyn Fn() -> bool + Send + Sync>>) {
         for b in self.backends.iter_mut() {
             b.set_abort_callback(cb.clone());

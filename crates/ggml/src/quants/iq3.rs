@@ -130,17 +130,36 @@ fn sums(weight: &[f32; 32], xval: &[f32; 32], l: &[i8; 32]) -> (f32, f32) {
 /// The scale search shared by IQ3_XXS and IQ3_S for one 32-value block of magnitudes:
 /// tries the inverse scales (15 + 0.2 is) / max, snapping each group of 4 onto the grid,
 /// then re-fits the groups that were off the grid. Returns the scale; `l` gets the levels.
-fn search_block(
-    m: &GridMap,
-    xval: &[f32; 32],
-    weight: &[f32; 32],
-    waux: &[f32; 32],
-    max: f32,
+/// How IQ3_XXS and IQ3_S differ in the search: the range of `is`, whether groups start out
+/// counted as on the grid, and whether the re-fit redoes every group.
+struct Variant {
     is_range: i32,
     initially_on_grid: bool,
     refit_all: bool,
-    l: &mut [i8; 32],
-) -> f32 {
+}
+
+const XXS: Variant = Variant {
+    is_range: 15,
+    initially_on_grid: true,
+    refit_all: false,
+};
+const S: Variant = Variant {
+    is_range: 9,
+    initially_on_grid: false,
+    refit_all: true,
+};
+
+/// One block's magnitudes, weights and the weights' square roots, and its largest magnitude.
+struct BlockIn<'a> {
+    xval: &'a [f32; 32],
+    weight: &'a [f32; 32],
+    waux: &'a [f32; 32],
+    max: f32,
+}
+
+fn search_block(m: &GridMap, b: &BlockIn, v: &Variant, l: &mut [i8; 32]) -> f32 {
+    let (xval, weight, waux, max) = (b.xval, b.weight, b.waux, b.max);
+    let (is_range, initially_on_grid, refit_all) = (v.is_range, v.initially_on_grid, v.refit_all);
     let mut best = 0.0f32;
     let mut scale = max / (2 * K_MAX_Q - 1) as f32;
     let mut is_on_grid = [initially_on_grid; 8];
@@ -288,7 +307,17 @@ pub(crate) fn quantize_row_iq3_xxs(src: &[f32], dst: &mut [u8], qw: Option<&[f32
                 scales[ib] = 0.0;
                 continue;
             }
-            let mut scale = search_block(m, &xval, &weight, &waux, max, 15, true, false, &mut l);
+            let mut scale = search_block(
+                m,
+                &BlockIn {
+                    xval: &xval,
+                    weight: &weight,
+                    waux: &waux,
+                    max,
+                },
+                &XXS,
+                &mut l,
+            );
             let mut block_signs = block_signs;
             if scale < 0.0 {
                 scale = -scale;
@@ -354,7 +383,17 @@ pub(crate) fn quantize_row_iq3_s(src: &[f32], dst: &mut [u8], qw: Option<&[f32]>
                 scales[ib] = 0.0;
                 continue;
             }
-            let mut scale = search_block(m, &xval, &weight, &waux, max, 9, false, true, &mut l);
+            let mut scale = search_block(
+                m,
+                &BlockIn {
+                    xval: &xval,
+                    weight: &weight,
+                    waux: &waux,
+                    max,
+                },
+                &S,
+                &mut l,
+            );
             if scale < 0.0 {
                 scale = -scale;
                 for s in &mut block_signs {

@@ -4,6 +4,9 @@
 //!
 //! Layouts (ggml-common.h): TQ1_0 = qs[48], qh[4], d (f16) = 54 bytes; TQ2_0 = qs[64], d = 66.
 
+// Index loops mirror ggml's C line by line, which keeps the port auditable.
+#![allow(clippy::needless_range_loop)]
+
 use super::fp::{fp16_to_fp32, fp32_to_fp16};
 
 pub const TQ1_0_SIZE: usize = 54;
@@ -28,7 +31,7 @@ fn trit(v: f32, id: f32) -> u8 {
 /// Packs five (or four, then shifted) trits most significant first into one byte holding
 /// ceil(q * 256 / 243), so that multiplying by 3^n and taking the top bits reads trit n.
 fn pack_trits(q: u8) -> u8 {
-    ((q as u16 * 256 + (243 - 1)) / 243) as u8
+    (q as u16 * 256).div_ceil(243) as u8
 }
 
 pub fn quantize_row_tq1_0_ref(src: &[f32], dst: &mut [u8]) {

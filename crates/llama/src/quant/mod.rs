@@ -550,11 +550,7 @@ impl<'a> TypeChooser<'a> {
             let imat = self.params.has_imatrix;
             match ftype {
                 F::Q2K => new_type = Type::Q3K,
-                F::Q2KS => {
-                    if il < nl / 8 {
-                        new_type = Type::Q4K
-                    }
-                }
+                F::Q2KS if il < nl / 8 => new_type = Type::Q4K,
                 F::Iq3Xxs if !imat => new_type = if il < nl / 8 { Type::Q4K } else { Type::Q3K },
                 F::Q3KM => {
                     new_type = if il < nl / 16 {
