@@ -1,7 +1,7 @@
 //! Broken files of the newer architectures: a missing or misshapen per-architecture tensor and
 //! impossible expert counts stop llama-completion with one line naming the tensor or key and
 //! exit status 1, never a panic; a sliding window longer than the context is what llama.cpp
-//! makes of it, a window cache of the context's size.
+//! makes of it, a window cache of the context's size; a split model loads from its first shard.
 
 use gguf::{GgufFile, GgufWriter, Value};
 use std::path::{Path, PathBuf};
@@ -148,11 +148,10 @@ fn a_window_longer_than_the_context_gets_a_context_sized_cache() {
     assert_eq!(sizes, ["256 cells", "256 cells"], "{err}");
 }
 
-/// Split models are not loaded yet (docs/architectures.md): the first shard is refused naming
-/// split.count, not with the first tensor that lives in another shard.
+/// A split qwen3 (two shards by llama-gguf-split) gives the unsplit file's greedy text.
 #[test]
-fn a_split_model_is_refused_naming_split_count() {
-    let dir = test_fixtures::scratch_dir("arch-bad-split");
+fn a_split_model_gives_the_unsplit_text() {
+    let dir = test_fixtures::scratch_dir("arch-split");
     let m = dir.join("qwen3.gguf");
     gguf_new(&m, "qwen3", &[]);
     let split = test_fixtures::bin("llama-gguf-split", "llama-gguf-split");
@@ -165,8 +164,8 @@ fn a_split_model_is_refused_naming_split_count() {
         .expect("run llama-gguf-split");
     assert!(o.status.success(), "{}", text(&o.stderr));
     let first = dir.join("qwen3-split-00001-of-00002.gguf");
-    assert_fails_with(
-        &complete(&first, &[]),
-        "split.count = 2: loading a model split",
-    );
+    assert!(dir.join("qwen3-split-00002-of-00002.gguf").is_file());
+    let (whole, parts) = (complete(&m, &["-n", "8"]), complete(&first, &["-n", "8"]));
+    assert!(parts.status.success(), "{}", text(&parts.stderr));
+    assert_eq!(text(&parts.stdout), text(&whole.stdout));
 }
