@@ -66,6 +66,12 @@ pub fn context_params(p: &Params) -> ContextParams {
         kv_unified: p.kv_unified,
         rope_freq_base: p.rope_freq_base,
         rope_freq_scale: p.rope_freq_scale,
+        rope_scaling_type: match p.rope_scaling {
+            crate::args::RopeScaling::Unspecified => None,
+            crate::args::RopeScaling::None => Some(llama::hparams::RopeScaling::None),
+            crate::args::RopeScaling::Linear => Some(llama::hparams::RopeScaling::Linear),
+            crate::args::RopeScaling::Yarn => Some(llama::hparams::RopeScaling::Yarn),
+        },
         yarn_ext_factor: p.yarn_ext_factor,
         yarn_attn_factor: p.yarn_attn_factor,
         yarn_beta_fast: p.yarn_beta_fast,
