@@ -4,20 +4,13 @@
 //! the graph gains one node per steered layer; bad files stop the run with the cause.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn completion(args: &[&str]) -> Output {
-    let bin = test_fixtures::bin("llama-completion", "llama-completion");
-    Command::new(bin)
-        .args(args)
-        .env_remove("LLAMA_ARG_MODEL")
-        .output()
-        .expect("run llama-completion")
+    test_fixtures::run_tool("llama-completion", args)
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use test_fixtures::text;
 
 fn fixture(name: &str) -> PathBuf {
     test_fixtures::repo_root()
