@@ -4,22 +4,15 @@
 //! layout; a second run reuses the prompt; bad files are refused with the cause.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 const PROMPT: &str = "Hello my name is";
 
 fn completion(args: &[&str]) -> Output {
-    let bin = test_fixtures::bin("llama-completion", "llama-completion");
-    Command::new(bin)
-        .args(args)
-        .env_remove("LLAMA_ARG_MODEL")
-        .output()
-        .expect("run llama-completion")
+    test_fixtures::run_tool("llama-completion", args)
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+use test_fixtures::text;
 
 fn fixture(name: &str) -> PathBuf {
     test_fixtures::repo_root()
@@ -50,17 +43,8 @@ fn run(model: &Path, prompt: &str, session: &Path, extra: &[&str]) -> (String, S
 }
 
 fn no_cache_run(model: &Path, prompt: &str) -> String {
-    let o = completion(&[
-        "-m",
-        model.to_str().unwrap(),
-        "-p",
-        prompt,
-        "-n",
-        "8",
-        "--temp",
-        "0",
-        "-no-cnv",
-    ]);
+    let m = model.to_str().unwrap();
+    let o = completion(&["-m", m, "-p", prompt, "-n", "8", "--temp", "0", "-no-cnv"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     text(&o.stdout)
 }
@@ -76,7 +60,7 @@ struct Parsed {
 fn parse(path: &Path) -> Parsed {
     let b = std::fs::read(path).unwrap();
     let mut o = 0usize;
-    let mut u32_at = |o: &mut usize| {
+    let u32_at = |o: &mut usize| {
         let v = u32::from_le_bytes(b[*o..*o + 4].try_into().unwrap());
         *o += 4;
         v

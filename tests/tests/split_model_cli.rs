@@ -5,20 +5,10 @@
 //! error line naming it.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
 use std::sync::OnceLock;
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn run(bin: &str, args: &[&str]) -> Output {
-    Command::new(test_fixtures::bin(bin, bin))
-        .args(args)
-        .env_remove("LLAMA_ARG_MODEL")
-        .output()
-        .unwrap_or_else(|e| panic!("run {bin}: {e}"))
-}
+use test_fixtures::{run_tool as run, text};
 
 /// (unsplit model, first shard of its two-way split)
 fn models() -> &'static (PathBuf, PathBuf) {
@@ -108,74 +98,44 @@ fn a_later_or_missing_shard_is_an_error_naming_it() {
     let (_, first) = models();
     let dir = first.parent().unwrap();
     let second = dir.join("shard-00002-of-00002.gguf");
-    let o = run(
-        "llama-completion",
-        &[
-            "-m",
-            second.to_str().unwrap(),
-            "-p",
-            "x",
-            "-n",
-            "1",
-            "-no-cnv",
-        ],
-    );
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!(
+    load_fails(
+        &second,
+        &format!(
             "error loading model: illegal split file idx: 1 (file: {}), model must be loaded with the first split",
             second.display()
-        )),
-        "{err}"
+        ),
     );
 
     // the first shard alone, in a directory without the second
     let lone_dir = test_fixtures::scratch_dir("split-model-cli-lone");
     let lone = lone_dir.join("shard-00001-of-00002.gguf");
     std::fs::copy(first, &lone).unwrap();
-    let o = run(
-        "llama-completion",
-        &[
-            "-m",
-            lone.to_str().unwrap(),
-            "-p",
-            "x",
-            "-n",
-            "1",
-            "-no-cnv",
-        ],
-    );
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!(
+    load_fails(
+        &lone,
+        &format!(
             "error loading model: llama_model_loader: failed to load GGUF split from {}",
             lone_dir.join("shard-00002-of-00002.gguf").display()
-        )),
-        "{err}"
+        ),
     );
 
     // a first shard renamed so that its name no longer says which split it is
     let renamed = lone_dir.join("renamed.gguf");
     std::fs::rename(&lone, &renamed).unwrap();
+    load_fails(
+        &renamed,
+        &format!("invalid split file name: {}", renamed.display()),
+    );
+}
+
+/// llama-completion on `model` exits 1 with `want` in its log, without a panic.
+fn load_fails(model: &Path, want: &str) {
+    let m = model.to_str().unwrap();
     let o = run(
         "llama-completion",
-        &[
-            "-m",
-            renamed.to_str().unwrap(),
-            "-p",
-            "x",
-            "-n",
-            "1",
-            "-no-cnv",
-        ],
+        &["-m", m, "-p", "x", "-n", "1", "-no-cnv"],
     );
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(
-        err.contains(&format!("invalid split file name: {}", renamed.display())),
-        "{err}"
-    );
+    assert!(err.contains(want), "want {want:?} in:\n{err}");
     assert!(!err.contains("panicked"), "{err}");
 }

@@ -67,6 +67,12 @@ pub fn context_params(p: &Params) -> ContextParams {
         swa_full: p.swa_full,
         rope_freq_base: p.rope_freq_base,
         rope_freq_scale: p.rope_freq_scale,
+        rope_scaling_type: match p.rope_scaling {
+            crate::args::RopeScaling::Unspecified => None,
+            crate::args::RopeScaling::None => Some(llama::hparams::RopeScaling::None),
+            crate::args::RopeScaling::Linear => Some(llama::hparams::RopeScaling::Linear),
+            crate::args::RopeScaling::Yarn => Some(llama::hparams::RopeScaling::Yarn),
+        },
         yarn_ext_factor: p.yarn_ext_factor,
         yarn_attn_factor: p.yarn_attn_factor,
         yarn_beta_fast: p.yarn_beta_fast,
@@ -208,9 +214,40 @@ pub fn init_from_params_with(
         p.ctx_shift = false;
     }
 
+    if !p.control_vectors.is_empty() {
+        let n_layer = model.hparams().n_layer as i32;
+        let (mut start, mut end) = p.control_vector_layer_range;
+        if start <= 0 {
+            start = 1;
+        }
+        if end <= 0 {
+            end = n_layer;
+        }
+        let files: Vec<_> = p
+            .control_vectors
+            .iter()
+            .map(|(path, strength)| llama::cvec::ControlVectorFile {
+                path: path.clone(),
+                strength: *strength,
+            })
+            .collect();
+        // llama.cpp goes on without the vector after these errors; a run the user asked to
+        // steer stops here instead
+        let Some((n_embd, data)) = llama::cvec::load_control_vectors(&files) else {
+            return Err(InitError::Context);
+        };
+        if ctx
+            .set_adapter_cvec(Some(&data), n_embd, start, end)
+            .is_err()
+        {
+            return Err(InitError::Context);
+        }
+    }
+
     if !p.lora_adapters.is_empty() {
+        // llama.cpp's line, with the reason: there is no LoRA support to load it with
         crate::log_err!(
-            "{}failed to load lora adapter '{}'\n",
+            "{}failed to load lora adapter '{}': LoRA adapters are not supported by this build\n",
             cmn("common_init_from_params"),
             p.lora_adapters[0].0
         );

@@ -51,6 +51,10 @@ pub struct Context {
     pub(crate) n_nodes_splits: (usize, usize),
     /// compute buffer bytes of each backend after the reservation
     pub(crate) compute_sizes: Vec<usize>,
+    /// `--control-vector`: added to the layer outputs
+    pub(crate) cvec: crate::cvec::ControlVector,
+    /// the graph changed shape (a control vector was set): reserve again before decoding
+    pub(crate) sched_need_reserve: bool,
 }
 
 impl std::fmt::Debug for Context {
@@ -107,9 +111,12 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
             n as usize
         }
     };
+    let rope_scaling = params
+        .rope_scaling_type
+        .unwrap_or(hp.rope_scaling_type_train);
     let yarn_ext_factor = if params.yarn_ext_factor >= 0.0 {
         params.yarn_ext_factor
-    } else if hp.rope_scaling_type_train == RopeScaling::Yarn {
+    } else if rope_scaling == RopeScaling::Yarn {
         1.0
     } else {
         0.0
@@ -129,6 +136,7 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
         n_threads_batch: threads(params.n_threads_batch),
         flash_attn: params.flash_attn_type != FlashAttnType::Disabled,
         auto_fa: params.flash_attn_type == FlashAttnType::Auto,
+        auto_fhc: true,
         causal_attn,
         offload_kqv: params.offload_kqv,
         op_offload: params.op_offload,
@@ -139,7 +147,10 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
         } else {
             params.rope_freq_base
         },
-        rope_freq_scale: if params.rope_freq_scale == 0.0 {
+        // never scale if the scaling type is none
+        rope_freq_scale: if rope_scaling == RopeScaling::None {
+            1.0
+        } else if params.rope_freq_scale == 0.0 {
             hp.rope_freq_scale_train
         } else {
             params.rope_freq_scale
@@ -410,6 +421,8 @@ impl Context {
             prev: None,
             n_nodes_splits: (0, 0),
             compute_sizes: Vec::new(),
+            cvec: Default::default(),
+            sched_need_reserve: false,
         };
         ctx.sched_reserve(max_nodes)?;
         if let Some(cb) = params.cb_eval.take() {
@@ -453,6 +466,7 @@ impl Context {
 
     pub(crate) fn build_graph(&self, p: GraphParams) -> BuiltGraph {
         let mut b = GraphBuilder::new(&self.model, &self.kv, p);
+        b.cvec = Some(&self.cvec);
         let arch = self
             .model
             .arch
@@ -561,6 +575,6 @@ impl Context {
 }
 
 /// graph_max_nodes: room for the graph plus the scheduler's copies.
-fn graph_max_nodes(model: &Model, _n_tokens: usize) -> usize {
+pub(crate) fn graph_max_nodes(model: &Model, _n_tokens: usize) -> usize {
     (model.ctx.len() * 8).max(1024)
 }

@@ -67,6 +67,8 @@ pub struct ContextParams {
     pub rope_freq_base: f32,
     /// 0: from the model
     pub rope_freq_scale: f32,
+    /// `--rope-scaling`; None: the model's (rope_scaling_type_train)
+    pub rope_scaling_type: Option<crate::hparams::RopeScaling>,
     /// < 0: from the model's scaling type
     pub yarn_ext_factor: f32,
     /// < 0: 1
@@ -101,6 +103,7 @@ impl Default for ContextParams {
             swa_full: false,
             rope_freq_base: 0.0,
             rope_freq_scale: 0.0,
+            rope_scaling_type: None,
             yarn_ext_factor: -1.0,
             yarn_attn_factor: -1.0,
             yarn_beta_fast: -1.0,
@@ -127,6 +130,8 @@ pub(crate) struct Cparams {
     pub n_threads_batch: usize,
     pub flash_attn: bool,
     pub auto_fa: bool,
+    /// the fused DeepSeek V4 HC probes are still to run (once, at the first reservation)
+    pub auto_fhc: bool,
     pub causal_attn: bool,
     pub offload_kqv: bool,
     pub op_offload: bool,

@@ -60,6 +60,10 @@ impl Context {
         let n_tokens_all = full.token.len();
         let n_outputs_all = full.n_outputs;
         let t_compute_start = self.perf.now_us();
+        if let Err(e) = self.reserve_if_needed() {
+            ggml::log_error!("decode: failed to reserve the compute buffers: {}\n", e);
+            return -2;
+        }
 
         if self.kv.has_shift() {
             if let Err(e) = self.apply_k_shift() {

@@ -24,6 +24,7 @@ pub use model::{Layer, Model, ModelParams, SplitMode};
 mod batch;
 mod context;
 mod context_params;
+pub mod cvec;
 mod decode;
 pub(crate) mod graph;
 mod kv_cache;

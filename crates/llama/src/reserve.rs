@@ -121,13 +121,16 @@ impl Context {
         }
         // llama.cpp probes its fused DeepSeek V4 hyper-connection ops on every model; none of this
         // model's nodes use them, so each probe finds nothing to move and reports them enabled
-        ggml::log_info!("resolve_fused_ops: resolving fused DeepSeek V4 HC support:\n");
-        for stage in ["pre", "comb", "post"] {
-            self.graph_reserve(1, n_seqs, n_outputs, true)?;
-            ggml::log_info!(
-                "resolve_fused_ops: fused DeepSeek V4 HC {} enabled\n",
-                stage
-            );
+        if self.cparams.auto_fhc {
+            ggml::log_info!("resolve_fused_ops: resolving fused DeepSeek V4 HC support:\n");
+            for stage in ["pre", "comb", "post"] {
+                self.graph_reserve(1, n_seqs, n_outputs, true)?;
+                ggml::log_info!(
+                    "resolve_fused_ops: fused DeepSeek V4 HC {} enabled\n",
+                    stage
+                );
+            }
+            self.cparams.auto_fhc = false;
         }
 
         let pp = self.graph_reserve(n_tokens, n_seqs, n_tokens, false).inspect_err(|_| {

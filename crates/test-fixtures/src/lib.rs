@@ -216,3 +216,18 @@ pub fn bin(package: &str, name: &str) -> PathBuf {
 pub fn vocab(name: &str) -> PathBuf {
     shared_dir().join("vocab").join(name)
 }
+
+/// Runs the workspace binary `name` (package of the same name) with `args`, without the
+/// LLAMA_ARG_MODEL a developer's shell may set; the output is returned whatever the status.
+pub fn run_tool(name: &str, args: &[&str]) -> std::process::Output {
+    Command::new(bin(name, name))
+        .args(args)
+        .env_remove("LLAMA_ARG_MODEL")
+        .output()
+        .unwrap_or_else(|e| panic!("run {name}: {e}"))
+}
+
+/// A tool's stdout or stderr as text (invalid UTF-8 replaced).
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}

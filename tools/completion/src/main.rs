@@ -2,6 +2,7 @@
 //! generated text go to stdout, everything else to stderr through the common logger.
 
 mod chat;
+mod display;
 mod interrupt;
 mod session;
 mod user_input;
@@ -528,6 +529,11 @@ impl Loop<'_> {
         let mut assistant = String::new();
         let mut need_insert_eot = false;
         let mut out = Utf8Out::default();
+        // the first thing written is the prompt: its colour
+        let mut colors = display::Display::new(self.params.use_color, self.params.simple_io);
+        if let Some(esc) = colors.set(display::Kind::Prompt) {
+            out.text(esc);
+        }
         let format_chat = self.conversation && self.params.enable_chat_template;
 
         let antiprompt_token: Vec<i32> = self
@@ -667,6 +673,9 @@ impl Loop<'_> {
                 }
             }
             if input_echo && self.embd_inp.len() == n_consumed {
+                if let Some(esc) = colors.set(display::Kind::Reset) {
+                    out.text(esc);
+                }
                 display = true;
             }
 
@@ -739,7 +748,14 @@ impl Loop<'_> {
                     }
                     // waiting for the user, a Ctrl+C stops the run
                     interrupt::arm_interject(false);
-                    let mut buffer = match user_input.read(self.params.multiline_input) {
+                    if let Some(esc) = colors.set(display::Kind::UserInput) {
+                        out.text(esc);
+                    }
+                    let read = user_input.read(self.params.multiline_input);
+                    if let Some(esc) = colors.set(display::Kind::Reset) {
+                        out.text(esc);
+                    }
+                    let mut buffer = match read {
                         user_input::Input::Text(t) => t,
                         user_input::Input::Eof => {
                             out.text("EOF by user\n");
@@ -832,6 +848,10 @@ impl Loop<'_> {
                 n_remain = self.params.n_predict;
                 is_interacting = true;
             }
+        }
+        // console::cleanup
+        if let Some(esc) = colors.set(display::Kind::Reset) {
+            out.text(esc);
         }
         out.flush();
         self.session.finish(

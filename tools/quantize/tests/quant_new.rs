@@ -176,3 +176,21 @@ fn refusals_match_llama_cpp() {
     assert!(!out.exists());
     let _ = std::fs::remove_dir_all(&scratch);
 }
+
+/// llama.cpp aborts in ggml_quantize_chunk here (output.weight is exempt from the imatrix
+/// check, but IQ2_XXS cannot be made without one); ours fails with a line naming the tensor.
+#[test]
+fn imatrix_only_type_on_output_fails_cleanly() {
+    let args = ["--output-tensor-type", "iq2_xxs", "Q8_0"];
+    let Some((o, out, scratch)) = quantize("out-iq2_xxs", &args) else {
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(
+        "tensor 'output.weight': type iq2_xxs cannot be quantized without an importance matrix"
+    ));
+    assert!(!stderr.contains("panicked"));
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&scratch);
+}

@@ -82,6 +82,8 @@ pub(crate) struct GraphBuilder<'a> {
     pub inputs: GraphInputs,
     /// set by the architecture to its final hidden states (llm_graph_result::t_embd)
     pub t_embd: Option<TensorId>,
+    /// the context's control vector
+    pub cvec: Option<&'a crate::cvec::ControlVector>,
 }
 
 impl<'a> GraphBuilder<'a> {
@@ -95,7 +97,17 @@ impl<'a> GraphBuilder<'a> {
             cache: HashMap::new(),
             inputs: GraphInputs::default(),
             t_embd: None,
+            cvec: None,
         }
+    }
+
+    /// build_cvec: the layer's control-vector direction added to its output, when there is one.
+    pub fn build_cvec(&mut self, cur: TensorId, il: usize) -> TensorId {
+        let Some(dir) = self.cvec.and_then(|c| c.tensor_for(il as i32)) else {
+            return cur;
+        };
+        let dir = self.g.ctx.import(dir);
+        self.g.ctx.add(cur, dir)
     }
 
     /// The graph's leaf for a model weight.

@@ -404,6 +404,15 @@ pub fn model_quantize_with_progress(
                 outs.write(shard, data)?;
             } else {
                 let imatrix = tensor_imatrix(p, t)?;
+                // ggml cannot make IQ2_XXS, IQ2_XS or IQ1_S without one (it asserts); this is
+                // reachable for output.weight / token_embd through --output-tensor-type or
+                // --token-embedding-type, which tensor_requires_imatrix exempts
+                if imatrix.is_none() && ggml::quants::requires_imatrix(new_type) {
+                    return Err(failed(format!(
+                        "tensor '{}': type {} cannot be quantized without an importance matrix",
+                        t.name, new_type
+                    )));
+                }
                 if imatrix.is_none() && t.requires_imatrix {
                     ggml::log_error!(
                         "\n\n============================================================\n"
