@@ -143,6 +143,7 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         cur = b.build_norm(cur, layer.ffn_post_norm, None, NormType::Rms, -1);
         b.cb(cur, "ffn_post_norm", -1);
         cur = b.g.ctx.add(cur, sa_out);
+        cur = b.build_cvec(cur, il);
         b.cb(cur, "l_out", ili);
         inp_l = cur;
     }

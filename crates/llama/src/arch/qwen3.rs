@@ -125,6 +125,7 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         );
         b.cb(cur, "ffn_out", ili);
         cur = b.g.ctx.add(cur, ffn_inp);
+        cur = b.build_cvec(cur, il);
         b.cb(cur, "l_out", ili);
         inp_l = cur;
     }
