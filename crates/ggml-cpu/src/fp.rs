@@ -32,11 +32,9 @@ pub(crate) fn f32_to_f16_row(src: &[f32], dst: &mut [u16]) {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
-    use std::sync::OnceLock;
 
     pub fn has_f16c() -> bool {
-        static F: OnceLock<bool> = OnceLock::new();
-        *F.get_or_init(|| is_x86_feature_detected!("avx") && is_x86_feature_detected!("f16c"))
+        crate::simd::features::cpu().f16c()
     }
 
     /// Converts whole groups of 8 and returns how many elements it converted.

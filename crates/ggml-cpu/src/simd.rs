@@ -6,6 +6,8 @@
 
 use crate::fp;
 
+pub(crate) mod features;
+
 /// y[i] = f16(y[i] + x[i] * v)
 pub(crate) fn mad_f16(y: &mut [u16], x: &[u16], v: f32) {
     let n = y.len().min(x.len());
@@ -106,24 +108,13 @@ pub(crate) use x86::has_avx2_fma;
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
-    use std::sync::OnceLock;
 
     pub fn has_f16c_fma() -> bool {
-        static F: OnceLock<bool> = OnceLock::new();
-        *F.get_or_init(|| {
-            is_x86_feature_detected!("avx")
-                && is_x86_feature_detected!("f16c")
-                && is_x86_feature_detected!("fma")
-        })
+        super::features::cpu().f16c_fma()
     }
 
     pub fn has_avx512f() -> bool {
-        static F: OnceLock<bool> = OnceLock::new();
-        *F.get_or_init(|| {
-            is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("f16c")
-                && is_x86_feature_detected!("fma")
-        })
+        super::features::cpu().avx512_f16()
     }
 
     /// mad_f16 sixteen lanes at a time (each lane computes exactly what the 8-lane loop does:
@@ -158,12 +149,7 @@ mod x86 {
     /// their exp is another polynomial and the tail is scalar, so results differ from the
     /// 8-lane path in the last bit.
     pub fn has_avx512dq() -> bool {
-        static F: OnceLock<bool> = OnceLock::new();
-        *F.get_or_init(|| {
-            is_x86_feature_detected!("avx512f")
-                && is_x86_feature_detected!("avx512dq")
-                && is_x86_feature_detected!("fma")
-        })
+        super::features::cpu().avx512_exp()
     }
 
     #[inline(always)]
@@ -263,8 +249,7 @@ mod x86 {
     }
 
     pub fn has_avx2_fma() -> bool {
-        static F: OnceLock<bool> = OnceLock::new();
-        *F.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
+        super::features::cpu().avx2_fma()
     }
 
     #[inline(always)]

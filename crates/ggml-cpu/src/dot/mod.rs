@@ -61,7 +61,7 @@ impl SimdLevel {
         }
         #[cfg(target_arch = "aarch64")]
         {
-            if std::arch::is_aarch64_feature_detected!("neon") {
+            if crate::simd::features::cpu().neon {
                 return SimdLevel::Neon;
             }
         }
@@ -82,7 +82,7 @@ impl SimdLevel {
         }
         #[cfg(target_arch = "aarch64")]
         {
-            if std::arch::is_aarch64_feature_detected!("neon") {
+            if crate::simd::features::cpu().neon {
                 v.push(SimdLevel::Neon);
             }
         }

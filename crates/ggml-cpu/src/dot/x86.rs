@@ -13,17 +13,11 @@ use ggml::quants::fp16_to_fp32 as h2f;
 use ggml::Type;
 
 pub(super) fn has_avx2() -> bool {
-    is_x86_feature_detected!("avx2")
-        && is_x86_feature_detected!("fma")
-        && is_x86_feature_detected!("f16c")
+    crate::simd::features::cpu().avx2_dot()
 }
 
 pub(super) fn has_avx512() -> bool {
-    has_avx2()
-        && is_x86_feature_detected!("avx512f")
-        && is_x86_feature_detected!("avx512bw")
-        && is_x86_feature_detected!("avx512vl")
-        && is_x86_feature_detected!("avx512vnni")
+    crate::simd::features::cpu().avx512_dot()
 }
 
 type Kernel = super::VecDotFn;
@@ -873,10 +867,7 @@ mod order_tests {
 
     #[test]
     fn f16_dot_sums_in_ggml_order() {
-        if !(is_x86_feature_detected!("avx2")
-            && is_x86_feature_detected!("fma")
-            && is_x86_feature_detected!("f16c"))
-        {
+        if !has_avx2() {
             eprintln!("skipped: no AVX2/FMA/F16C");
             return;
         }

@@ -18,23 +18,17 @@ pub(crate) enum Elem {
 
 #[cfg(target_arch = "x86_64")]
 fn has_avx512() -> bool {
-    use std::sync::OnceLock;
-    static F: OnceLock<bool> = OnceLock::new();
-    *F.get_or_init(|| is_x86_feature_detected!("avx512f"))
+    crate::simd::features::cpu().avx512f
 }
 
 /// Whether tiles can run on this CPU for `e`.
 pub(crate) fn available(e: Elem) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::sync::OnceLock;
-        static AVX2: OnceLock<bool> = OnceLock::new();
-        static F16C: OnceLock<bool> = OnceLock::new();
-        let avx2 = *AVX2
-            .get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"));
+        let f = crate::simd::features::cpu();
         match e {
-            Elem::F32 => avx2,
-            Elem::F16 => avx2 && *F16C.get_or_init(|| is_x86_feature_detected!("f16c")),
+            Elem::F32 => f.avx2_fma(),
+            Elem::F16 => f.avx2_fma() && f.f16c,
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -49,9 +49,7 @@ impl Plan {
 
 #[cfg(target_arch = "x86_64")]
 fn available() -> bool {
-    use std::sync::OnceLock;
-    static F: OnceLock<bool> = OnceLock::new();
-    *F.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
+    crate::simd::features::cpu().avx2_fma()
 }
 
 #[cfg(not(target_arch = "x86_64"))]

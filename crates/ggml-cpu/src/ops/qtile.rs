@@ -23,14 +23,8 @@ pub(crate) enum QElem {
 
 #[cfg(target_arch = "x86_64")]
 fn features() -> (bool, bool) {
-    use std::sync::OnceLock;
-    static F: OnceLock<(bool, bool)> = OnceLock::new();
-    *F.get_or_init(|| {
-        let avx2 = is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma");
-        let vnni =
-            avx2 && is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512vl");
-        (avx2, vnni)
-    })
+    let f = crate::simd::features::cpu();
+    (f.avx2_fma(), f.avx2_vnni())
 }
 
 pub(crate) fn available() -> bool {

@@ -1,0 +1,124 @@
+//! The CPU feature probe every kernel consults: the instruction sets are detected once per
+//! process, and each kernel family asks for the combination its code is compiled for.
+//!
+//! # Numerics policy
+//! The reference outputs come from llama.cpp built for x86 with AVX2 (GGML_NATIVE on a CPU
+//! without AVX-512), so on such a CPU our kernels keep llama.cpp's float order and give its
+//! digits: the dot products (`dot::x86`, `dot::x86_k23`: ggml's AVX2 accumulators and
+//! reductions, e.g. GGML_F32x8_REDUCE for F32/F16), the Q8_0/Q8_1/Q8_K activation quantizers,
+//! the register tiles that follow llama.cpp's repacked and tiled kernels (`ops::qtile` for
+//! Q4_0 / Q8_0 / Q5_0, `ops::ktile` for the K-quants, `ops::gemm` for F32/F16 as tinyBLAS
+//! sums), FLASH_ATTN_EXT (one query row: ggml's online softmax with the f16 accumulator and
+//! GCC's contraction of `S*ms + vs`; many rows: the tiled kernel), ROPE (GCC's fused first
+//! product), SILU/SWIGLU/SOFT_MAX (ggml_v_expf), RMS_NORM and the f16 conversions (F16C).
+//!
+//! Not llama.cpp's digits: the AVX-512 variants (they follow ggml's AVX-512 code where one
+//! exists, but no reference log was made with it), NEON (ggml's ARM kernels sum in another
+//! order), and the scalar kernels of a CPU without AVX2/FMA, which are the portable
+//! definitions every SIMD kernel is tested against (equal up to summation order).
+
+use std::sync::OnceLock;
+
+/// The instruction sets this process may use.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Features {
+    pub avx: bool,
+    pub avx2: bool,
+    pub fma: bool,
+    pub f16c: bool,
+    pub avx512f: bool,
+    pub avx512bw: bool,
+    pub avx512vl: bool,
+    pub avx512dq: bool,
+    pub avx512vnni: bool,
+    #[cfg(target_arch = "aarch64")]
+    pub neon: bool,
+}
+
+impl Features {
+    fn detect() -> Features {
+        #[allow(unused_mut)]
+        let mut f = Features::default();
+        #[cfg(target_arch = "x86_64")]
+        {
+            f.avx = is_x86_feature_detected!("avx");
+            f.avx2 = is_x86_feature_detected!("avx2");
+            f.fma = is_x86_feature_detected!("fma");
+            f.f16c = is_x86_feature_detected!("f16c");
+            f.avx512f = is_x86_feature_detected!("avx512f");
+            f.avx512bw = is_x86_feature_detected!("avx512bw");
+            f.avx512vl = is_x86_feature_detected!("avx512vl");
+            f.avx512dq = is_x86_feature_detected!("avx512dq");
+            f.avx512vnni = is_x86_feature_detected!("avx512vnni");
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            f.neon = std::arch::is_aarch64_feature_detected!("neon");
+        }
+        f
+    }
+
+    /// AVX2 with FMA: the 8-lane float kernels (tiles, expf, rope, attention).
+    pub fn avx2_fma(&self) -> bool {
+        self.avx2 && self.fma
+    }
+
+    /// AVX2, FMA and F16C: the AVX2 dot products (their block scales are halves).
+    pub fn avx2_dot(&self) -> bool {
+        self.avx2_fma() && self.f16c
+    }
+
+    /// The AVX-512 dot products: F, BW, VL and VNNI on top of the AVX2 set.
+    pub fn avx512_dot(&self) -> bool {
+        self.avx2_dot() && self.avx512f && self.avx512bw && self.avx512vl && self.avx512vnni
+    }
+
+    /// VNNI integer sums in the 256-bit quantized tiles.
+    pub fn avx2_vnni(&self) -> bool {
+        self.avx2_fma() && self.avx512vnni && self.avx512vl
+    }
+
+    /// F16C conversions (VEX-encoded, so AVX too).
+    pub fn f16c(&self) -> bool {
+        self.avx && self.f16c
+    }
+
+    /// The 8-lane f16 accumulations of FLASH_ATTN_EXT.
+    pub fn f16c_fma(&self) -> bool {
+        self.f16c() && self.fma
+    }
+
+    /// The 16-lane f16 accumulation.
+    pub fn avx512_f16(&self) -> bool {
+        self.avx512f && self.f16c && self.fma
+    }
+
+    /// The 16-lane expf (its range reduction uses AVX-512DQ).
+    pub fn avx512_exp(&self) -> bool {
+        self.avx512f && self.avx512dq && self.fma
+    }
+}
+
+/// This CPU's features, probed on first use.
+pub(crate) fn cpu() -> &'static Features {
+    static F: OnceLock<Features> = OnceLock::new();
+    F.get_or_init(Features::detect)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn combinations_imply_their_parts() {
+        let f = cpu();
+        assert!(!f.avx512_dot() || f.avx2_dot());
+        assert!(!f.avx2_dot() || (f.avx2 && f.fma && f.f16c));
+        assert!(!f.f16c_fma() || f.f16c());
+        #[cfg(target_arch = "x86_64")]
+        assert_eq!(
+            f.avx2_fma(),
+            is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+        );
+    }
+}
