@@ -113,16 +113,6 @@ impl ModelLoader {
         })?;
         let gguf = Arc::new(gguf);
 
-        // the other shards' tensors would be missing: say why instead of naming one of them
-        if let Some(n) = gguf
-            .get("split.count")
-            .and_then(|v| v.as_u64())
-            .filter(|&n| n > 1)
-        {
-            return Err(LlamaError::Unsupported(format!(
-                "split.count = {n}: loading a model split into several GGUF files is not implemented; merge it first (llama-gguf-split --merge)"
-            )));
-        }
         let view = KvView::new(&gguf, overrides);
         let arch = view.get("general.architecture").cloned();
         let mut shards = vec![Shard {

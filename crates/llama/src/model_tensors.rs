@@ -119,10 +119,7 @@ pub(crate) fn meta_over(
         ggml::log_error!("llama_model_load: error loading model: {}\n", why);
         return Err(LlamaError::BadParams(why.into()));
     }
-    let types = ml
-        .all_tensors()
-        .map(|t| (t.name.clone(), t.ty))
-        .collect();
+    let types = ml.all_tensors().map(|t| (t.name.clone(), t.ty)).collect();
     let split = crate::meta_split::MetaSplit::new(gpus.len(), &params.tensor_split, hp, types);
     let meta = ggml::meta::meta_device(gpus.to_vec(), split.into_fn());
     Ok(meta)
