@@ -19,11 +19,12 @@ fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// The model the fixtures were recorded on, written again by llama-gguf-new.
-fn model(arch: &str, ty: &str) -> PathBuf {
+/// The model the fixtures were recorded on, written again by llama-gguf-new; `user` keeps the
+/// file of each test apart (the tests of this binary run at once in one process).
+fn model(arch: &str, ty: &str, user: &str) -> PathBuf {
     let dir = test_fixtures::cache_dir().join("archs");
     std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{arch}-{ty}-{}.gguf", std::process::id()));
+    let out = dir.join(format!("{arch}-{ty}-{user}-{}.gguf", std::process::id()));
     let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
     #[rustfmt::skip]
     let o = Command::new(bin)
@@ -66,7 +67,7 @@ fn greedy_text_and_graph_match_llama_cpp() {
     let bin = test_fixtures::bin("llama-completion", "llama-completion");
     for arch in ARCHS {
         for (ty, _) in TYPES {
-            let m = model(arch, ty);
+            let m = model(arch, ty, "greedy");
             #[rustfmt::skip]
             let o = Command::new(&bin)
                 .args(["-m", m.to_str().unwrap(), "-p", "Once upon a time", "-n", "16", "--temp", "0",
@@ -95,7 +96,7 @@ fn perplexity_matches_llama_cpp() {
     let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
     for arch in ARCHS {
         for (ty, rel) in TYPES {
-            let m = model(arch, ty);
+            let m = model(arch, ty, "ppl");
             #[rustfmt::skip]
             let o = Command::new(&bin)
                 .args(["-m", m.to_str().unwrap(), "-f", gpl.to_str().unwrap(), "-c", "128",
