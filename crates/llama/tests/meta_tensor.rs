@@ -220,7 +220,11 @@ fn compare(path: &std::path::Path, prompt: &[i32], tol: f64, cross: Option<f64>)
 #[test]
 fn gqa_model_with_kv_heads_not_dividing_n_matches_one_device() {
     let prompt: Vec<i32> = (0..12).map(|i| (i * 37 + 5) % 512).collect();
-    compare(&gqa_model(), &prompt, 5e-5, Some(1e-6));
+    // No cross bound any more: until the attention kernels took ggml's F16 reduction order
+    // and fused softmax update (this session), N = 2 and N = 3 agreed within 1e-6; since then
+    // they differ by up to 1.4e-5 at later positions, as much as each differs from one device
+    // (1.6e-5 to 2e-5). The bound against one device still catches a wrong slice (off by O(1)).
+    compare(&gqa_model(), &prompt, 5e-5, None);
 }
 
 #[test]
@@ -423,8 +427,10 @@ fn node_by_node_the_first_layer_matches_to_rounding() {
         let stop = want.iter().position(|x| x.0 == "attn_out-1").unwrap();
         for ((name, g), (_, w)) in got.iter().zip(&want).take(stop) {
             let (d, norm) = l2_diff(g, w);
+            // 1e-6 held before the one-row attention took ggml's F16 reduction order; since
+            // then one node of the second layer differs by 5e-6 for N = 2
             assert!(
-                d <= 1e-6 * norm.max(1e-30),
+                d <= 1e-5 * norm.max(1e-30),
                 "N = {n}: {name}: {d} vs {norm}"
             );
         }
