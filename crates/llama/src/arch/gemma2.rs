@@ -4,9 +4,9 @@
 //! logits, and the output always tied to the embedding.
 
 use super::tensors::{self, req, MM};
-use super::{tn, ArchDef, RopeType};
+use super::{gemma3, tn, ArchDef, RopeType};
 use crate::error::Result;
-use crate::graph::{GatedAct, GraphBuilder, NormType};
+use crate::graph::{GraphBuilder, NormType};
 use crate::hparams::{HParams, Keys, SwaType};
 use crate::model::{Layer, Model};
 use crate::model_tensors::{LayerKind, TensorCreator, DUPLICATED};
@@ -119,41 +119,9 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         b.cb(q, "Qcur", ili);
         b.cb(k, "Kcur", ili);
         b.cb(v, "Vcur", ili);
-        let q = b.g.ctx.scale(q, hp.f_attention_scale);
-        cur = b.build_attn(layer.wo, None, q, k, v, 1.0, il);
-
-        if il == n_layer - 1 {
-            cur = b.g.ctx.get_rows(cur, inp_out_ids);
-            inp_l = b.g.ctx.get_rows(inp_l, inp_out_ids);
-        }
-        cur = b.build_norm(cur, layer.attn_post_norm, None, NormType::Rms, ili);
-        b.cb(cur, "attn_post_norm", ili);
-        let sa_out = b.g.ctx.add(cur, inp_l);
-        b.cb(sa_out, "sa_out", ili);
-        cur = b.build_norm(sa_out, layer.ffn_norm, None, NormType::Rms, ili);
-        b.cb(cur, "ffn_norm", ili);
-        let w = |t: Option<TensorId>| (t.expect("ffn weights are required at load"), None);
-        cur = b.build_ffn_gated(
-            cur,
-            [w(layer.ffn_up), w(layer.ffn_gate), w(layer.ffn_down)],
-            GatedAct::Gelu,
-            ili,
-        );
-        b.cb(cur, "ffn_out", ili);
-        cur = b.build_norm(cur, layer.ffn_post_norm, None, NormType::Rms, -1);
-        b.cb(cur, "ffn_post_norm", -1);
-        cur = b.g.ctx.add(cur, sa_out);
-        cur = b.build_cvec(cur, il);
-        b.cb(cur, "l_out", ili);
+        cur = gemma3::attn_ffn_block(b, layer, [q, k, v], inp_l, inp_out_ids, il, n_layer, -1);
         inp_l = cur;
     }
 
-    let mut cur = b.build_norm(inp_l, model.output_norm, None, NormType::Rms, -1);
-    b.cb(cur, "result_norm", -1);
-    b.t_embd = Some(cur);
-    let output = b.w(model.output.expect("loaded models have an output matrix"));
-    cur = b.g.ctx.mul_mat(output, cur);
-    cur = b.logit_softcap(cur);
-    b.cb(cur, "result_output", -1);
-    cur
+    gemma3::output(model, b, inp_l)
 }

@@ -149,44 +149,11 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         b.cb(q, "Qcur", ili);
         b.cb(k, "Kcur", ili);
         b.cb(v, "Vcur", ili);
-        let q = b.g.ctx.scale(q, hp.f_attention_scale);
-        cur = b.build_attn(layer.wo, None, q, k, v, 1.0, il);
-
-        if il == n_layer - 1 {
-            cur = b.g.ctx.get_rows(cur, inp_out_ids);
-            inp_l = b.g.ctx.get_rows(inp_l, inp_out_ids);
-        }
-        cur = b.build_norm(cur, layer.attn_post_norm, None, NormType::Rms, ili);
-        b.cb(cur, "attn_post_norm", ili);
-        let sa_out = b.g.ctx.add(cur, inp_l);
-        b.cb(sa_out, "sa_out", ili);
-
-        cur = b.build_norm(sa_out, layer.ffn_norm, None, NormType::Rms, ili);
-        b.cb(cur, "ffn_norm", ili);
-        let w = |t: Option<TensorId>| (t.expect("ffn weights are required at load"), None);
-        cur = b.build_ffn_gated(
-            cur,
-            [w(layer.ffn_up), w(layer.ffn_gate), w(layer.ffn_down)],
-            GatedAct::Gelu,
-            ili,
-        );
-        b.cb(cur, "ffn_out", ili);
-        cur = b.build_norm(cur, layer.ffn_post_norm, None, NormType::Rms, -1);
-        b.cb(cur, "ffn_post_norm", ili);
-        cur = b.g.ctx.add(cur, sa_out);
-        cur = b.build_cvec(cur, il);
-        b.cb(cur, "l_out", ili);
+        cur = attn_ffn_block(b, layer, [q, k, v], inp_l, inp_out_ids, il, n_layer, ili);
         inp_l = cur;
     }
 
-    let mut cur = b.build_norm(inp_l, model.output_norm, None, NormType::Rms, -1);
-    b.cb(cur, "result_norm", -1);
-    b.t_embd = Some(cur);
-    let output = b.w(model.output.expect("loaded models have an output matrix"));
-    cur = b.g.ctx.mul_mat(output, cur);
-    cur = b.logit_softcap(cur);
-    b.cb(cur, "result_output", -1);
-    cur
+    output(model, b, inp_l)
 }
 
 /// Rope with the layer's frequencies under iSWA, the context's otherwise.
@@ -196,4 +163,60 @@ fn rope(b: &mut GraphBuilder, x: TensorId, pos: TensorId, il: usize, iswa: bool)
     } else {
         b.rope(x, pos, None)
     }
+}
+
+/// The rest of a Gemma 2/3 layer once q, k and v are roped: attention with the query scaled
+/// beforehand, the post-attention norm and residual, the GELU FFN and its post-norm, the
+/// residual and the control vector; returns the layer output (`l_out`). `ffn_post_norm_il` is
+/// the layer index the post-FFN norm's name carries (gemma2's graph names it without one).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn attn_ffn_block(
+    b: &mut GraphBuilder,
+    layer: &Layer,
+    [q, k, v]: [TensorId; 3],
+    mut inp_l: TensorId,
+    inp_out_ids: TensorId,
+    il: usize,
+    n_layer: usize,
+    ffn_post_norm_il: i32,
+) -> TensorId {
+    let ili = il as i32;
+    let q = b.g.ctx.scale(q, b.model.hparams.f_attention_scale);
+    let mut cur = b.build_attn(layer.wo, None, q, k, v, 1.0, il);
+    if il == n_layer - 1 {
+        cur = b.g.ctx.get_rows(cur, inp_out_ids);
+        inp_l = b.g.ctx.get_rows(inp_l, inp_out_ids);
+    }
+    cur = b.build_norm(cur, layer.attn_post_norm, None, NormType::Rms, ili);
+    b.cb(cur, "attn_post_norm", ili);
+    let sa_out = b.g.ctx.add(cur, inp_l);
+    b.cb(sa_out, "sa_out", ili);
+    cur = b.build_norm(sa_out, layer.ffn_norm, None, NormType::Rms, ili);
+    b.cb(cur, "ffn_norm", ili);
+    let w = |t: Option<TensorId>| (t.expect("ffn weights are required at load"), None);
+    cur = b.build_ffn_gated(
+        cur,
+        [w(layer.ffn_up), w(layer.ffn_gate), w(layer.ffn_down)],
+        GatedAct::Gelu,
+        ili,
+    );
+    b.cb(cur, "ffn_out", ili);
+    cur = b.build_norm(cur, layer.ffn_post_norm, None, NormType::Rms, -1);
+    b.cb(cur, "ffn_post_norm", ffn_post_norm_il);
+    cur = b.g.ctx.add(cur, sa_out);
+    cur = b.build_cvec(cur, il);
+    b.cb(cur, "l_out", ili);
+    cur
+}
+
+/// The final norm, the output matrix and the logit soft-cap of Gemma 2/3.
+pub(super) fn output(model: &Model, b: &mut GraphBuilder, inp_l: TensorId) -> TensorId {
+    let mut cur = b.build_norm(inp_l, model.output_norm, None, NormType::Rms, -1);
+    b.cb(cur, "result_norm", -1);
+    b.t_embd = Some(cur);
+    let output = b.w(model.output.expect("loaded models have an output matrix"));
+    cur = b.g.ctx.mul_mat(output, cur);
+    cur = b.logit_softcap(cur);
+    b.cb(cur, "result_output", -1);
+    cur
 }
