@@ -214,8 +214,8 @@ pub(super) fn output(model: &Model, b: &mut GraphBuilder, inp_l: TensorId) -> Te
     let mut cur = b.build_norm(inp_l, model.output_norm, None, NormType::Rms, -1);
     b.cb(cur, "result_norm", -1);
     b.t_embd = Some(cur);
-    let output = b.w(model.output.expect("loaded models have an output matrix"));
-    cur = b.g.ctx.mul_mat(output, cur);
+    let output = model.output.expect("loaded models have an output matrix");
+    cur = b.build_lora_mm(output, cur);
     cur = b.logit_softcap(cur);
     b.cb(cur, "result_output", -1);
     cur

@@ -97,8 +97,8 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
             (layer.wv, layer.bv, "Vcur"),
         ];
         for (i, (w, bias, name)) in parts.into_iter().enumerate() {
-            let w = b.wo(w).expect("projection weights are required at load");
-            let mut t = b.g.ctx.mul_mat(w, cur);
+            let w = w.expect("projection weights are required at load");
+            let mut t = b.build_lora_mm(w, cur);
             if let Some(bias) = b.wo(bias) {
                 t = b.g.ctx.add(t, bias);
             }
@@ -158,8 +158,8 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
     let mut cur = b.build_norm(inp_l, model.output_norm, None, NormType::Rms, -1);
     b.cb(cur, "result_norm", -1);
     b.t_embd = Some(cur);
-    let output = b.w(model.output.expect("loaded models have an output matrix"));
-    cur = b.g.ctx.mul_mat(output, cur);
+    let output = model.output.expect("loaded models have an output matrix");
+    cur = b.build_lora_mm(output, cur);
     if let Some(ob) = b.wo(model.output_b) {
         cur = b.g.ctx.add(cur, ob);
     }

@@ -266,8 +266,8 @@ impl GraphBuilder<'_> {
         let mask = self.layer_inputs(il).2;
         let mut cur = self.build_attn_mha(q_cur, k, v, mask, kq_scale, il as i32);
         self.cb(cur, "kqv_out", il as i32);
-        if let Some(wo) = self.wo(wo) {
-            cur = self.g.ctx.mul_mat(wo, cur);
+        if let Some(wo) = wo {
+            cur = self.build_lora_mm(wo, cur);
         }
         if let Some(b) = self.wo(wo_b) {
             self.cb(cur, "kqv_wo", il as i32);

@@ -79,8 +79,8 @@ impl GraphBuilder<'_> {
             (layer.wv, layer.bv, "Vcur"),
         ];
         for (i, (w, b, name)) in parts.into_iter().enumerate() {
-            let w = self.wo(w).expect("projection weights are required at load");
-            let mut t = self.g.ctx.mul_mat(w, cur);
+            let w = w.expect("projection weights are required at load");
+            let mut t = self.build_lora_mm(w, cur);
             self.cb(t, name, il);
             if let Some(b) = self.wo(b) {
                 t = self.g.ctx.add(t, b);
@@ -133,15 +133,13 @@ impl GraphBuilder<'_> {
         il: i32,
     ) -> TensorId {
         let [(up, up_b), (gate, gate_b), (down, down_b)] = w;
-        let up = self.w(up);
-        let mut tmp = self.g.ctx.mul_mat(up, cur);
+        let mut tmp = self.build_lora_mm(up, cur);
         self.cb(tmp, "ffn_up", il);
         if let Some(b) = self.wo(up_b) {
             tmp = self.g.ctx.add(tmp, b);
             self.cb(tmp, "ffn_up_b", il);
         }
-        let gate = self.w(gate);
-        let mut g = self.g.ctx.mul_mat(gate, cur);
+        let mut g = self.build_lora_mm(gate, cur);
         self.cb(g, "ffn_gate", il);
         if let Some(b) = self.wo(gate_b) {
             g = self.g.ctx.add(g, b);
@@ -159,8 +157,7 @@ impl GraphBuilder<'_> {
                 t
             }
         };
-        let down = self.w(down);
-        out = self.g.ctx.mul_mat(down, out);
+        out = self.build_lora_mm(down, out);
         if let Some(b) = self.wo(down_b) {
             self.cb(out, "ffn_down", il);
             out = self.g.ctx.add(out, b);

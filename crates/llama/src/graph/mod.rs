@@ -123,6 +123,14 @@ impl<'a> GraphBuilder<'a> {
         id.map(|id| self.w(id))
     }
 
+    /// build_lora_mm: `weight × cur` for a model weight (its id in the model, not a graph
+    /// leaf). Every weight matrix product of every architecture goes through here, so that a
+    /// LoRA adapter applies wherever llama.cpp applies it.
+    pub fn build_lora_mm(&mut self, weight: TensorId, cur: TensorId) -> TensorId {
+        let w = self.w(weight);
+        self.g.ctx.mul_mat(w, cur)
+    }
+
     /// The graph's leaf for the K (or V) tensor of layer `il` in the cache that holds it.
     pub fn cache_tensor(&mut self, il: usize, v: bool) -> TensorId {
         let cache = self.kv.cache_of(il);
