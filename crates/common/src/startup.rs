@@ -160,6 +160,27 @@ pub fn init_from_params_with(
         Ok(m) => m,
         Err(_) => return Err(fail_model(p)),
     };
+    // load the LoRA adapters before the context, as common_init_result does, so that the
+    // context's graph size counts them; they apply after the control vector
+    let mut loras = Vec::new();
+    for (path, scale) in &p.lora_adapters {
+        match llama::lora::LoraAdapter::load(&model, path) {
+            Ok(a) => loras.push((a, *scale)),
+            Err(_) => {
+                crate::log_err!(
+                    "{}failed to load lora adapter '{}'\n",
+                    cmn("common_init_result"),
+                    path
+                );
+                crate::log_err!(
+                    "{}failed to create context with model '{}'\n",
+                    cmn("common_init_from_params"),
+                    p.model
+                );
+                return Err(InitError::Context);
+            }
+        }
+    }
     let vocab_ref = model.vocab();
 
     if p.sampling.ignore_eos && vocab_ref.eos() == llama::vocab::TOKEN_NULL {
@@ -244,15 +265,7 @@ pub fn init_from_params_with(
         }
     }
 
-    if !p.lora_adapters.is_empty() {
-        // llama.cpp's line, with the reason: there is no LoRA support to load it with
-        crate::log_err!(
-            "{}failed to load lora adapter '{}': LoRA adapters are not supported by this build\n",
-            cmn("common_init_from_params"),
-            p.lora_adapters[0].0
-        );
-        return Err(InitError::Model);
-    }
+    ctx.set_adapters_lora(&loras);
 
     if p.warmup {
         crate::log_trc!(

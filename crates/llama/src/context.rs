@@ -53,6 +53,8 @@ pub struct Context {
     pub(crate) compute_sizes: Vec<usize>,
     /// `--control-vector`: added to the layer outputs
     pub(crate) cvec: crate::cvec::ControlVector,
+    /// the LoRA adapters applied, with their scales (none of them 0)
+    pub(crate) loras: Vec<(Arc<crate::lora::LoraAdapter>, f32)>,
     /// the graph changed shape (a control vector was set): reserve again before decoding
     pub(crate) sched_need_reserve: bool,
 }
@@ -422,6 +424,7 @@ impl Context {
             n_nodes_splits: (0, 0),
             compute_sizes: Vec::new(),
             cvec: Default::default(),
+            loras: Vec::new(),
             sched_need_reserve: false,
         };
         ctx.sched_reserve(max_nodes)?;
@@ -468,6 +471,7 @@ impl Context {
         let mut b = GraphBuilder::new(&self.model, &self.kv, p);
         b.cvec = Some(&self.cvec);
         let arch = self
+        b.loras = &self.loras;
             .model
             .arch
             .expect("contexts are created for models with tensors");
@@ -576,5 +580,6 @@ impl Context {
 
 /// graph_max_nodes: room for the graph plus the scheduler's copies.
 pub(crate) fn graph_max_nodes(model: &Model, _n_tokens: usize) -> usize {
-    (model.ctx.len() * 8).max(1024)
+    let loras = model.lora_nodes.load(std::sync::atomic::Ordering::Relaxed);
+    (model.ctx.len() * 8).max(1024) + loras
 }

@@ -154,6 +154,8 @@ impl std::fmt::Debug for Model {
 
 /// Where a load failed, for llama.cpp's prefix of the cause.
 #[derive(Clone, Copy)]
+    /// graph nodes the loaded LoRA adapters add at most (llama.cpp counts model.loras)
+    pub(crate) lora_nodes: std::sync::atomic::AtomicUsize,
 enum Stage {
     Loader,
     Arch,
@@ -297,6 +299,7 @@ impl Model {
             mode.name()
         );
         let hparams = model.hparams.clone();
+            lora_nodes: Default::default(),
         let mut tensors = |model: &mut Model| -> Result<()> {
             let mut creator = TensorCreator::new(&ml, &hparams, params)?;
             crate::model_tensors::create_decoder_tensors(model, &mut creator)?;

@@ -86,6 +86,8 @@ pub(crate) struct GraphBuilder<'a> {
     pub cvec: Option<&'a crate::cvec::ControlVector>,
 }
 
+    /// the context's LoRA adapters and their scales
+    pub loras: &'a [(std::sync::Arc<crate::lora::LoraAdapter>, f32)],
 impl<'a> GraphBuilder<'a> {
     pub fn new(model: &'a Model, kv: &'a KvMemory, p: GraphParams) -> GraphBuilder<'a> {
         GraphBuilder {
@@ -100,6 +102,7 @@ impl<'a> GraphBuilder<'a> {
             cvec: None,
         }
     }
+            loras: &[],
 
     /// build_cvec: the layer's control-vector direction added to its output, when there is one.
     pub fn build_cvec(&mut self, cur: TensorId, il: usize) -> TensorId {
@@ -128,7 +131,19 @@ impl<'a> GraphBuilder<'a> {
     /// LoRA adapter applies wherever llama.cpp applies it.
     pub fn build_lora_mm(&mut self, weight: TensorId, cur: TensorId) -> TensorId {
         let w = self.w(weight);
-        self.g.ctx.mul_mat(w, cur)
+        let mut res = self.g.ctx.mul_mat(w, cur);
+        let name = &self.model.ctx[weight].name;
+        for (adapter, adapter_scale) in self.loras {
+            let Some((a, b, scale)) = adapter.weight(name, *adapter_scale) else {
+                continue;
+            };
+            let (a, b) = (self.g.ctx.import(a), self.g.ctx.import(b));
+            let a_cur = self.g.ctx.mul_mat(a, cur);
+            let ab_cur = self.g.ctx.mul_mat(b, a_cur);
+            let ab_cur = self.g.ctx.scale(ab_cur, scale);
+            res = self.g.ctx.add(res, ab_cur);
+        }
+        res
     }
 
     /// The graph's leaf for the K (or V) tensor of layer `il` in the cache that holds it.
@@ -168,7 +183,19 @@ impl<'a> GraphBuilder<'a> {
         let n_embd = self.model.hparams.n_embd as i64;
         let embd = self.new_input(Type::F32, &[n_embd, n], "inp_embd");
         let w = self.w(tok_embd);
-        let cur = self.g.ctx.get_rows(w, tokens);
+        let mut cur = self.g.ctx.get_rows(w, tokens);
+        let name = &self.model.ctx[tok_embd].name;
+        for (adapter, adapter_scale) in self.loras {
+            let Some((a, b, scale)) = adapter.weight(name, *adapter_scale) else {
+                continue;
+            };
+            // B is not transposed: the token's row of A times B
+            let (a, b) = (self.g.ctx.import(a), self.g.ctx.import(b));
+            let rows = self.g.ctx.get_rows(a, tokens);
+            let delta = self.g.ctx.mul_mat(b, rows);
+            let delta = self.g.ctx.scale(delta, scale);
+            cur = self.g.ctx.add(cur, delta);
+        }
         // ggml_build_forward_select: both alternatives (token ids, embeddings) are in the graph
         // so that its topology does not depend on the batch; only the token path computes
         self.g.build_forward_expand(cur);
