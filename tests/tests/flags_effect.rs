@@ -52,7 +52,7 @@ fn each_flag_has_its_effect_or_says_why_not() {
         (&["--rope-scale", "2"], Want::Log("llama_context: freq_scale            = 0.5")),
         (&["--rope-scale", "2", "--rope-scaling", "none"], Want::LogVs("llama_context: freq_scale            = 1\n", &["--rope-scale", "2"])),
         (&["-co", "on"], Want::Out("\x1b[33mhello world\x1b[0m")),
-        (&["--log-jsonl"], Want::Log("warning: --log-jsonl is not supported by this build")),
+        (&["--log-jsonl"], Want::Out("{\"type\":\"log\",\"time\":")),
         (&["--lora", "adapter.gguf"], Want::Fails("failed to open 'adapter.gguf': No such file or directory")),
         (&["-C", "0x1", "--cpu-strict", "1", "-t", "1"], Want::Log("ggml_threadpool_new: cpumask = 0x1, strict_cpu = 1, prio = 0, poll = 50")),
         (&["--poll", "0"], Want::Log("ggml_threadpool_new: cpumask = 0x0, strict_cpu = 0, prio = 0, poll = 0")),

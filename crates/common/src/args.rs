@@ -607,8 +607,7 @@ fn postprocess(params: &mut Params, _ex: Example) -> Result<(), ParseError> {
     }
     crate::startup::threads::warn_mask_bits(params);
     if params.log_jsonl {
-        // accepted for llama.cpp's command lines, but never silently: say what happens instead
-        crate::log_wrn!("warning: --log-jsonl is not supported by this build; the log stays plain text on stderr\n");
+        crate::log::set_jsonl(true);
     }
     if params.prompt_cache_all && (params.interactive || params.interactive_first) {
         return Err(ParseError::Message(

@@ -434,6 +434,9 @@ pub fn memory_breakdown_print(ctx: &Context) {
         ]
         .map(String::from),
     }];
+    // the same figures for --log-jsonl consumers, as llama.cpp's LOG_JSON rows
+    let mut json_rows: Vec<String> = Vec::new();
+    let js = crate::log::json_string;
     let mut host = (0u64, 0u64, 0u64);
     let mut devices: Vec<(String, (u64, u64, u64))> = Vec::new();
     let mut others: Vec<(String, (u64, u64, u64))> = Vec::new();
@@ -470,6 +473,18 @@ pub fn memory_breakdown_print(ctx: &Context) {
         };
         let selfb = model + context + compute;
         let unaccounted = total as i64 - free as i64 - selfb as i64;
+        json_rows.push(format!(
+            "{{\"kind\":\"device\",\"name\":{},\"description\":{},\"total\":{},\"free\":{},\"self\":{},\"model\":{},\"context\":{},\"compute\":{},\"unaccounted\":{}}}",
+            js(name),
+            js(&desc),
+            total / MIB,
+            free / MIB,
+            selfb / MIB,
+            model / MIB,
+            context / MIB,
+            compute / MIB,
+            unaccounted / MIB as i64
+        ));
         rows.push(Row {
             device: true,
             cells: [
@@ -497,8 +512,20 @@ pub fn memory_breakdown_print(ctx: &Context) {
             String::new(),
         ],
     };
+    let json_other = |kind: &str, name: &str, (model, context, compute): (u64, u64, u64)| {
+        format!(
+            "{{\"kind\":\"{kind}\",\"name\":{},\"self\":{},\"model\":{},\"context\":{},\"compute\":{}}}",
+            js(name),
+            (model + context + compute) / MIB,
+            model / MIB,
+            context / MIB,
+            compute / MIB
+        )
+    };
     rows.push(other_row("  - Host".to_string(), host));
+    json_rows.push(json_other("host", "Host", host));
     for (name, acc) in others {
+        json_rows.push(json_other("buffer_type", &name, acc));
         rows.push(other_row(format!("  - {name}"), acc));
     }
     for j in 0..8 {
@@ -532,6 +559,10 @@ pub fn memory_breakdown_print(ctx: &Context) {
         };
         crate::log_trc!("{line}");
     }
+    crate::log::log_json(
+        "fit_memory_breakdown",
+        &format!("{{\"unit\":\"MiB\",\"rows\":[{}]}}", json_rows.join(",")),
+    );
 }
 
 fn strip_vendor(desc: &str) -> String {
