@@ -74,7 +74,7 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
         )));
     }
     let mut n_ctx = if params.n_ctx == 0 {
-        hp.n_ctx_train
+        model.n_ctx_train()
     } else {
         params.n_ctx
     };
@@ -157,6 +157,7 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
         } else {
             params.rope_freq_scale
         },
+        rope_scaling_type: rope_scaling,
         n_ctx_orig_yarn: if params.yarn_orig_ctx != 0 {
             params.yarn_orig_ctx
         } else {
@@ -207,7 +208,7 @@ fn precheck(model: &Model, params: &mut ContextParams) -> Result<()> {
     if params.n_batch == 0 && params.n_ubatch == 0 {
         return fail("n_batch and n_ubatch cannot both be zero".into());
     }
-    if params.n_ctx == 0 && hp.n_ctx_train == 0 {
+    if params.n_ctx == 0 && model.n_ctx_train() == 0 {
         return fail("n_ctx and model->hparams.n_ctx_train cannot both be zero".into());
     }
     if params.type_v.is_quantized() {
@@ -285,17 +286,17 @@ impl Context {
         info("n_rs_seq", "0".to_string());
         info("n_outputs_max", cparams.n_outputs_max.to_string());
         info("n_outputs_max_per_seq", "1".to_string());
-        if cparams.n_ctx_seq < hp.n_ctx_train {
+        if cparams.n_ctx_seq < model.n_ctx_train() {
             ggml::log_info!(
                 "llama_context: n_ctx_seq ({}) < n_ctx_train ({}) -- the full capacity of the model will not be utilized\n",
                 cparams.n_ctx_seq,
-                hp.n_ctx_train
+                model.n_ctx_train()
             );
-        } else if cparams.n_ctx_seq > hp.n_ctx_train {
+        } else if cparams.n_ctx_seq > model.n_ctx_train() {
             ggml::log_warn!(
                 "llama_context: n_ctx_seq ({}) > n_ctx_train ({}) -- possible training context overflow\n",
                 cparams.n_ctx_seq,
-                hp.n_ctx_train
+                model.n_ctx_train()
             );
         }
 
@@ -432,7 +433,31 @@ impl Context {
             ctx.sched.set_eval_callback(Some(cb));
         }
         ctx.sched.set_abort_callback(params.abort_callback.clone());
+        ctx.adjust_n_ctx_train_for_yarn();
         Ok(ctx)
+    }
+
+    /// llama_init_from_model: a YaRN scale other than the model's own moves the model's
+    /// training context to the one that scale stretches the original context to.
+    fn adjust_n_ctx_train_for_yarn(&self) {
+        let c = &self.cparams;
+        let hp = &self.model.hparams;
+        if c.rope_scaling_type != crate::hparams::RopeScaling::Yarn
+            || c.rope_freq_scale == hp.rope_freq_scale_train
+        {
+            return;
+        }
+        const F: &str = "llama_init_from_model";
+        ggml::log_info!(
+            "{F}: custom YaRN scaling detected, re-adjusting n_ctx_train({})...\n",
+            self.model.n_ctx_train()
+        );
+        // as C converts the float quotient to uint32_t: truncated
+        let n = (c.n_ctx_orig_yarn as f32 / c.rope_freq_scale) as u32;
+        self.model
+            .n_ctx_train_adjusted
+            .store(n, std::sync::atomic::Ordering::Relaxed);
+        ggml::log_info!("{F}: n_ctx_train adjusted to {n}\n");
     }
 
     /// The graph parameters of a ubatch shape.
@@ -452,6 +477,7 @@ impl Context {
             n_kv_swa,
             flash_attn: c.flash_attn,
             causal: c.causal_attn,
+            n_ctx_seq: c.n_ctx_seq,
             rope: RopeParams {
                 n_dims: hp.n_rot as i32,
                 mode: hp.rope_type as i32,
@@ -470,8 +496,8 @@ impl Context {
     pub(crate) fn build_graph(&self, p: GraphParams) -> BuiltGraph {
         let mut b = GraphBuilder::new(&self.model, &self.kv, p);
         b.cvec = Some(&self.cvec);
-        let arch = self
         b.loras = &self.loras;
+        let arch = self
             .model
             .arch
             .expect("contexts are created for models with tensors");

@@ -59,6 +59,7 @@ fn check(file: Arc<GgufFile>) -> Result<Vec<String>> {
         no_alloc: true,
         _files: vec![file.clone()],
         lora_nodes: Default::default(),
+        n_ctx_train_adjusted: Default::default(),
     };
     let mut creator = TensorCreator::check_only(&ml, &hparams);
     create_decoder_tensors(&mut model, &mut creator)?;
