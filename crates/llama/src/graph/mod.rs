@@ -84,10 +84,10 @@ pub(crate) struct GraphBuilder<'a> {
     pub t_embd: Option<TensorId>,
     /// the context's control vector
     pub cvec: Option<&'a crate::cvec::ControlVector>,
-}
-
     /// the context's LoRA adapters and their scales
     pub loras: &'a [(std::sync::Arc<crate::lora::LoraAdapter>, f32)],
+}
+
 impl<'a> GraphBuilder<'a> {
     pub fn new(model: &'a Model, kv: &'a KvMemory, p: GraphParams) -> GraphBuilder<'a> {
         GraphBuilder {
@@ -100,9 +100,9 @@ impl<'a> GraphBuilder<'a> {
             inputs: GraphInputs::default(),
             t_embd: None,
             cvec: None,
+            loras: &[],
         }
     }
-            loras: &[],
 
     /// build_cvec: the layer's control-vector direction added to its output, when there is one.
     pub fn build_cvec(&mut self, cur: TensorId, il: usize) -> TensorId {
