@@ -477,6 +477,7 @@ impl Context {
             n_kv_swa,
             flash_attn: c.flash_attn,
             causal: c.causal_attn,
+            n_ctx_seq: c.n_ctx_seq,
             rope: RopeParams {
                 n_dims: hp.n_rot as i32,
                 mode: hp.rope_type as i32,

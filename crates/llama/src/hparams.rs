@@ -116,6 +116,8 @@ pub struct HParams {
     pub f_final_logit_softcapping: f32,
     /// multiplies the token embeddings (gemma: sqrt(n_embd)); 0 = none
     pub f_embedding_scale: f32,
+    /// scales each block's attention and FFN outputs before their residual adds (granite)
+    pub f_residual_scale: f32,
 }
 
 /// Typed access to `<arch>.<key>` values.
@@ -388,6 +390,7 @@ impl HParams {
             f_attn_logit_softcapping: 0.0,
             f_final_logit_softcapping: 0.0,
             f_embedding_scale: 0.0,
+            f_residual_scale: 0.0,
         };
         arch.load_hparams(&k, &mut hp)?;
         hp.check_swa()?;
@@ -513,6 +516,7 @@ impl HParams {
             f_attn_logit_softcapping: 0.0,
             f_final_logit_softcapping: 0.0,
             f_embedding_scale: 0.0,
+            f_residual_scale: 0.0,
         }
     }
 

@@ -110,6 +110,15 @@ pub struct Layer {
     /// norms of the attention and feed-forward outputs before their residual adds
     pub attn_post_norm: Option<TensorId>,
     pub ffn_post_norm: Option<TensorId>,
+    /// fused Q/K/V projection and its bias (create_tensor_qkv's attn_qkv)
+    pub wqkv: Option<TensorId>,
+    pub wqkv_b: Option<TensorId>,
+    /// LayerNorm biases
+    pub attn_norm_b: Option<TensorId>,
+    pub ffn_norm_b: Option<TensorId>,
+    /// longrope frequency factors, chosen by the context length (get_rope_factors)
+    pub rope_long: Option<TensorId>,
+    pub rope_short: Option<TensorId>,
 }
 
 pub struct Model {
@@ -129,6 +138,7 @@ pub struct Model {
     pub(crate) ctx: Context,
     pub(crate) tok_embd: Option<TensorId>,
     pub(crate) output_norm: Option<TensorId>,
+    pub(crate) output_norm_b: Option<TensorId>,
     pub(crate) output: Option<TensorId>,
     pub(crate) output_b: Option<TensorId>,
     pub(crate) layers: Vec<Layer>,
@@ -279,6 +289,7 @@ impl Model {
             output_norm: None,
             output: None,
             output_b: None,
+            output_norm_b: None,
             layers: Vec::new(),
             locked: Default::default(),
             buffers: Vec::new(),
@@ -423,5 +434,17 @@ impl Model {
     }
     pub(crate) fn rope_freqs(&self, il: usize) -> Option<TensorId> {
         self.layers.get(il).and_then(|l| l.rope_freqs)
+    }
+    /// get_rope_factors: the layer's rope_freqs, else the longrope factors for contexts past
+    /// the original one, else the short ones.
+    pub(crate) fn rope_factors(&self, il: usize, n_ctx_seq: u32) -> Option<TensorId> {
+        let l = self.layers.get(il)?;
+        if l.rope_freqs.is_some() {
+            return l.rope_freqs;
+        }
+        if n_ctx_seq > self.hparams.n_ctx_orig_yarn {
+            return l.rope_long;
+        }
+        l.rope_short
     }
 }

@@ -46,6 +46,7 @@ fn check(file: Arc<GgufFile>) -> Result<Vec<String>> {
         output_norm: None,
         output: None,
         output_b: None,
+        output_norm_b: None,
         layers: Vec::new(),
         locked: Default::default(),
         buffers: Vec::new(),

@@ -4,7 +4,7 @@
 //! llama.cpp's names ("Qcur-0", "kq_soft_max-0", "ffn_swiglu-0").
 
 mod attn;
-pub(crate) use ffn::{GatedAct, NormType};
+pub(crate) use ffn::{FfnAct, FfnGate, GatedAct, NormType};
 mod ffn;
 
 use crate::kv_memory::KvMemory;
@@ -22,6 +22,8 @@ pub(crate) struct GraphParams {
     pub n_kv_swa: usize,
     pub flash_attn: bool,
     pub causal: bool,
+    /// the context of one sequence (get_rope_factors picks longrope factors by it)
+    pub n_ctx_seq: u32,
     /// rope settings common to all layers (n_dims, mode, base, scale, yarn)
     pub rope: RopeParams,
 }
@@ -220,6 +222,12 @@ impl<'a> GraphBuilder<'a> {
         t
     }
 
+    /// The graph leaf of layer `il`'s rope factors (get_rope_factors), when it has any.
+    pub fn rope_factors(&mut self, il: usize) -> Option<TensorId> {
+        let f = self.model.rope_factors(il, self.p.n_ctx_seq);
+        self.wo(f)
+    }
+
     pub fn rope(&mut self, x: TensorId, pos: TensorId, factors: Option<TensorId>) -> TensorId {
         let p = self.p.rope;
         self.g.ctx.rope_ext(x, pos, factors, p)
@@ -242,6 +250,21 @@ impl<'a> GraphBuilder<'a> {
         let cur = self.g.ctx.scale(cur, s);
         self.cb(cur, "inp_scaled", -1);
         cur
+    }
+
+    /// The final norm (with the model's output-norm bias, when it has one) named result_norm
+    /// and kept as the embeddings, then the output matrix; the caller scales the logits and
+    /// names them result_output.
+    pub fn build_output_head(&mut self, inp: TensorId, ty: NormType) -> TensorId {
+        let (norm, norm_b) = (self.model.output_norm, self.model.output_norm_b);
+        let cur = self.build_norm(inp, norm, norm_b, ty, -1);
+        self.cb(cur, "result_norm", -1);
+        self.t_embd = Some(cur);
+        let output = self
+            .model
+            .output
+            .expect("loaded models have an output matrix");
+        self.build_lora_mm(output, cur)
     }
 
     /// The final logit soft-cap: cap * tanh(logits / cap), when the model has one.
