@@ -6,7 +6,9 @@ use std::process::Command;
 use test_fixtures::text;
 
 fn fixture(name: &str) -> String {
-    let p = test_fixtures::repo_root().join("tests/fixtures/lora").join(name);
+    let p = test_fixtures::repo_root()
+        .join("tests/fixtures/lora")
+        .join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -30,10 +32,7 @@ fn adapters(model: &Path, dir: &Path) -> Option<(PathBuf, PathBuf)> {
         {
             Ok(o) if o.status.success() => {}
             Ok(o) => {
-                test_fixtures::skip(&format!(
-                    "make-lora-adapter.py failed: {}",
-                    text(&o.stderr)
-                ));
+                test_fixtures::skip(&format!("make-lora-adapter.py failed: {}", text(&o.stderr)));
                 return None;
             }
             Err(e) => {

@@ -129,8 +129,7 @@ impl LoraAdapter {
 
         // bundle lora_a and lora_b into pairs, by the name of the weight they adapt (sorted,
         // as llama.cpp's std::map, which fixes the order of the buffers' contents)
-        let mut pairs: std::collections::BTreeMap<String, [Option<usize>; 2]> =
-            Default::default();
+        let mut pairs: std::collections::BTreeMap<String, [Option<usize>; 2]> = Default::default();
         for (i, t) in file.tensors.iter().enumerate() {
             if let Some(base) = t.name.strip_suffix(".lora_a") {
                 pairs.entry(base.to_string()).or_default()[0] = Some(i);
@@ -197,7 +196,10 @@ impl LoraAdapter {
                 (None, None) => return Err(LlamaError::NoDevice("no CPU backend found".into())),
             };
             // repacking buffer types hold only what their kernels know: use the CPU's
-            if cpu_extras.iter().any(|x| ggml::backend::same_buft(x, &buft)) {
+            if cpu_extras
+                .iter()
+                .any(|x| ggml::backend::same_buft(x, &buft))
+            {
                 ggml::log_warn!(
                     "{F}: lora for '{name}' cannot use buft '{}', fallback to CPU\n",
                     buft.name()
@@ -211,7 +213,10 @@ impl LoraAdapter {
             ctx.set_name(a, &ta.name);
             let b = ctx.new_tensor(tb.ty, &b_ne[..tb.n_dims.max(1) as usize]);
             ctx.set_name(b, &tb.name);
-            match by_buft.iter_mut().find(|(x, _)| ggml::backend::same_buft(x, &buft)) {
+            match by_buft
+                .iter_mut()
+                .find(|(x, _)| ggml::backend::same_buft(x, &buft))
+            {
                 Some((_, ids)) => ids.extend([a, b]),
                 None => by_buft.push((buft, vec![a, b])),
             }
