@@ -99,7 +99,9 @@ fn show_statistics(p: &Params) -> bool {
         return false;
     }
     statistics::compute_cossim(&mut ts);
-    log_inf!("{}", statistics::report(file, ts));
+    for entry in statistics::report(file, ts) {
+        log_inf!("{}", entry);
+    }
     true
 }
 

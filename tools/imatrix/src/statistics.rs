@@ -186,8 +186,9 @@ fn f(v: f32, width: usize, prec: usize) -> String {
     format!("{s:>width$}")
 }
 
-/// The report printed on stderr, sorted by short name and then by falling Σ(Act²).
-pub fn report(file: &str, mut ts: Vec<TensorStatistics>) -> String {
+/// The report printed on stderr, sorted by short name and then by falling Σ(Act²): one entry
+/// per LOG_INF of imatrix.cpp, each of which gets its own log prefix.
+pub fn report(file: &str, mut ts: Vec<TensorStatistics>) -> Vec<String> {
     ts.sort_by(|a, b| {
         let (_, na) = process_tensor_name(&a.tensor);
         let (_, nb) = process_tensor_name(&b.tensor);
@@ -205,12 +206,12 @@ pub fn report(file: &str, mut ts: Vec<TensorStatistics>) -> String {
         elements: i32,
     }
     let mut ws: BTreeMap<i64, Weighted> = BTreeMap::new();
-    let mut s = format!(
+    let mut out = vec![format!(
         "\nComputing statistics for {} ({} tensors)\n",
         file,
         ts.len()
-    );
-    s += &format!(
+    )];
+    out.push(format!(
         "\n{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
         " Layer",
         "       Tensor",
@@ -225,9 +226,8 @@ pub fn report(file: &str, mut ts: Vec<TensorStatistics>) -> String {
         "E (norm)",
         "ZD",
         "  CosSim"
-    );
-    s += &"=".repeat(167);
-    s += "\n";
+    ));
+    out.push(format!("{}\n", "=".repeat(169)));
     for t in &ts {
         let (layer, name) = process_tensor_name(&t.tensor);
         let blk = stoi(&layer).unwrap_or(-1);
@@ -236,7 +236,7 @@ pub fn report(file: &str, mut ts: Vec<TensorStatistics>) -> String {
         } else {
             0.0
         };
-        s += &format!(
+        out.push(format!(
             "{:>5}\t{:<20}\t{}\t{}\t{}\t{}\t{}\t{}%\t{:6}\t{}\t{}%\t{}%\t{}\n",
             layer,
             name,
@@ -251,7 +251,7 @@ pub fn report(file: &str, mut ts: Vec<TensorStatistics>) -> String {
             f(entropy_norm, 6, 2),
             f(100.0 * t.zd, 10, 2),
             f(t.cossim, 8, 4)
-        );
+        ));
         let w = ws.entry(blk).or_default();
         w.bias += t.elements as f32 * t.total_sqract;
         w.zd += t.elements as f32 * t.zd;
@@ -259,27 +259,29 @@ pub fn report(file: &str, mut ts: Vec<TensorStatistics>) -> String {
         w.elements += t.elements;
     }
     let layers = ws.keys().filter(|&&k| k >= 0).count();
-    s += &format!("\nComputing weighted average statistics per layer ({layers} layers)\n");
-    s += &format!(
+    out.push(format!(
+        "\nComputing weighted average statistics per layer ({layers} layers)\n"
+    ));
+    out.push(format!(
         "\n{}\t{}\t{}\t{}\n",
         "  Layer", "     μΣ(Act²)", "      μZD", "μCosSim"
-    );
-    s += "================================================\n";
+    ));
+    out.push("================================================\n".to_string());
     for (&layer, w) in &ws {
         if w.elements == 0 || layer < 0 {
             continue;
         }
         let n = w.elements as f32;
-        s += &format!(
+        out.push(format!(
             "{:5}\t{}\t{}%\t{}\n",
             layer,
             f(w.bias / n, 14, 2),
             f(100.0 * (w.zd / n), 10, 4),
             f(w.cossim / n, 6, 4)
-        );
+        ));
     }
-    s += "\n";
-    s
+    out.push("\n".to_string());
+    out
 }
 
 /// `std::stoi`: optional space and sign, then at least one digit.
