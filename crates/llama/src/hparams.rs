@@ -118,6 +118,11 @@ pub struct HParams {
     pub f_embedding_scale: f32,
     /// scales each block's attention and FFN outputs before their residual adds (granite)
     pub f_residual_scale: f32,
+    /// attention temperature tuning (llama 4 scaling, mistral3): Q of the token at pos is
+    /// multiplied by log(floor((pos + offset) / floor_scale) + 1) * scale + 1; scale 0 = none
+    pub f_attn_temp_scale: f32,
+    pub n_attn_temp_floor_scale: u32,
+    pub f_attn_temp_offset: f32,
 }
 
 /// Typed access to `<arch>.<key>` values.
@@ -391,6 +396,9 @@ impl HParams {
             f_final_logit_softcapping: 0.0,
             f_embedding_scale: 0.0,
             f_residual_scale: 0.0,
+            f_attn_temp_scale: 0.0,
+            n_attn_temp_floor_scale: 0,
+            f_attn_temp_offset: 0.0,
         };
         arch.load_hparams(&k, &mut hp)?;
         hp.check_swa()?;
@@ -517,6 +525,9 @@ impl HParams {
             f_final_logit_softcapping: 0.0,
             f_embedding_scale: 0.0,
             f_residual_scale: 0.0,
+            f_attn_temp_scale: 0.0,
+            n_attn_temp_floor_scale: 0,
+            f_attn_temp_offset: 0.0,
         }
     }
 

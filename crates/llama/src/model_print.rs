@@ -26,6 +26,13 @@ impl Model {
         };
         p("model params", params);
         p("general.name", self.name.clone());
+        if self.arch_name == "granite" {
+            let hp = &self.hparams;
+            p("f_embedding_scale", format!("{:.6}", hp.f_embedding_scale));
+            p("f_residual_scale", format!("{:.6}", hp.f_residual_scale));
+            p("f_attention_scale", format!("{:.6}", hp.f_attention_scale));
+            p("n_ff_shexp", "0".into());
+        }
         self.vocab.print_info();
     }
 
