@@ -441,7 +441,7 @@ fn sha256(p: &Path) -> String {
 }
 
 fn expected_sha(name: &str) -> String {
-    let list = std::fs::read_to_string(fixtures("imatrix").join("smollm2-sha256.txt")).unwrap();
+    let list = std::fs::read_to_string(fixtures("imatrix").join("sha256.txt")).unwrap();
     list.lines()
         .find(|l| l.ends_with(&format!("  {name}")))
         .and_then(|l| l.split_whitespace().next())
@@ -477,4 +477,29 @@ fn smollm2_matrices_are_llama_cpp_bytes() {
         sha256(&dir.join("smollm2.dat")),
         expected_sha("smollm2.dat")
     );
+}
+
+/// Gemma 3 270M Q4_K_M (fetched by scripts/fetch-test-models --gemma3): llama.cpp's bytes too.
+#[test]
+fn gemma3_matrix_is_llama_cpp_bytes() {
+    let model = test_fixtures::cache_dir().join("gemma-3-270m-q4_k_m.gguf");
+    if !model.is_file() {
+        test_fixtures::skip(&format!(
+            "{} is missing (run scripts/fetch-test-models --gemma3)",
+            model.display()
+        ));
+        return;
+    }
+    let dir = scratch_with_text("gemma3");
+    #[rustfmt::skip]
+    let o = imatrix(&dir, &["-m", model.to_str().unwrap(), "-f", "text.txt", "-c", "128", "--chunks", "2",
+        "-o", "gemma3.gguf", "-t", "2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        sha256(&dir.join("gemma3.gguf")),
+        expected_sha("gemma3.gguf")
+    );
+    let want = std::fs::read_to_string(fixtures("imatrix").join("gemma3.stdout")).unwrap();
+    let got: String = text(&o.stdout).split_inclusive('\n').skip(1).collect();
+    assert_eq!(got, want);
 }
