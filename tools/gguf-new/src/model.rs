@@ -25,6 +25,8 @@ pub struct Shape {
     pub rms_eps: f32,
     /// the sliding window written for architectures that have one
     pub swa: u32,
+    /// --swa was given: architectures whose window is optional (olmo2) get one
+    pub swa_set: bool,
 }
 
 /// Known shapes. `tiny` is the reference model of make-tiny-model.py.
@@ -42,6 +44,7 @@ pub fn preset(name: &str) -> Option<Shape> {
             rope_freq_base,
             rms_eps,
             swa: 4096,
+            swa_set: false,
         };
     Some(match name {
         "tiny" => s(Arch::Llama, 4, 256, 8, 2, 704, 4096, 151936, 500000.0, 1e-5),
@@ -121,6 +124,7 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
         rope_freq_base: args.rope_freq_base.unwrap_or(base.rope_freq_base),
         rms_eps: args.rms_eps.unwrap_or(base.rms_eps),
         swa: args.swa.unwrap_or(base.swa),
+        swa_set: args.swa.is_some(),
     };
     for (name, v) in [
         ("layers", s.layers),
