@@ -1,13 +1,14 @@
 //! llama-imatrix against llama.cpp's (fixtures in tests/fixtures/imatrix and
 //! tests/fixtures/quant-new, recorded as their READMEs say).
 //!
-//! On SmolLM2 Q4_1 both formats are llama.cpp's bytes. Combining and `--show-statistics` work
-//! on stored files and give llama.cpp's bytes and text exactly. On the f32 reference model the
-//! computed matrices are compared within a bound: the sums are accumulated in llama.cpp's
-//! order (the first layer's attention inputs give bit-equal sums), but our engine's attention
-//! output for the last two tokens of each ubatch differs from ggml's in the last bits on that
-//! model, and every later activation carries it; the sums then differ by about 1e-7 relative.
-//! Counts, metadata, file layout and the per-chunk perplexity line are equal.
+//! On SmolLM2 Q4_1 and Gemma 3 Q4_K_M the matrices are llama.cpp's bytes; combining and
+//! `--show-statistics` give llama.cpp's bytes and text exactly. On the f32 reference model the
+//! matrices are llama.cpp's bytes when a ubatch holds a multiple of 6 tokens (384 here); with
+//! 512 tokens per ubatch our engine's F32 matrix product gives the last two tokens (the
+//! remainder of llama.cpp's 6-column tiles) a result that differs from ggml's in the last bits,
+//! every later activation carries it, and the sums differ by about 1e-7 relative. Those runs
+//! are compared within a bound: counts, metadata, file layout and the perplexity line equal,
+//! the sums of the first layer's attention inputs (before any such product) bit-equal.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -502,4 +503,30 @@ fn gemma3_matrix_is_llama_cpp_bytes() {
     let want = std::fs::read_to_string(fixtures("imatrix").join("gemma3.stdout")).unwrap();
     let got: String = text(&o.stdout).split_inclusive('\n').skip(1).collect();
     assert_eq!(got, want);
+}
+
+/// Three chunks of 128 make one ubatch of 384 tokens, a multiple of the 6 columns of
+/// llama.cpp's F32 matrix-product tiles: then the reference model's matrices are llama.cpp's
+/// bytes in both formats too (with 512 tokens the last two differ; see the module comment).
+#[test]
+fn reference_model_matrices_are_llama_cpp_bytes_over_384_token_ubatches() {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
+        return;
+    };
+    let dir = scratch_with_text("three-chunks");
+    let m = model.to_str().unwrap();
+    for (out, extra) in [
+        ("reference-3chunks.gguf", &[][..]),
+        (
+            "reference-3chunks.dat",
+            &["--output-format", "dat", "--no-ppl"][..],
+        ),
+    ] {
+        #[rustfmt::skip]
+        let mut args = vec!["-m", m, "-f", "text.txt", "-c", "128", "--chunks", "3", "-o", out, "-t", "2"];
+        args.extend(extra);
+        let o = imatrix(&dir, &args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(sha256(&dir.join(out)), expected_sha(out), "{out}");
+    }
 }
