@@ -333,6 +333,12 @@ fn bad_input_is_one_clear_line_and_status_1() {
     // a missing --in-file is refused by the parser
     let o = imatrix(&dir, &["-m", m, "--in-file", "nope.gguf"]);
     assert_refused(&dir, &o, "error: failed to open file 'nope.gguf'");
+    // an output that cannot be written: the run says so and fails (llama.cpp's ofstream
+    // fails silently and exits 0)
+    #[rustfmt::skip]
+    let o = imatrix(&dir, &["-m", m, "-f", "text.txt", "-c", "128", "--chunks", "2", "--no-ppl", "-t", "2",
+        "-o", "no/such/dir/x.gguf"]);
+    assert_refused(&dir, &o, "failed to write no/such/dir/x.gguf");
     // an unknown output format
     let o = imatrix(&dir, &["-m", m, "-f", "text.txt", "--output-format", "bin"]);
     assert_refused(&dir, &o, "invalid output format");
