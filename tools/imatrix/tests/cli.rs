@@ -536,3 +536,28 @@ fn reference_model_matrices_are_llama_cpp_bytes_over_384_token_ubatches() {
         assert_eq!(sha256(&dir.join(out)), expected_sha(out), "{out}");
     }
 }
+
+/// Our matrix fed to our llama-quantize gives the bytes llama.cpp's llama-quantize writes from
+/// llama.cpp's matrix, for the imatrix-weighted IQ2_XS and Q2_K_S.
+#[test]
+fn quantizing_with_our_matrix_gives_llama_cpp_files() {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
+        return;
+    };
+    let dir = scratch_with_text("quantize");
+    let m = model.to_str().unwrap();
+    #[rustfmt::skip]
+    let o = imatrix(&dir, &["-m", m, "-f", "text.txt", "-c", "128", "--chunks", "3", "-o", "imatrix.gguf",
+        "-t", "2", "--no-ppl"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    for t in ["IQ2_XS", "Q2_K_S"] {
+        let out = format!("quantized-{t}.gguf");
+        let q = Command::new(test_fixtures::bin("llama-quantize", "llama-quantize"))
+            .current_dir(&dir)
+            .args(["--imatrix", "imatrix.gguf", m, &out, t, "2"])
+            .output()
+            .unwrap();
+        assert!(q.status.success(), "{}", text(&q.stderr));
+        assert_eq!(sha256(&dir.join(&out)), expected_sha(&out), "{t}");
+    }
+}
