@@ -164,11 +164,12 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
             hp.n_ctx_orig_yarn
         },
         yarn_ext_factor,
+        // llama.cpp multiplies in the model's factor whatever the user set
         yarn_attn_factor: if params.yarn_attn_factor >= 0.0 {
             params.yarn_attn_factor
         } else {
             1.0
-        },
+        } * hp.rope_attn_factor,
         yarn_beta_fast: if params.yarn_beta_fast >= 0.0 {
             params.yarn_beta_fast
         } else {

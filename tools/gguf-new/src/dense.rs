@@ -177,6 +177,12 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Option<Vec<Spec>> 
     if lay.output {
         out.push(mat("output.weight".into(), vec![e, n_vocab], std(e)));
     }
+    if s.arch == Arch::Phi3 {
+        // Phi-3 128k's longrope factors ({n_rot/2}), one pair for all layers
+        let half = (e / s.heads as u64) / 2;
+        out.push(vec("rope_factors_long.weight".into(), half, Init::Norm));
+        out.push(vec("rope_factors_short.weight".into(), half, Init::Norm));
+    }
     Some(out)
 }
 
@@ -219,6 +225,11 @@ pub fn kv(s: &Shape) -> Vec<(String, Value)> {
         Arch::Olmo2 if s.swa_set => vec![
             (k("attention.sliding_window"), Value::U32(s.swa)),
             (k("attention.sliding_window_pattern"), Value::U32(2)),
+        ],
+        // Phi-3 128k: its longrope attention factor; contexts past 64 use the long factors
+        Arch::Phi3 => vec![
+            (k("rope.scaling.attn_factor"), Value::F32(1.19)),
+            (k("rope.scaling.original_context_length"), Value::U32(64)),
         ],
         // GLM-4 rotates half of each head
         Arch::Glm4 => vec![(k("rope.dimension_count"), Value::U32(head / 2))],
