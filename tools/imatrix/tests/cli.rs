@@ -515,8 +515,7 @@ fn gemma3_matrix_is_llama_cpp_bytes() {
 }
 
 /// Three chunks of 128 make one ubatch of 384 tokens, a multiple of the 6 columns of
-/// llama.cpp's F32 matrix-product tiles: then the reference model's matrices are llama.cpp's
-/// bytes in both formats too (with 512 tokens the last two differ; see the module comment).
+/// llama.cpp's F32 matrix-product tiles (no leftover columns): llama.cpp's bytes too.
 #[test]
 fn reference_model_matrices_are_llama_cpp_bytes_over_384_token_ubatches() {
     let Some(model) = test_fixtures::reference_model_or_skip() else {
