@@ -143,7 +143,8 @@ pub struct Args {
     /// RMS norm epsilon
     #[arg(long)]
     pub rms_eps: Option<f32>,
-    /// The window of sliding-window layers (gemma2: attention.sliding_window, default 4096)
+    /// The window of sliding-window layers (attention.sliding_window: gemma2 and cohere2,
+    /// default 4096; olmo2 gets a window, as OLMo 3, only when this is given)
     #[arg(long)]
     pub swa: Option<u32>,
     /// general.name
