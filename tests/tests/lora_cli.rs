@@ -114,8 +114,7 @@ fn greedy_text_with_adapters_matches_llama_cpp() {
 
 /// Builds a copy of adapter `src` with one key or tensor changed, through the gguf package.
 fn edited(src: &Path, out: &Path, edit: &str) -> bool {
-    let py = format!(
-        r#"
+    let py = r#"
 import sys, gguf
 r = gguf.GGUFReader(sys.argv[1])
 edit = sys.argv[3]
@@ -139,10 +138,9 @@ for i, t in enumerate(r.tensors):
         data = data[:4]
     w.add_tensor(name, data)
 w.write_header_to_file(); w.write_kv_data_to_file(); w.write_tensors_to_file(); w.close()
-"#
-    );
+"#;
     Command::new("python3")
-        .args(["-c", &py])
+        .args(["-c", py])
         .arg(src)
         .arg(out)
         .arg(edit)

@@ -36,7 +36,7 @@ pub(crate) fn lanes() -> usize {
 /// columns per matrix (llamafile_sgemm: n >= 2, k % KN == 0, m % 4 == 0); ggml's dot products
 /// do otherwise. The tiles sum each cell in tinyBLAS's order, so they serve exactly these.
 pub(crate) fn tinyblas_shape(m: usize, k: usize, n: usize) -> bool {
-    n >= 2 && k % lanes() == 0 && m % 4 == 0
+    n >= 2 && k.is_multiple_of(lanes()) && m.is_multiple_of(4)
 }
 
 /// Whether tiles can run on this CPU for `e`.
