@@ -9,8 +9,8 @@ use std::process::Command;
 /// common ones. `--swa 32` gives a 32-token window to the architectures with one (olmo2 gets
 /// one only with it: OLMo 3); a phi3 named "phi3" makes llama.cpp's vocabulary look up tokens,
 /// "</s>" and "<unk>", that the built-in vocabulary does not have. smollm3 gets four layers,
-/// for its rope-less fourth one.
-const MODELS: [(&str, &str, &[&str]); 15] = [
+/// for its rope-less fourth one, command-r-64 64 for its head norms.
+const MODELS: [(&str, &str, &[&str]); 16] = [
     ("qwen3", "qwen3", &[]),
     ("gemma2", "gemma2", &["--swa", "32"]),
     ("gemma", "gemma", &[]),
@@ -21,6 +21,7 @@ const MODELS: [(&str, &str, &[&str]); 15] = [
     ("starcoder2", "starcoder2", &[]),
     ("stablelm", "stablelm", &[]),
     ("command-r", "command-r", &[]),
+    ("command-r-64", "command-r", &[]),
     ("cohere2", "cohere2", &["--swa", "32"]),
     ("glm4", "glm4", &[]),
     ("exaone", "exaone", &[]),
@@ -43,7 +44,11 @@ fn fixture(name: &str) -> Vec<u8> {
 /// The model the fixtures were recorded on, written again by llama-gguf-new; `user` keeps the
 /// file of each test apart (the tests of this binary run at once in one process).
 fn model((label, arch, extra): (&str, &str, &[&str]), ty: &str, user: &str) -> PathBuf {
-    let layers = if arch == "smollm3" { "4" } else { "2" };
+    let layers = match label {
+        "smollm3" => "4",
+        "command-r-64" => "64",
+        _ => "2",
+    };
     let dir = test_fixtures::cache_dir().join("archs");
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("{label}-{ty}-{user}-{}.gguf", std::process::id()));

@@ -138,6 +138,23 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Option<Vec<Spec>> 
         if lay.out_ffn_bias {
             out.push(vec(p("attn_output.bias"), e, bias));
         }
+        // command-r's head LayerNorms, present from 64 layers on (llama.cpp reads them there)
+        if s.arch == Arch::CommandR && s.layers >= 64 {
+            let head = e / s.heads as u64;
+            let q = Spec {
+                name: p("attn_q_norm.weight"),
+                shape: vec![head, s.heads as u64],
+                ty: ggml::Type::F32,
+                init: Init::Norm,
+            };
+            let k = Spec {
+                name: p("attn_k_norm.weight"),
+                shape: vec![head, s.heads_kv as u64],
+                ty: ggml::Type::F32,
+                init: Init::Norm,
+            };
+            out.extend([q, k]);
+        }
         if lay.olmo2 {
             out.push(vec(p("attn_q_norm.weight"), e, Init::Norm));
             out.push(vec(p("attn_k_norm.weight"), kv, Init::Norm));
