@@ -9,6 +9,8 @@ lora_a [rank, n_vocab], lora_b [rank, n_embd].
         [--targets attn_q,attn_k,attn_v,attn_output,ffn_gate,ffn_up,ffn_down,token_embd,output]
         [--type f32|f16] [--std 0.02]
 
+Expert stacks (ffn_up_exps, ...) get one pair per expert, as three-dimensional tensors.
+
 Values are drawn from a seeded normal distribution, so the same arguments give the same file.
 """
 import argparse
@@ -48,10 +50,15 @@ def main():
     for t in r.tensors:
         parts = t.name.split(".")
         kind = parts[2] if parts[0] == "blk" else parts[0]
-        if kind not in targets or not t.name.endswith(".weight") or len(t.shape) != 2:
+        if kind not in targets or not t.name.endswith(".weight") or len(t.shape) not in (2, 3):
             continue
         n_in, n_out = int(t.shape[0]), int(t.shape[1])  # ggml order
-        if kind == "token_embd":
+        if len(t.shape) == 3:
+            # an expert stack [n_in, n_out, n_expert]: one pair per expert
+            n_exp = int(t.shape[2])
+            la = rng.normal(0, a.std, (n_exp, a.rank, n_in))  # ggml [n_in, rank, n_expert]
+            lb = rng.normal(0, a.std, (n_exp, n_out, a.rank))  # ggml [rank, n_out, n_expert]
+        elif kind == "token_embd":
             # numpy shapes are the reverse of ggml's
             la = rng.normal(0, a.std, (n_out, a.rank))  # ggml [rank, n_vocab]
             lb = rng.normal(0, a.std, (n_in, a.rank))  # ggml [rank, n_embd]

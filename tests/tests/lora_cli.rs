@@ -112,6 +112,29 @@ fn greedy_text_with_adapters_matches_llama_cpp() {
     assert_eq!(text(&base.stdout), texts[3]);
 }
 
+#[test]
+fn perplexity_with_an_adapter_is_llama_cpp_s() {
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
+        return;
+    };
+    let dir = test_fixtures::scratch_dir("lora-ppl");
+    let Some((a, _)) = adapters(&model, &dir) else {
+        return;
+    };
+    let text_file = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
+    #[rustfmt::skip]
+    let o = test_fixtures::run_tool("llama-perplexity", &["-m", model.to_str().unwrap(),
+        "-f", text_file.to_str().unwrap(), "-c", "128", "--chunks", "3", "-t", "2",
+        "--lora", a.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let got = err
+        .lines()
+        .find_map(|l| l.find("Final estimate").map(|i| &l[i..]))
+        .unwrap_or_else(|| panic!("no final estimate in:\n{err}"));
+    assert_eq!(got, fixture("a.perplexity.txt").trim_end());
+}
+
 /// Builds a copy of adapter `src` with one key or tensor changed, through the gguf package.
 fn edited(src: &Path, out: &Path, edit: &str) -> bool {
     let py = r#"
