@@ -116,6 +116,8 @@ pub struct HParams {
     pub f_final_logit_softcapping: f32,
     /// multiplies the token embeddings (gemma: sqrt(n_embd)); 0 = none
     pub f_embedding_scale: f32,
+    /// what the mixture-of-experts block of each architecture reads on top of n_expert*
+    pub moe: crate::arch::moe::MoeHParams,
 }
 
 /// Typed access to `<arch>.<key>` values.
@@ -325,7 +327,8 @@ impl HParams {
                     "layer {il}: n_head = {h} must be a positive multiple of n_head_kv = {kv}"
                 )));
             }
-            if n_ff_arr[il] == 0 {
+            // a mixture-of-experts model may size only its experts
+            if n_ff_arr[il] == 0 && n_expert == 0 {
                 return Err(LlamaError::BadHparams(format!(
                     "layer {il}: n_ff must be positive"
                 )));
@@ -388,6 +391,7 @@ impl HParams {
             f_attn_logit_softcapping: 0.0,
             f_final_logit_softcapping: 0.0,
             f_embedding_scale: 0.0,
+            moe: Default::default(),
         };
         arch.load_hparams(&k, &mut hp)?;
         hp.check_swa()?;
@@ -513,6 +517,7 @@ impl HParams {
             f_attn_logit_softcapping: 0.0,
             f_final_logit_softcapping: 0.0,
             f_embedding_scale: 0.0,
+            moe: Default::default(),
         }
     }
 

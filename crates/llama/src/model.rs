@@ -110,6 +110,8 @@ pub struct Layer {
     /// norms of the attention and feed-forward outputs before their residual adds
     pub attn_post_norm: Option<TensorId>,
     pub ffn_post_norm: Option<TensorId>,
+    /// the router, experts and shared expert of a mixture-of-experts block
+    pub moe: crate::arch::moe::MoeLayer,
 }
 
 pub struct Model {

@@ -26,6 +26,9 @@ impl Model {
         };
         p("model params", params);
         p("general.name", self.name.clone());
+        if !self.vocab_only {
+            crate::arch::moe::print_info(&self.arch_name, &self.hparams);
+        }
         self.vocab.print_info();
     }
 

@@ -548,6 +548,12 @@ impl<'a> TensorCreator<'a> {
         Ok(Some(id))
     }
 
+    /// Whether the file holds a tensor of this name (for an architecture whose layout the file
+    /// decides, as llama's dense or expert feed-forward).
+    pub fn has(&self, name: &str) -> bool {
+        self.ml.tensor_in_shard(name).is_some()
+    }
+
     pub fn require(
         &mut self,
         name: &str,

@@ -2,6 +2,7 @@
 //! benchmarking a model shape without downloading it.
 
 mod model;
+mod moe;
 mod vocab;
 mod weights;
 
@@ -16,6 +17,10 @@ pub enum Arch {
     Qwen2,
     Qwen3,
     Gemma2,
+    Qwen3moe,
+    Qwen2moe,
+    /// llama with experts (general.architecture "llama")
+    Mixtral,
 }
 
 impl Arch {
@@ -25,6 +30,9 @@ impl Arch {
             Arch::Qwen2 => "qwen2",
             Arch::Qwen3 => "qwen3",
             Arch::Gemma2 => "gemma2",
+            Arch::Qwen3moe => "qwen3moe",
+            Arch::Qwen2moe => "qwen2moe",
+            Arch::Mixtral => "llama",
         }
     }
 }
@@ -121,6 +129,18 @@ pub struct Args {
     /// The window of sliding-window layers (gemma2: attention.sliding_window, default 4096)
     #[arg(long)]
     pub swa: Option<u32>,
+    /// Experts per MoE layer (qwen3moe, qwen2moe, mixtral; default 8)
+    #[arg(long)]
+    pub experts: Option<u32>,
+    /// Experts each token uses (default 2)
+    #[arg(long)]
+    pub experts_used: Option<u32>,
+    /// Feed-forward size of each expert (qwen3moe, qwen2moe; default --ff; mixtral uses --ff)
+    #[arg(long)]
+    pub ff_exp: Option<u32>,
+    /// Feed-forward size of qwen2moe's shared expert (default --ff)
+    #[arg(long)]
+    pub ff_shexp: Option<u32>,
     /// general.name
     #[arg(long)]
     pub name: Option<String>,

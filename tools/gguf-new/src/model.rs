@@ -25,6 +25,7 @@ pub struct Shape {
     pub rms_eps: f32,
     /// the sliding window written for architectures that have one
     pub swa: u32,
+    pub moe: crate::moe::MoeShape,
 }
 
 /// Known shapes. `tiny` is the reference model of make-tiny-model.py.
@@ -42,6 +43,7 @@ pub fn preset(name: &str) -> Option<Shape> {
             rope_freq_base,
             rms_eps,
             swa: 4096,
+            moe: Default::default(),
         };
     Some(match name {
         "tiny" => s(Arch::Llama, 4, 256, 8, 2, 704, 4096, 151936, 500000.0, 1e-5),
@@ -121,7 +123,14 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
         rope_freq_base: args.rope_freq_base.unwrap_or(base.rope_freq_base),
         rms_eps: args.rms_eps.unwrap_or(base.rms_eps),
         swa: args.swa.unwrap_or(base.swa),
+        moe: crate::moe::MoeShape {
+            experts: args.experts.unwrap_or(base.moe.experts),
+            experts_used: args.experts_used.unwrap_or(base.moe.experts_used),
+            ff_exp: args.ff_exp,
+            ff_shexp: args.ff_shexp,
+        },
     };
+    crate::moe::check(&s)?;
     for (name, v) in [
         ("layers", s.layers),
         ("embd", s.embd),
@@ -191,19 +200,19 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Vec<Spec> {
         let p = |n: &str| format!("blk.{il}.{n}");
         out.push(vec(p("attn_norm.weight"), e, Init::Norm));
         out.push(mat(p("attn_q.weight"), vec![e, e], std(e)));
-        if s.arch == Arch::Qwen2 {
+        if matches!(s.arch, Arch::Qwen2 | Arch::Qwen2moe) {
             out.push(vec(p("attn_q.bias"), e, Init::Normal(0.02)));
         }
         out.push(mat(p("attn_k.weight"), vec![e, kv], std(e)));
-        if s.arch == Arch::Qwen2 {
+        if matches!(s.arch, Arch::Qwen2 | Arch::Qwen2moe) {
             out.push(vec(p("attn_k.bias"), kv, Init::Normal(0.02)));
         }
         out.push(mat(p("attn_v.weight"), vec![e, kv], std(e)));
-        if s.arch == Arch::Qwen2 {
+        if matches!(s.arch, Arch::Qwen2 | Arch::Qwen2moe) {
             out.push(vec(p("attn_v.bias"), kv, Init::Normal(0.02)));
         }
         out.push(mat(p("attn_output.weight"), vec![e, e], std(e)));
-        if s.arch == Arch::Qwen3 {
+        if matches!(s.arch, Arch::Qwen3 | Arch::Qwen3moe) {
             out.push(vec(p("attn_q_norm.weight"), head, Init::Norm));
             out.push(vec(p("attn_k_norm.weight"), head, Init::Norm));
         }
@@ -211,6 +220,10 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Vec<Spec> {
             out.push(vec(p("post_attention_norm.weight"), e, Init::Norm));
         }
         out.push(vec(p("ffn_norm.weight"), e, Init::Norm));
+        if s.arch.is_moe() {
+            out.extend(crate::moe::ffn_tensors(s, il, wtype));
+            continue;
+        }
         out.push(mat(p("ffn_gate.weight"), vec![e, ff], std(e)));
         out.push(mat(p("ffn_up.weight"), vec![e, ff], std(e)));
         out.push(mat(p("ffn_down.weight"), vec![ff, e], std(ff)));
@@ -263,6 +276,7 @@ fn kv_pairs(s: &Shape, name: &str, ftype: u32, vocab: Vocab) -> Vec<(String, Val
             (format!("{a}.attention.sliding_window"), Value::U32(s.swa)),
         ]);
     }
+    kv.extend(crate::moe::kv(s));
     kv.extend(vocab.kv);
     kv
 }

@@ -7,8 +7,11 @@
 mod gemma2;
 mod gemma3;
 mod llama;
+pub(crate) mod moe;
 mod qwen2;
+mod qwen2moe;
 mod qwen3;
+mod qwen3moe;
 pub(crate) mod tensors;
 
 use crate::error::{LlamaError, Result};
@@ -39,6 +42,8 @@ static ARCHS: &[&ArchDef] = &[
     &qwen3::ARCH,
     &gemma2::ARCH,
     &gemma3::ARCH,
+    &qwen3moe::ARCH,
+    &qwen2moe::ARCH,
 ];
 
 /// An architecture of the registry.
