@@ -142,6 +142,54 @@ fn perplexity_matches_llama_cpp() {
     }
 }
 
+/// Each node llama-eval-callback printed: its header (name, op, sources, shape) and its sum.
+fn evalcb_nodes(log: &str) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for line in log.lines() {
+        if let Some((_, h)) = line.split_once("common_debug_cb_eval:") {
+            out.push((h.trim().to_string(), f64::NAN));
+        } else if let (Some(sum), Some(last)) = (line.trim().strip_prefix("sum = "), out.last_mut())
+        {
+            last.1 = sum.parse().unwrap_or(f64::NAN);
+        }
+    }
+    out
+}
+
+/// The nodes of build_moe_ffn and around it, in llama.cpp's order with its names, ops and
+/// shapes, and their values (the sums printed) equal to llama.cpp's within 1e-4.
+#[test]
+fn eval_callback_nodes_match_llama_cpp() {
+    let bin = test_fixtures::bin("llama-eval-callback", "llama-eval-callback");
+    for arch in ARCHS {
+        let m = model(arch, "f32", "evalcb");
+        #[rustfmt::skip]
+        let o = Command::new(&bin)
+            .args(["-m", m.to_str().unwrap(), "-p", "hi there", "-n", "1", "--seed", "1", "-c", "256",
+                "-t", "2"])
+            .env_remove("LLAMA_ARG_MODEL")
+            .output()
+            .expect("run llama-eval-callback");
+        let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+        assert!(o.status.success(), "{arch}: {all}");
+        let got = evalcb_nodes(&all);
+        let want = evalcb_nodes(&text(&fixture(&format!("{arch}-f32.eval-callback.log"))));
+        assert!(
+            want.iter().any(|n| n.0.starts_with("ffn_moe_topk-1")),
+            "{arch}"
+        );
+        assert_eq!(got.len(), want.len(), "{arch}: {all}");
+        for ((gh, gs), (wh, ws)) in got.iter().zip(&want) {
+            assert_eq!(gh, wh, "{arch}");
+            assert!(
+                (gs - ws).abs() <= 1e-4 * ws.abs().max(1.0),
+                "{arch} {wh}: sum {gs} vs {ws}"
+            );
+        }
+        let _ = std::fs::remove_file(m);
+    }
+}
+
 type Tensors = Vec<(String, ggml::Type, Vec<u64>, Vec<u8>)>;
 
 /// A model of `arch` (f32) with its metadata and tensors edited by `edit`.
