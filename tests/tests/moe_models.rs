@@ -190,6 +190,39 @@ fn eval_callback_nodes_match_llama_cpp() {
     }
 }
 
+/// `-cmoe` and `-ncmoe 1` on the CPU alone: llama.cpp's once-per-process warning about CPU
+/// overrides with mmap, its buffer lines, and the text of the model without the flags.
+#[test]
+fn cpu_moe_flags_log_and_text_as_llama_cpp() {
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
+    let m = model("qwen3moe", "q8_0", "cmoe");
+    for (flags, name) in [(&["-cmoe"][..], "cmoe"), (&["-ncmoe", "1"][..], "ncmoe1")] {
+        #[rustfmt::skip]
+        let o = Command::new(&bin)
+            .args(["-m", m.to_str().unwrap(), "-p", "Once upon a time", "-n", "16", "--temp", "0",
+                "-no-cnv", "-c", "256", "-t", "2", "-lv", "4"])
+            .args(flags)
+            .env_remove("LLAMA_ARG_MODEL")
+            .output()
+            .expect("run llama-completion");
+        assert!(o.status.success(), "{name}: {}", text(&o.stderr));
+        let want = text(&fixture(&format!("qwen3moe-q8_0.{name}.greedy.txt")));
+        assert_eq!(text(&o.stdout), want, "{name}");
+        let lines = |log: &str| -> Vec<String> {
+            log.lines()
+                .filter(|l| {
+                    l.contains("model buffer size") || l.contains("tensor overrides to CPU")
+                })
+                .map(|l| l.split_once(' ').map_or(l, |(_, r)| r).to_string())
+                .collect()
+        };
+        let want_log = text(&fixture(&format!("qwen3moe-q8_0.{name}.greedy.log")));
+        assert_eq!(lines(&want_log).len(), 2, "{name}");
+        assert_eq!(lines(&text(&o.stderr)), lines(&want_log), "{name}");
+    }
+    let _ = std::fs::remove_file(m);
+}
+
 type Tensors = Vec<(String, ggml::Type, Vec<u64>, Vec<u8>)>;
 
 /// A model of `arch` (f32) with its metadata and tensors edited by `edit`.
