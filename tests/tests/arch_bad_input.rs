@@ -170,3 +170,73 @@ fn a_split_model_gives_the_unsplit_text() {
     assert!(parts.status.success(), "{}", text(&parts.stderr));
     assert_eq!(text(&parts.stdout), text(&whole.stdout));
 }
+
+/// Renames a phi3 model away from "phi3" (see arch_models.rs: llama.cpp's vocabulary needs
+/// tokens the built-in one lacks for a model of that name).
+fn rename(kv: &mut [(String, Value)]) {
+    for (k, v) in kv.iter_mut() {
+        if k == "general.name" {
+            *v = Value::from("random-model");
+        }
+    }
+}
+
+/// The newer dense architectures' own tensors and keys: a missing or misshapen one is named.
+#[test]
+fn dense_architectures_name_their_broken_tensor_or_key() {
+    type Edit = fn(&mut Vec<(String, Value)>, &mut Tensors);
+    let cases: [(&str, Edit, &str); 7] = [
+        (
+            "starcoder2",
+            |_, t| t.retain(|t| t.0 != "blk.1.ffn_up.bias"),
+            "missing tensor 'blk.1.ffn_up.bias'",
+        ),
+        (
+            "stablelm",
+            |_, t| t.retain(|t| t.0 != "output_norm.bias"),
+            "missing tensor 'output_norm.bias'",
+        ),
+        (
+            "olmo2",
+            |_, t| t.retain(|t| t.0 != "blk.0.attn_k_norm.weight"),
+            "missing tensor 'blk.0.attn_k_norm.weight'",
+        ),
+        (
+            "phi3",
+            |kv, t| {
+                rename(kv);
+                let n = t.iter_mut().find(|t| t.0 == "blk.0.ffn_up.weight").unwrap();
+                // a gated model's ffn_up is n_ff wide; phi3's holds gate and up (2 n_ff)
+                n.2 = vec![64, 128];
+                n.3.truncate(64 * 128 * 4);
+            },
+            "tensor 'blk.0.ffn_up.weight' has wrong shape; expected    64,   256, got    64,   128",
+        ),
+        (
+            "phi3",
+            |kv, t| {
+                rename(kv);
+                t.retain(|t| t.0 != "blk.1.attn_qkv.weight");
+            },
+            "neither blk.1.attn_qkv.weight nor all of attn_q, attn_k, attn_v",
+        ),
+        (
+            "cohere2",
+            |kv, _| kv.retain(|(k, _)| k != "cohere2.attention.sliding_window"),
+            "cohere2.attention.sliding_window",
+        ),
+        (
+            "glm4",
+            |kv, _| {
+                let v = Value::Array(gguf::Array::from(vec![8i32, 8, 0, 0]));
+                kv.push(("glm4.rope.dimension_sections".into(), v));
+            },
+            "glm4.rope.dimension_sections: multimodal rope (M-RoPE) is not supported",
+        ),
+    ];
+    for (i, (arch, edit, cause)) in cases.into_iter().enumerate() {
+        let dir = test_fixtures::scratch_dir(&format!("arch-bad-dense-{i}"));
+        let m = edited(&dir, arch, edit);
+        assert_fails_with(&complete(&m, &[]), cause);
+    }
+}

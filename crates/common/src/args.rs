@@ -25,6 +25,7 @@ pub enum Example {
     Completion,
     Perplexity,
     Tokenize,
+    Imatrix,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,6 +275,19 @@ pub struct Params {
     pub tok_no_bos: bool,
     pub parse_special: bool,
     pub tok_show_count: bool,
+    // imatrix
+    /// `-o`: the output file of the tools that write one.
+    pub out_file: String,
+    /// `--in-file`, in the order given.
+    pub in_files: Vec<String>,
+    pub n_out_freq: i32,
+    pub n_save_freq: i32,
+    pub i_chunk: i32,
+    /// `--output-format`: > 0 for the legacy .dat, < 0 for GGUF, 0 for GGUF by default.
+    pub imat_dat: i8,
+    pub process_output: bool,
+    pub compute_ppl: bool,
+    pub show_statistics: bool,
     /// Set by `-h`; the parser prints usage and reports an exit.
     pub usage: bool,
     pub completion_bash: bool,
@@ -404,6 +418,15 @@ impl Default for Params {
             tok_no_bos: false,
             parse_special: false,
             tok_show_count: false,
+            out_file: String::new(),
+            in_files: Vec::new(),
+            n_out_freq: 10,
+            n_save_freq: 0,
+            i_chunk: 0,
+            imat_dat: 0,
+            process_output: false,
+            compute_ppl: true,
+            show_statistics: false,
             usage: false,
             completion_bash: false,
         }
@@ -416,6 +439,12 @@ impl Params {
         let mut p = Params::default();
         if ex == Example::Tokenize {
             p.parse_special = true;
+        }
+        if ex == Example::Imatrix {
+            // set by llama-imatrix's main before parsing, so its help shows them as defaults
+            p.out_file = "imatrix.gguf".to_string();
+            p.n_ctx = 512;
+            p.escape = false;
         }
         p
     }
@@ -578,8 +607,7 @@ fn postprocess(params: &mut Params, _ex: Example) -> Result<(), ParseError> {
     }
     crate::startup::threads::warn_mask_bits(params);
     if params.log_jsonl {
-        // accepted for llama.cpp's command lines, but never silently: say what happens instead
-        crate::log_wrn!("warning: --log-jsonl is not supported by this build; the log stays plain text on stderr\n");
+        crate::log::set_jsonl(true);
     }
     if params.prompt_cache_all && (params.interactive || params.interactive_first) {
         return Err(ParseError::Message(
@@ -666,6 +694,7 @@ fn print_completion(opts: &[Opt], _ex: Example, out: &mut dyn ParseOutput) {
         "llama-bench",
         "llama-completion",
         "llama-eval-callback",
+        "llama-imatrix",
         "llama-perplexity",
         "llama-quantize",
         "llama-tokenize",

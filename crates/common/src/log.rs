@@ -45,6 +45,8 @@ struct State {
     timestamps: bool,
     colors: bool,
     disabled: bool,
+    /// `--log-jsonl`: every message a JSON object on stdout
+    jsonl: bool,
     /// Verbosity of the last message, which a CONT message inherits.
     last_verbosity: i32,
     t_start: Instant,
@@ -59,6 +61,7 @@ static STATE: LazyLock<Mutex<State>> = LazyLock::new(|| {
         timestamps: false,
         colors: false,
         disabled: false,
+        jsonl: false,
         last_verbosity: VERBOSITY_INFO,
         t_start: Instant::now(),
         file: None,
@@ -117,6 +120,81 @@ pub fn set_timestamps(on: bool) {
 
 pub fn set_colors(on: bool) {
     state().colors = on;
+}
+
+/// `--log-jsonl`: from now on every shown message is one line `{"type":"log","time":T,
+/// "level":L,"msg":M}` on stdout (also in the log file), and `log_json` objects are written.
+pub fn set_jsonl(on: bool) {
+    state().jsonl = on;
+}
+
+pub fn jsonl() -> bool {
+    state().jsonl
+}
+
+/// A JSON string literal as nlohmann's dump writes it: `"` and `\` escaped, the short escapes
+/// for \b \f \n \r \t, other control bytes as \u00xx, everything else (UTF-8) as is.
+pub fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn level_str(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Debug => "debug",
+        LogLevel::Info => "info",
+        LogLevel::Warn => "warn",
+        LogLevel::Error => "error",
+        LogLevel::Cont => "cont",
+        LogLevel::None => "none",
+    }
+}
+
+/// `LOG_JSON(type, data)`: with `--log-jsonl`, the line `{"type":TYPE,"data":DATA}` on stdout
+/// whatever the verbosity (`data` is serialized JSON); nothing otherwise.
+pub fn log_json(ty: &str, data: &str) {
+    let mut s = state();
+    if !s.jsonl || s.disabled {
+        return;
+    }
+    let line = format!("{{\"type\":{},\"data\":{data}}}\n", json_string(ty));
+    emit(&mut s, Stream::Stdout, &line, &line);
+}
+
+fn emit(s: &mut State, stream: Stream, text: &str, plain: &str) {
+    if let Some(f) = s.file.as_mut() {
+        let _ = f.write_all(plain.as_bytes());
+    }
+    if let Some(capture) = &s.capture {
+        capture(stream, text);
+        return;
+    }
+    // Errors writing to a closed pipe are ignored, as fprintf's are.
+    match stream {
+        Stream::Stdout => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+        Stream::Stderr => {
+            let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        }
+    }
 }
 
 /// Drop every message from now on, output included (`--log-disable`).
@@ -208,32 +286,24 @@ pub fn log(level: LogLevel, verbosity: i32, msg: &str) {
         return;
     }
     let timestamp = s.timestamps.then(|| s.t_start.elapsed().as_micros() as i64);
+    if s.jsonl {
+        let line = format!(
+            "{{\"type\":\"log\",\"time\":{},\"level\":\"{}\",\"msg\":{}}}\n",
+            timestamp.unwrap_or(0),
+            level_str(level),
+            json_string(msg)
+        );
+        emit(&mut s, Stream::Stdout, &line, &line);
+        return;
+    }
     let stream = if level == LogLevel::None {
         Stream::Stdout
     } else {
         Stream::Stderr
     };
     let text = format_entry(level, s.prefix, timestamp, s.colors, msg);
-    let prefix = s.prefix;
-    if let Some(f) = s.file.as_mut() {
-        let plain = format_entry(level, prefix, timestamp, false, msg);
-        let _ = f.write_all(plain.as_bytes());
-    }
-    if let Some(capture) = &s.capture {
-        capture(stream, &text);
-        return;
-    }
-    // Errors writing to a closed pipe are ignored, as fprintf's are.
-    match stream {
-        Stream::Stdout => {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
-        }
-        Stream::Stderr => {
-            let _ = std::io::stderr().lock().write_all(text.as_bytes());
-        }
-    }
+    let plain = format_entry(level, s.prefix, timestamp, false, msg);
+    emit(&mut s, stream, &text, &plain);
 }
 
 /// `LOG`: output text to stdout (verbosity 0), no prefix.
@@ -351,6 +421,32 @@ mod tests {
         crate::log_err!("err\n");
         crate::log_out!("out\n");
         assert_eq!(take(), vec![(Stream::Stdout, "out\n".to_string())]);
+
+        set_verbosity(DEFAULT_VERBOSITY);
+        set_jsonl(true);
+        crate::log_inf!("a \"q\" \\ tab\t\u{1} é\n");
+        crate::log_out!("out");
+        crate::log_trc!("hidden\n");
+        log_json("fit_memory_breakdown", "{\"unit\":\"MiB\"}");
+        assert_eq!(
+            take(),
+            vec![
+                (
+                    Stream::Stdout,
+                    "{\"type\":\"log\",\"time\":0,\"level\":\"info\",\"msg\":\"a \\\"q\\\" \\\\ tab\\t\\u0001 é\\n\"}\n"
+                        .to_string()
+                ),
+                (
+                    Stream::Stdout,
+                    "{\"type\":\"log\",\"time\":0,\"level\":\"none\",\"msg\":\"out\"}\n".to_string()
+                ),
+                (
+                    Stream::Stdout,
+                    "{\"type\":\"fit_memory_breakdown\",\"data\":{\"unit\":\"MiB\"}}\n".to_string()
+                ),
+            ]
+        );
+        set_jsonl(false);
 
         disable();
         crate::log_out!("out\n");

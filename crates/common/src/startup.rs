@@ -160,6 +160,27 @@ pub fn init_from_params_with(
         Ok(m) => m,
         Err(_) => return Err(fail_model(p)),
     };
+    // load the LoRA adapters before the context, as common_init_result does, so that the
+    // context's graph size counts them; they apply after the control vector
+    let mut loras = Vec::new();
+    for (path, scale) in &p.lora_adapters {
+        match llama::lora::LoraAdapter::load(&model, path) {
+            Ok(a) => loras.push((a, *scale)),
+            Err(_) => {
+                crate::log_err!(
+                    "{}failed to load lora adapter '{}'\n",
+                    cmn("common_init_result"),
+                    path
+                );
+                crate::log_err!(
+                    "{}failed to create context with model '{}'\n",
+                    cmn("common_init_from_params"),
+                    p.model
+                );
+                return Err(InitError::Context);
+            }
+        }
+    }
     let vocab_ref = model.vocab();
 
     if p.sampling.ignore_eos && vocab_ref.eos() == llama::vocab::TOKEN_NULL {
@@ -244,15 +265,7 @@ pub fn init_from_params_with(
         }
     }
 
-    if !p.lora_adapters.is_empty() {
-        // llama.cpp's line, with the reason: there is no LoRA support to load it with
-        crate::log_err!(
-            "{}failed to load lora adapter '{}': LoRA adapters are not supported by this build\n",
-            cmn("common_init_from_params"),
-            p.lora_adapters[0].0
-        );
-        return Err(InitError::Model);
-    }
+    ctx.set_adapters_lora(&loras);
 
     if p.warmup {
         crate::log_trc!(
@@ -421,6 +434,9 @@ pub fn memory_breakdown_print(ctx: &Context) {
         ]
         .map(String::from),
     }];
+    // the same figures for --log-jsonl consumers, as llama.cpp's LOG_JSON rows
+    let mut json_rows: Vec<String> = Vec::new();
+    let js = crate::log::json_string;
     let mut host = (0u64, 0u64, 0u64);
     let mut devices: Vec<(String, (u64, u64, u64))> = Vec::new();
     let mut others: Vec<(String, (u64, u64, u64))> = Vec::new();
@@ -457,6 +473,18 @@ pub fn memory_breakdown_print(ctx: &Context) {
         };
         let selfb = model + context + compute;
         let unaccounted = total as i64 - free as i64 - selfb as i64;
+        json_rows.push(format!(
+            "{{\"kind\":\"device\",\"name\":{},\"description\":{},\"total\":{},\"free\":{},\"self\":{},\"model\":{},\"context\":{},\"compute\":{},\"unaccounted\":{}}}",
+            js(name),
+            js(&desc),
+            total / MIB,
+            free / MIB,
+            selfb / MIB,
+            model / MIB,
+            context / MIB,
+            compute / MIB,
+            unaccounted / MIB as i64
+        ));
         rows.push(Row {
             device: true,
             cells: [
@@ -484,8 +512,20 @@ pub fn memory_breakdown_print(ctx: &Context) {
             String::new(),
         ],
     };
+    let json_other = |kind: &str, name: &str, (model, context, compute): (u64, u64, u64)| {
+        format!(
+            "{{\"kind\":\"{kind}\",\"name\":{},\"self\":{},\"model\":{},\"context\":{},\"compute\":{}}}",
+            js(name),
+            (model + context + compute) / MIB,
+            model / MIB,
+            context / MIB,
+            compute / MIB
+        )
+    };
     rows.push(other_row("  - Host".to_string(), host));
+    json_rows.push(json_other("host", "Host", host));
     for (name, acc) in others {
+        json_rows.push(json_other("buffer_type", &name, acc));
         rows.push(other_row(format!("  - {name}"), acc));
     }
     for j in 0..8 {
@@ -519,6 +559,10 @@ pub fn memory_breakdown_print(ctx: &Context) {
         };
         crate::log_trc!("{line}");
     }
+    crate::log::log_json(
+        "fit_memory_breakdown",
+        &format!("{{\"unit\":\"MiB\",\"rows\":[{}]}}", json_rows.join(",")),
+    );
 }
 
 fn strip_vendor(desc: &str) -> String {

@@ -53,6 +53,8 @@ pub struct Context {
     pub(crate) compute_sizes: Vec<usize>,
     /// `--control-vector`: added to the layer outputs
     pub(crate) cvec: crate::cvec::ControlVector,
+    /// the LoRA adapters applied, with their scales (none of them 0)
+    pub(crate) loras: Vec<(Arc<crate::lora::LoraAdapter>, f32)>,
     /// the graph changed shape (a control vector was set): reserve again before decoding
     pub(crate) sched_need_reserve: bool,
 }
@@ -72,7 +74,7 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
         )));
     }
     let mut n_ctx = if params.n_ctx == 0 {
-        hp.n_ctx_train
+        model.n_ctx_train()
     } else {
         params.n_ctx
     };
@@ -155,6 +157,7 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
         } else {
             params.rope_freq_scale
         },
+        rope_scaling_type: rope_scaling,
         n_ctx_orig_yarn: if params.yarn_orig_ctx != 0 {
             params.yarn_orig_ctx
         } else {
@@ -205,7 +208,7 @@ fn precheck(model: &Model, params: &mut ContextParams) -> Result<()> {
     if params.n_batch == 0 && params.n_ubatch == 0 {
         return fail("n_batch and n_ubatch cannot both be zero".into());
     }
-    if params.n_ctx == 0 && hp.n_ctx_train == 0 {
+    if params.n_ctx == 0 && model.n_ctx_train() == 0 {
         return fail("n_ctx and model->hparams.n_ctx_train cannot both be zero".into());
     }
     if params.type_v.is_quantized() {
@@ -283,17 +286,17 @@ impl Context {
         info("n_rs_seq", "0".to_string());
         info("n_outputs_max", cparams.n_outputs_max.to_string());
         info("n_outputs_max_per_seq", "1".to_string());
-        if cparams.n_ctx_seq < hp.n_ctx_train {
+        if cparams.n_ctx_seq < model.n_ctx_train() {
             ggml::log_info!(
                 "llama_context: n_ctx_seq ({}) < n_ctx_train ({}) -- the full capacity of the model will not be utilized\n",
                 cparams.n_ctx_seq,
-                hp.n_ctx_train
+                model.n_ctx_train()
             );
-        } else if cparams.n_ctx_seq > hp.n_ctx_train {
+        } else if cparams.n_ctx_seq > model.n_ctx_train() {
             ggml::log_warn!(
                 "llama_context: n_ctx_seq ({}) > n_ctx_train ({}) -- possible training context overflow\n",
                 cparams.n_ctx_seq,
-                hp.n_ctx_train
+                model.n_ctx_train()
             );
         }
 
@@ -422,6 +425,7 @@ impl Context {
             n_nodes_splits: (0, 0),
             compute_sizes: Vec::new(),
             cvec: Default::default(),
+            loras: Vec::new(),
             sched_need_reserve: false,
         };
         ctx.sched_reserve(max_nodes)?;
@@ -429,7 +433,31 @@ impl Context {
             ctx.sched.set_eval_callback(Some(cb));
         }
         ctx.sched.set_abort_callback(params.abort_callback.clone());
+        ctx.adjust_n_ctx_train_for_yarn();
         Ok(ctx)
+    }
+
+    /// llama_init_from_model: a YaRN scale other than the model's own moves the model's
+    /// training context to the one that scale stretches the original context to.
+    fn adjust_n_ctx_train_for_yarn(&self) {
+        let c = &self.cparams;
+        let hp = &self.model.hparams;
+        if c.rope_scaling_type != crate::hparams::RopeScaling::Yarn
+            || c.rope_freq_scale == hp.rope_freq_scale_train
+        {
+            return;
+        }
+        const F: &str = "llama_init_from_model";
+        ggml::log_info!(
+            "{F}: custom YaRN scaling detected, re-adjusting n_ctx_train({})...\n",
+            self.model.n_ctx_train()
+        );
+        // as C converts the float quotient to uint32_t: truncated
+        let n = (c.n_ctx_orig_yarn as f32 / c.rope_freq_scale) as u32;
+        self.model
+            .n_ctx_train_adjusted
+            .store(n, std::sync::atomic::Ordering::Relaxed);
+        ggml::log_info!("{F}: n_ctx_train adjusted to {n}\n");
     }
 
     /// The graph parameters of a ubatch shape.
@@ -449,6 +477,7 @@ impl Context {
             n_kv_swa,
             flash_attn: c.flash_attn,
             causal: c.causal_attn,
+            n_ctx_seq: c.n_ctx_seq,
             rope: RopeParams {
                 n_dims: hp.n_rot as i32,
                 mode: hp.rope_type as i32,
@@ -468,6 +497,7 @@ impl Context {
     pub(crate) fn build_graph(&self, p: GraphParams) -> BuiltGraph {
         let mut b = GraphBuilder::new(&self.model, &self.kv, p);
         b.cvec = Some(&self.cvec);
+        b.loras = &self.loras;
         let arch = self
             .model
             .arch
@@ -577,5 +607,6 @@ impl Context {
 
 /// graph_max_nodes: room for the graph plus the scheduler's copies.
 pub(crate) fn graph_max_nodes(model: &Model, _n_tokens: usize) -> usize {
-    (model.ctx.len() * 8).max(1024)
+    let loras = model.lora_nodes.load(std::sync::atomic::Ordering::Relaxed);
+    (model.ctx.len() * 8).max(1024) + loras
 }

@@ -140,6 +140,8 @@ pub(crate) struct Cparams {
     pub rope_freq_base: f32,
     pub rope_freq_scale: f32,
     pub n_ctx_orig_yarn: u32,
+    /// `--rope-scaling` or the model's scaling type
+    pub rope_scaling_type: crate::hparams::RopeScaling,
     pub yarn_ext_factor: f32,
     pub yarn_attn_factor: f32,
     pub yarn_beta_fast: f32,

@@ -57,6 +57,9 @@ pub enum LlamaError {
     BadParams(String),
     #[error("{0}")]
     Unsupported(String),
+    /// A LoRA adapter that cannot apply to the model (llama.cpp's reason).
+    #[error("{0}")]
+    Adapter(String),
     /// The OS refused the compute threads ("failed to create N threads: ...").
     #[error("{0}")]
     Threads(String),

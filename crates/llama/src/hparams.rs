@@ -116,6 +116,8 @@ pub struct HParams {
     pub f_final_logit_softcapping: f32,
     /// multiplies the token embeddings (gemma: sqrt(n_embd)); 0 = none
     pub f_embedding_scale: f32,
+    /// scales each block's attention and FFN outputs before their residual adds (granite)
+    pub f_residual_scale: f32,
     /// what the mixture-of-experts block of each architecture reads on top of n_expert*
     pub moe: crate::arch::moe::MoeHParams,
 }
@@ -391,6 +393,7 @@ impl HParams {
             f_attn_logit_softcapping: 0.0,
             f_final_logit_softcapping: 0.0,
             f_embedding_scale: 0.0,
+            f_residual_scale: 0.0,
             moe: Default::default(),
         };
         arch.load_hparams(&k, &mut hp)?;
@@ -517,6 +520,7 @@ impl HParams {
             f_attn_logit_softcapping: 0.0,
             f_final_logit_softcapping: 0.0,
             f_embedding_scale: 0.0,
+            f_residual_scale: 0.0,
             moe: Default::default(),
         }
     }

@@ -25,6 +25,7 @@ mod batch;
 mod context;
 mod context_params;
 pub mod cvec;
+pub mod lora;
 mod decode;
 pub(crate) mod graph;
 mod kv_cache;

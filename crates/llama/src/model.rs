@@ -110,6 +110,15 @@ pub struct Layer {
     /// norms of the attention and feed-forward outputs before their residual adds
     pub attn_post_norm: Option<TensorId>,
     pub ffn_post_norm: Option<TensorId>,
+    /// fused Q/K/V projection and its bias (create_tensor_qkv's attn_qkv)
+    pub wqkv: Option<TensorId>,
+    pub wqkv_b: Option<TensorId>,
+    /// LayerNorm biases
+    pub attn_norm_b: Option<TensorId>,
+    pub ffn_norm_b: Option<TensorId>,
+    /// longrope frequency factors, chosen by the context length (get_rope_factors)
+    pub rope_long: Option<TensorId>,
+    pub rope_short: Option<TensorId>,
     /// the router, experts and shared expert of a mixture-of-experts block
     pub moe: crate::arch::moe::MoeLayer,
 }
@@ -131,6 +140,7 @@ pub struct Model {
     pub(crate) ctx: Context,
     pub(crate) tok_embd: Option<TensorId>,
     pub(crate) output_norm: Option<TensorId>,
+    pub(crate) output_norm_b: Option<TensorId>,
     pub(crate) output: Option<TensorId>,
     pub(crate) output_b: Option<TensorId>,
     pub(crate) layers: Vec<Layer>,
@@ -146,6 +156,10 @@ pub struct Model {
     pub(crate) no_alloc: bool,
     /// keeps the memory maps alive for CPU_Mapped buffers (one per file of a split model)
     pub(crate) _files: Vec<Arc<gguf::GgufFile>>,
+    /// graph nodes the loaded LoRA adapters add at most (llama.cpp counts model.loras)
+    pub(crate) lora_nodes: std::sync::atomic::AtomicUsize,
+    /// n_ctx_train as llama_init_from_model re-adjusts it for a custom YaRN scale (0: not)
+    pub(crate) n_ctx_train_adjusted: std::sync::atomic::AtomicU32,
 }
 
 impl std::fmt::Debug for Model {
@@ -277,6 +291,7 @@ impl Model {
             output_norm: None,
             output: None,
             output_b: None,
+            output_norm_b: None,
             layers: Vec::new(),
             locked: Default::default(),
             buffers: Vec::new(),
@@ -288,6 +303,8 @@ impl Model {
             load_mode: mode,
             no_alloc: params.no_alloc,
             _files: ml.shards.iter().map(|s| s.gguf.clone()).collect(),
+            lora_nodes: Default::default(),
+            n_ctx_train_adjusted: Default::default(),
         };
         model.print_info(params.no_alloc);
         if params.vocab_only {
@@ -347,8 +364,15 @@ impl Model {
     pub fn n_params(&self) -> u64 {
         self.n_elements
     }
+    /// The training context, or what a context's custom YaRN scale adjusted it to.
     pub fn n_ctx_train(&self) -> u32 {
-        self.hparams.n_ctx_train
+        match self
+            .n_ctx_train_adjusted
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            0 => self.hparams.n_ctx_train,
+            n => n,
+        }
     }
     pub fn n_embd(&self) -> u32 {
         self.hparams.n_embd
@@ -412,5 +436,17 @@ impl Model {
     }
     pub(crate) fn rope_freqs(&self, il: usize) -> Option<TensorId> {
         self.layers.get(il).and_then(|l| l.rope_freqs)
+    }
+    /// get_rope_factors: the layer's rope_freqs, else the longrope factors for contexts past
+    /// the original one, else the short ones.
+    pub(crate) fn rope_factors(&self, il: usize, n_ctx_seq: u32) -> Option<TensorId> {
+        let l = self.layers.get(il)?;
+        if l.rope_freqs.is_some() {
+            return l.rope_freqs;
+        }
+        if n_ctx_seq > self.hparams.n_ctx_orig_yarn {
+            return l.rope_long;
+        }
+        l.rope_short
     }
 }

@@ -46,6 +46,7 @@ fn check(file: Arc<GgufFile>) -> Result<Vec<String>> {
         output_norm: None,
         output: None,
         output_b: None,
+        output_norm_b: None,
         layers: Vec::new(),
         locked: Default::default(),
         buffers: Vec::new(),
@@ -57,6 +58,8 @@ fn check(file: Arc<GgufFile>) -> Result<Vec<String>> {
         load_mode: LoadMode::None,
         no_alloc: true,
         _files: vec![file.clone()],
+        lora_nodes: Default::default(),
+        n_ctx_train_adjusted: Default::default(),
     };
     let mut creator = TensorCreator::check_only(&ml, &hparams);
     create_decoder_tensors(&mut model, &mut creator)?;

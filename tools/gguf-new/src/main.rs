@@ -1,6 +1,7 @@
 //! llama-gguf-new: write a model with random weights of a chosen shape, for tests and for
 //! benchmarking a model shape without downloading it.
 
+mod dense;
 mod model;
 mod moe;
 mod vocab;
@@ -17,6 +18,18 @@ pub enum Arch {
     Qwen2,
     Qwen3,
     Gemma2,
+    Gemma,
+    Phi3,
+    Granite,
+    Olmo2,
+    Starcoder2,
+    Stablelm,
+    CommandR,
+    Cohere2,
+    Glm4,
+    Exaone,
+    Smollm3,
+    Mistral3,
     Qwen3moe,
     Qwen2moe,
     /// llama with experts (general.architecture "llama")
@@ -30,6 +43,18 @@ impl Arch {
             Arch::Qwen2 => "qwen2",
             Arch::Qwen3 => "qwen3",
             Arch::Gemma2 => "gemma2",
+            Arch::Gemma => "gemma",
+            Arch::Phi3 => "phi3",
+            Arch::Granite => "granite",
+            Arch::Olmo2 => "olmo2",
+            Arch::Starcoder2 => "starcoder2",
+            Arch::Stablelm => "stablelm",
+            Arch::CommandR => "command-r",
+            Arch::Cohere2 => "cohere2",
+            Arch::Glm4 => "glm4",
+            Arch::Exaone => "exaone",
+            Arch::Smollm3 => "smollm3",
+            Arch::Mistral3 => "mistral3",
             Arch::Qwen3moe => "qwen3moe",
             Arch::Qwen2moe => "qwen2moe",
             Arch::Mixtral => "llama",

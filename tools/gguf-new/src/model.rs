@@ -174,6 +174,9 @@ pub struct Spec {
 
 /// Tensor names, shapes (ggml order: row length first) and initial values, in file order.
 pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Vec<Spec> {
+    if let Some(t) = crate::dense::tensors(s, n_vocab, wtype) {
+        return t;
+    }
     let (e, ff) = (s.embd as u64, s.ff as u64);
     let kv = s.heads_kv as u64 * (e / s.heads as u64);
     let std = |fan_in: u64| Init::Normal((fan_in as f32).powf(-0.5));
@@ -275,6 +278,13 @@ fn kv_pairs(s: &Shape, name: &str, ftype: u32, vocab: Vocab) -> Vec<(String, Val
             (format!("{a}.final_logit_softcapping"), Value::F32(30.0)),
             (format!("{a}.attention.sliding_window"), Value::U32(s.swa)),
         ]);
+    }
+    // the dense architectures' own keys replace common ones of the same name
+    for (key, v) in crate::dense::kv(s) {
+        match kv.iter_mut().find(|(k, _)| *k == key) {
+            Some(slot) => slot.1 = v,
+            None => kv.push((key, v)),
+        }
     }
     kv.extend(crate::moe::kv(s));
     kv.extend(vocab.kv);

@@ -56,6 +56,10 @@ const COMPLETION: &[Example] = &[Example::Completion];
 const PERPLEXITY: &[Example] = &[Example::Perplexity];
 const TOKENIZE: &[Example] = &[Example::Tokenize];
 const COMPLETION_PPL: &[Example] = &[Example::Completion, Example::Perplexity];
+const IMATRIX: &[Example] = &[Example::Imatrix];
+const IMATRIX_PPL: &[Example] = &[Example::Imatrix, Example::Perplexity];
+const COMPLETION_IMATRIX_PPL: &[Example] =
+    &[Example::Completion, Example::Imatrix, Example::Perplexity];
 
 /// Every option visible to `ex`, in llama.cpp's declaration order.
 pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
@@ -196,11 +200,11 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
         Opt::new(&["-kvu", "--kv-unified"], None, format!("use single unified KV buffer for the KV cache of all sequences (default: {})", tf(d.kv_unified)), Bool(|p, v| p.kv_unified = v))
             .neg(&["-no-kvu", "--no-kv-unified"]).env("LLAMA_ARG_KV_UNIFIED").ex(PERPLEXITY),
         Opt::new(&["--context-shift"], None, format!("whether to use context shift on infinite text generation (default: {})", ed(d.ctx_shift)), Bool(|p, v| p.ctx_shift = v))
-            .neg(&["--no-context-shift"]).ex(COMPLETION_PPL).env("LLAMA_ARG_CONTEXT_SHIFT"),
+            .neg(&["--no-context-shift"]).ex(COMPLETION_IMATRIX_PPL).env("LLAMA_ARG_CONTEXT_SHIFT"),
         Opt::new(&["--chunks"], Some("N"), format!("max number of chunks to process (default: {}, -1 = all)", d.n_chunks), Int(|p, _, v| {
             p.n_chunks = v;
             Ok(())
-        })).ex(PERPLEXITY),
+        })).ex(IMATRIX_PPL),
         Opt::new(&["-fa", "--flash-attn"], Some("[on|off|auto]"), format!("set Flash Attention use ('on', 'off', or 'auto', default: '{}')", d.flash_attn.name()), Str(|p, _, v| {
             p.flash_attn = if is_truthy(v) {
                 FlashAttn::Enabled
@@ -710,6 +714,54 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
             p.cache_type_v_draft = kv_cache_type(v)?;
             Ok(())
         })).env("LLAMA_ARG_SPEC_DRAFT_CACHE_TYPE_V"),
+        // imatrix
+        Opt::new(&["--in-file"], Some("FNAME"), "an imatrix file to combine with the others (repeatable; comma-separated lists accepted)", Str(|p, _, v| {
+            for item in super::util::parse_csv_row(v) {
+                if std::fs::File::open(&item).is_err() {
+                    return Err(format!("error: failed to open file '{item}'\n"));
+                }
+                p.in_files.push(item);
+            }
+            Ok(())
+        })).ex(IMATRIX),
+        Opt::new(&["-o", "--output", "--output-file"], Some("FNAME"), format!("output file (default: '{}')", d.out_file), Str(|p, _, v| {
+            p.out_file = v.to_string();
+            Ok(())
+        })).ex(IMATRIX),
+        Opt::new(&["-ofreq", "--output-frequency"], Some("N"), format!("output the imatrix every N iterations (default: {})", d.n_out_freq), Int(|p, _, v| {
+            p.n_out_freq = v;
+            Ok(())
+        })).ex(IMATRIX),
+        Opt::new(&["--output-format"], Some("{gguf,dat}"), format!("output format for imatrix file (default: {})", if d.imat_dat > 0 { "dat" } else { "gguf" }), Str(|p, _, v| {
+            p.imat_dat = match v {
+                "gguf" => -1,
+                "dat" => 1,
+                _ => return Err("invalid output format".into()),
+            };
+            Ok(())
+        })).ex(IMATRIX),
+        Opt::new(&["--save-frequency"], Some("N"), format!("save an imatrix copy every N iterations (default: {})", d.n_save_freq), Int(|p, _, v| {
+            p.n_save_freq = v;
+            Ok(())
+        })).ex(IMATRIX),
+        Opt::new(&["--process-output"], None, format!("collect data for the output tensor (default: {})", tf(d.process_output)), Void(|p, _| {
+            p.process_output = true;
+            Ok(())
+        })).ex(IMATRIX),
+        Opt::new(&["--ppl"], None, format!("whether to compute perplexity (default: {})", tf(d.compute_ppl)), Bool(|p, v| p.compute_ppl = v))
+            .neg(&["--no-ppl"]).ex(IMATRIX),
+        Opt::new(&["--chunk", "--from-chunk"], Some("N"), format!("start processing the input from chunk N (default: {})", d.i_chunk), Int(|p, _, v| {
+            p.i_chunk = v;
+            Ok(())
+        })).ex(IMATRIX),
+        Opt::new(&["--show-statistics"], None, format!("show imatrix statistics and then exit (default: {})", tf(d.show_statistics)), Void(|p, _| {
+            p.show_statistics = true;
+            Ok(())
+        })).ex(IMATRIX),
+        Opt::new(&["--parse-special"], None, format!("parse special tokens (chat, tool, etc) (default: {})", tf(d.parse_special)), Void(|p, _| {
+            p.parse_special = true;
+            Ok(())
+        })).ex(IMATRIX),
         // tokenize
         Opt::new(&["--ids"], None, "if given, only print numerical token IDs, and not token strings.\nThe output format looks like [1, 2, 3], i.e. parseable by Python.", Void(|p, _| {
             p.tok_ids = true;

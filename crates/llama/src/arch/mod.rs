@@ -4,14 +4,27 @@
 //! (`tensors`, load_arch_tensors) and its graph. `ARCHS` registers them; adding an architecture
 //! that reuses the shared pieces (`graph/`, `tensors`) is one file and one line there.
 
+mod cohere2;
+mod command_r;
+mod exaone;
+mod gemma;
 mod gemma2;
 mod gemma3;
+mod glm4;
+mod granite;
 mod llama;
+mod llama_like;
+mod mistral3;
 pub(crate) mod moe;
+mod olmo2;
+mod phi3;
 mod qwen2;
 mod qwen2moe;
 mod qwen3;
 mod qwen3moe;
+mod smollm3;
+mod stablelm;
+mod starcoder2;
 pub(crate) mod tensors;
 
 use crate::error::{LlamaError, Result};
@@ -42,6 +55,18 @@ static ARCHS: &[&ArchDef] = &[
     &qwen3::ARCH,
     &gemma2::ARCH,
     &gemma3::ARCH,
+    &gemma::ARCH,
+    &granite::ARCH,
+    &exaone::ARCH,
+    &smollm3::ARCH,
+    &mistral3::ARCH,
+    &phi3::ARCH,
+    &starcoder2::ARCH,
+    &stablelm::ARCH,
+    &olmo2::ARCH,
+    &command_r::ARCH,
+    &cohere2::ARCH,
+    &glm4::ARCH,
     &qwen3moe::ARCH,
     &qwen2moe::ARCH,
 ];
@@ -129,6 +154,8 @@ pub mod tn {
     pub const OUTPUT_NORM: &str = "output_norm";
     pub const OUTPUT: &str = "output";
     pub const ROPE_FREQS: &str = "rope_freqs";
+    pub const ROPE_FACTORS_LONG: &str = "rope_factors_long";
+    pub const ROPE_FACTORS_SHORT: &str = "rope_factors_short";
     pub const ATTN_NORM: &str = "attn_norm";
     pub const ATTN_QKV: &str = "attn_qkv";
     pub const ATTN_Q: &str = "attn_q";

@@ -4,7 +4,7 @@
 //! llama.cpp's names ("Qcur-0", "kq_soft_max-0", "ffn_swiglu-0").
 
 mod attn;
-pub(crate) use ffn::{GatedAct, NormType};
+pub(crate) use ffn::{FfnAct, FfnGate, GatedAct, NormType};
 mod ffn;
 mod moe;
 pub(crate) use moe::MoeParams;
@@ -24,6 +24,8 @@ pub(crate) struct GraphParams {
     pub n_kv_swa: usize,
     pub flash_attn: bool,
     pub causal: bool,
+    /// the context of one sequence (get_rope_factors picks longrope factors by it)
+    pub n_ctx_seq: u32,
     /// rope settings common to all layers (n_dims, mode, base, scale, yarn)
     pub rope: RopeParams,
     /// a warmup run (llama_set_warmup): MoE layers route every token to every expert
@@ -88,6 +90,8 @@ pub(crate) struct GraphBuilder<'a> {
     pub t_embd: Option<TensorId>,
     /// the context's control vector
     pub cvec: Option<&'a crate::cvec::ControlVector>,
+    /// the context's LoRA adapters and their scales
+    pub loras: &'a [(std::sync::Arc<crate::lora::LoraAdapter>, f32)],
 }
 
 impl<'a> GraphBuilder<'a> {
@@ -102,6 +106,7 @@ impl<'a> GraphBuilder<'a> {
             inputs: GraphInputs::default(),
             t_embd: None,
             cvec: None,
+            loras: &[],
         }
     }
 
@@ -132,7 +137,19 @@ impl<'a> GraphBuilder<'a> {
     /// LoRA adapter applies wherever llama.cpp applies it.
     pub fn build_lora_mm(&mut self, weight: TensorId, cur: TensorId) -> TensorId {
         let w = self.w(weight);
-        self.g.ctx.mul_mat(w, cur)
+        let mut res = self.g.ctx.mul_mat(w, cur);
+        let name = &self.model.ctx[weight].name;
+        for (adapter, adapter_scale) in self.loras {
+            let Some((a, b, scale)) = adapter.weight(name, *adapter_scale) else {
+                continue;
+            };
+            let (a, b) = (self.g.ctx.import(a), self.g.ctx.import(b));
+            let a_cur = self.g.ctx.mul_mat(a, cur);
+            let ab_cur = self.g.ctx.mul_mat(b, a_cur);
+            let ab_cur = self.g.ctx.scale(ab_cur, scale);
+            res = self.g.ctx.add(res, ab_cur);
+        }
+        res
     }
 
     /// build_lora_mm_id: the products of the experts `ids` picks from the stack `weight`, the
@@ -179,7 +196,19 @@ impl<'a> GraphBuilder<'a> {
         let n_embd = self.model.hparams.n_embd as i64;
         let embd = self.new_input(Type::F32, &[n_embd, n], "inp_embd");
         let w = self.w(tok_embd);
-        let cur = self.g.ctx.get_rows(w, tokens);
+        let mut cur = self.g.ctx.get_rows(w, tokens);
+        let name = &self.model.ctx[tok_embd].name;
+        for (adapter, adapter_scale) in self.loras {
+            let Some((a, b, scale)) = adapter.weight(name, *adapter_scale) else {
+                continue;
+            };
+            // B is not transposed: the token's row of A times B
+            let (a, b) = (self.g.ctx.import(a), self.g.ctx.import(b));
+            let rows = self.g.ctx.get_rows(a, tokens);
+            let delta = self.g.ctx.mul_mat(b, rows);
+            let delta = self.g.ctx.scale(delta, scale);
+            cur = self.g.ctx.add(cur, delta);
+        }
         // ggml_build_forward_select: both alternatives (token ids, embeddings) are in the graph
         // so that its topology does not depend on the batch; only the token path computes
         self.g.build_forward_expand(cur);
@@ -204,6 +233,12 @@ impl<'a> GraphBuilder<'a> {
         t
     }
 
+    /// The graph leaf of layer `il`'s rope factors (get_rope_factors), when it has any.
+    pub fn rope_factors(&mut self, il: usize) -> Option<TensorId> {
+        let f = self.model.rope_factors(il, self.p.n_ctx_seq);
+        self.wo(f)
+    }
+
     pub fn rope(&mut self, x: TensorId, pos: TensorId, factors: Option<TensorId>) -> TensorId {
         let p = self.p.rope;
         self.g.ctx.rope_ext(x, pos, factors, p)
@@ -226,6 +261,21 @@ impl<'a> GraphBuilder<'a> {
         let cur = self.g.ctx.scale(cur, s);
         self.cb(cur, "inp_scaled", -1);
         cur
+    }
+
+    /// The final norm (with the model's output-norm bias, when it has one) named result_norm
+    /// and kept as the embeddings, then the output matrix; the caller scales the logits and
+    /// names them result_output.
+    pub fn build_output_head(&mut self, inp: TensorId, ty: NormType) -> TensorId {
+        let (norm, norm_b) = (self.model.output_norm, self.model.output_norm_b);
+        let cur = self.build_norm(inp, norm, norm_b, ty, -1);
+        self.cb(cur, "result_norm", -1);
+        self.t_embd = Some(cur);
+        let output = self
+            .model
+            .output
+            .expect("loaded models have an output matrix");
+        self.build_lora_mm(output, cur)
     }
 
     /// The final logit soft-cap: cap * tanh(logits / cap), when the model has one.

@@ -1,0 +1,73 @@
+//! The mistral3 architecture, text part (src/models/mistral3.cpp): llama's block with optional
+//! attention-output and FFN biases and longrope or rope_freqs factors. The attention
+//! temperature tuning (attention.temperature_scale) is refused: its per-position input is not
+//! built here.
+
+use super::llama_like::{self, Opts};
+use super::{tensors, ArchDef, RopeType};
+use crate::error::{LlamaError, Result};
+use crate::graph::GraphBuilder;
+use crate::hparams::{HParams, Keys};
+use crate::model::Model;
+use crate::model_tensors::TensorCreator;
+use ggml::TensorId;
+
+pub(super) static ARCH: ArchDef = ArchDef {
+    name: "mistral3",
+    rope_type: RopeType::Norm,
+    load_hparams,
+    type_name,
+    tensors: create_tensors,
+    graph: build,
+};
+
+fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
+    hp.f_norm_rms_eps = k.f32_req("attention.layer_norm_rms_epsilon")?;
+    let temp = k.f32_opt("attention.temperature_scale")?.unwrap_or(0.0);
+    if temp != 0.0 {
+        return Err(LlamaError::Unsupported(format!(
+            "{} = {temp}: attention temperature scaling is not supported",
+            k.full("attention.temperature_scale")
+        )));
+    }
+    // the context takes its YaRN betas from the defaults, so only those can be honoured
+    for (key, default) in [
+        ("rope.scaling.yarn_beta_fast", 32.0),
+        ("rope.scaling.yarn_beta_slow", 1.0),
+    ] {
+        if k.f32_opt(key)?.is_some_and(|v| v != default) {
+            return Err(LlamaError::Unsupported(format!(
+                "{}: YaRN betas other than the defaults (32, 1) are not supported",
+                k.full(key)
+            )));
+        }
+    }
+    if let Some(m) = k.f32_opt("rope.scaling.yarn_log_multiplier")? {
+        hp.rope_yarn_log_mul = m;
+    }
+    tensors::dense_only(hp, "mistral3")?;
+    super::require_full_rope(hp, "mistral3")
+}
+
+fn type_name(hp: &HParams) -> &'static str {
+    match hp.n_layer {
+        26 => "3B",
+        34 => "8B",
+        40 => "14B",
+        _ => "?B",
+    }
+}
+
+fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
+    llama_like::create_tensors(model, c, true, tensors::rope_factors_by_scaling, true)
+}
+
+fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
+    let o = Opts {
+        use_rope: |_, _| true,
+        embd_scale: 0.0,
+        residual_scale: 0.0,
+        logit_div: 0.0,
+    };
+    llama_like::build(model, b, &o)
+}

@@ -1,0 +1,118 @@
+//! The starcoder2 architecture (src/models/starcoder2.cpp): LayerNorm with biases, NeoX rope,
+//! biases on every projection, and a plain GELU feed-forward (up, GELU, down).
+
+use super::tensors::{self, req, OutputHead, MM};
+use super::{tn, ArchDef, RopeType};
+use crate::error::Result;
+use crate::graph::{FfnAct, FfnGate, GraphBuilder, NormType};
+use crate::hparams::{HParams, Keys};
+use crate::model::{Layer, Model};
+use crate::model_tensors::TensorCreator;
+use ggml::{Op, TensorId};
+
+pub(super) static ARCH: ArchDef = ArchDef {
+    name: "starcoder2",
+    rope_type: RopeType::Neox,
+    load_hparams,
+    type_name,
+    tensors: create_tensors,
+    graph: build,
+};
+
+fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
+    hp.f_norm_eps = k.f32_req("attention.layer_norm_epsilon")?;
+    super::require_full_rope(hp, "starcoder2")
+}
+
+fn type_name(hp: &HParams) -> &'static str {
+    match hp.n_layer {
+        30 => "3B",
+        32 => "7B",
+        40 => "15B",
+        52 => "20B",
+        88 => "34B",
+        _ => "?B",
+    }
+}
+
+fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
+    let hp = model.hparams.clone();
+    let n_embd = hp.n_embd as i64;
+    tensors::token_embd(model, c)?;
+    model.output_norm = tensors::output_norm(c, n_embd)?;
+    model.output_norm_b = tensors::output_norm_b(c, n_embd)?;
+    tensors::output_head(model, c, OutputHead::TiedIfMissing)?;
+    let bias = |c: &mut TensorCreator, base, il, n| req(c, base, "bias", il, &[n], Op::Add);
+    for il in 0..hp.n_layer as usize {
+        let n_ff = hp.n_ff(il) as i64;
+        let mut l = Layer {
+            attn_norm: tensors::norm(c, tn::ATTN_NORM, il, n_embd)?,
+            attn_norm_b: bias(c, tn::ATTN_NORM, il, n_embd)?,
+            ..Layer::default()
+        };
+        let n_gqa = hp.n_embd_k_gqa(il) as i64;
+        tensors::qkv(c, &mut l, il, n_embd, n_embd, n_gqa, n_gqa, false)?;
+        l.wo = req(c, tn::ATTN_OUT, "weight", il, &[n_embd, n_embd], MM)?;
+        l.bo = bias(c, tn::ATTN_OUT, il, n_embd)?;
+        l.ffn_norm = tensors::norm(c, tn::FFN_NORM, il, n_embd)?;
+        l.ffn_norm_b = bias(c, tn::FFN_NORM, il, n_embd)?;
+        l.ffn_down = req(c, tn::FFN_DOWN, "weight", il, &[n_ff, n_embd], MM)?;
+        l.ffn_up = req(c, tn::FFN_UP, "weight", il, &[n_embd, n_ff], MM)?;
+        l.ffn_down_b = bias(c, tn::FFN_DOWN, il, n_embd)?;
+        l.ffn_up_b = bias(c, tn::FFN_UP, il, n_ff)?;
+        model.layers.push(l);
+    }
+    Ok(())
+}
+
+fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
+    let hp = &model.hparams;
+    let n_embd_head = hp.n_embd_head_v as i64;
+    let n_layer = hp.n_layer as usize;
+    let tok_embd = model.tok_embd.expect("loaded models have token embeddings");
+
+    let mut inp_l = b.build_inp_embd(tok_embd);
+    let inp_pos = b.build_inp_pos();
+    b.build_attn_inp_kv();
+    let inp_out_ids = b.build_inp_out_ids();
+
+    for il in 0..n_layer {
+        let layer = &model.layers[il];
+        let ili = il as i32;
+        let mut inp_sa = inp_l;
+        let (norm, norm_b) = (layer.attn_norm, layer.attn_norm_b);
+        let mut cur = b.build_norm(inp_l, norm, norm_b, NormType::Layer, ili);
+        b.cb(cur, "attn_norm", ili);
+        let (n_head, n_head_kv) = (hp.n_head(il) as i64, hp.n_head_kv(il) as i64);
+        let [q, k, v] = b.build_qkv(layer, cur, n_embd_head, n_head, n_head_kv, ili);
+        let q = b.rope(q, inp_pos, None);
+        let k = b.rope(k, inp_pos, None);
+        b.cb(q, "Qcur", ili);
+        b.cb(k, "Kcur", ili);
+        b.cb(v, "Vcur", ili);
+        let scale = 1.0 / (n_embd_head as f32).sqrt();
+        cur = b.build_attn(layer.wo, layer.bo, q, k, v, scale, il);
+        if il == n_layer - 1 {
+            cur = b.g.ctx.get_rows(cur, inp_out_ids);
+            inp_sa = b.g.ctx.get_rows(inp_sa, inp_out_ids);
+        }
+        let ffn_inp = b.g.ctx.add(cur, inp_sa);
+        b.cb(ffn_inp, "ffn_inp", ili);
+        let (norm, norm_b) = (layer.ffn_norm, layer.ffn_norm_b);
+        cur = b.build_norm(ffn_inp, norm, norm_b, NormType::Layer, ili);
+        b.cb(cur, "ffn_norm", ili);
+        let w = |t: Option<TensorId>| t.expect("ffn weights are required at load");
+        let up = (w(layer.ffn_up), layer.ffn_up_b);
+        let down = (w(layer.ffn_down), layer.ffn_down_b);
+        cur = b.build_ffn(cur, up, None, down, FfnAct::Gelu, FfnGate::Seq, ili);
+        b.cb(cur, "ffn_out", ili);
+        cur = b.g.ctx.add(cur, ffn_inp);
+        cur = b.build_cvec(cur, il);
+        b.cb(cur, "l_out", ili);
+        inp_l = cur;
+    }
+
+    let cur = b.build_output_head(inp_l, NormType::Layer);
+    b.cb(cur, "result_output", -1);
+    cur
+}
