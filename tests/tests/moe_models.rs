@@ -1,4 +1,4 @@
-//! Mixture-of-experts architectures (qwen3moe, qwen2moe, llama with experts as Mixtral) on
+//! Mixture-of-experts architectures (qwen3moe, qwen2moe, llama with experts as Mixtral, olmoe) on
 //! random-weight models that our llama-gguf-new writes (the commands of
 //! tests/fixtures/moe/README.md): llama.cpp's greedy text, graph size, MoE startup lines and
 //! perplexity for each, F32 and Q8_0; and broken expert metadata or tensors stopping
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// `--arch` of llama-gguf-new (mixtral writes general.architecture "llama").
-const ARCHS: [&str; 3] = ["qwen3moe", "qwen2moe", "mixtral"];
+const ARCHS: [&str; 4] = ["qwen3moe", "qwen2moe", "mixtral", "olmoe"];
 const TYPES: [(&str, f64); 2] = [("f32", 1e-4), ("q8_0", 1e-3)];
 
 fn text(b: &[u8]) -> String {
@@ -25,10 +25,16 @@ fn fixture(name: &str) -> Vec<u8> {
 
 fn gguf_new(out: &Path, arch: &str, ty: &str) {
     let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
+    // olmoe's K norm spans n_embd (no grouped heads) and its experts take --ff
+    let (heads_kv, ff) = if arch == "olmoe" {
+        ("4", "64")
+    } else {
+        ("2", "256")
+    };
     #[rustfmt::skip]
     let o = Command::new(bin)
-        .args(["--arch", arch, "--layers", "2", "--embd", "128", "--heads", "4", "--heads-kv", "2",
-            "--ff", "256", "--ctx", "512", "--vocab-size", "1000", "--experts", "8",
+        .args(["--arch", arch, "--layers", "2", "--embd", "128", "--heads", "4", "--heads-kv", heads_kv,
+            "--ff", ff, "--ctx", "512", "--vocab-size", "1000", "--experts", "8",
             "--experts-used", "2", "--ff-exp", "64", "--ff-shexp", "128", "--type", ty,
             "--seed", "7", "--quiet", "-o"])
         .arg(out)
@@ -327,6 +333,18 @@ fn more_experts_used_than_there_are_is_named() {
             &format!("{a}.expert_used_count = 9 exceeds {a}.expert_count = 8"),
         );
     }
+}
+
+#[test]
+fn grouped_heads_in_olmoe_are_named() {
+    let dir = test_fixtures::scratch_dir("moe-bad-olmoe-gqa");
+    let m = edited(&dir, "olmoe", |kv, _| {
+        set_u32(kv, "olmoe.attention.head_count_kv", 2)
+    });
+    assert_fails_with(
+        &complete(&m),
+        "olmoe.attention.head_count_kv = 2 must equal the head count 4",
+    );
 }
 
 #[test]

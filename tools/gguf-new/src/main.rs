@@ -34,6 +34,7 @@ pub enum Arch {
     Qwen2moe,
     /// llama with experts (general.architecture "llama")
     Mixtral,
+    Olmoe,
 }
 
 impl Arch {
@@ -58,6 +59,7 @@ impl Arch {
             Arch::Qwen3moe => "qwen3moe",
             Arch::Qwen2moe => "qwen2moe",
             Arch::Mixtral => "llama",
+            Arch::Olmoe => "olmoe",
         }
     }
 }

@@ -219,6 +219,10 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Vec<Spec> {
             out.push(vec(p("attn_q_norm.weight"), head, Init::Norm));
             out.push(vec(p("attn_k_norm.weight"), head, Init::Norm));
         }
+        if s.arch == Arch::Olmoe {
+            out.push(vec(p("attn_q_norm.weight"), e, Init::Norm));
+            out.push(vec(p("attn_k_norm.weight"), e, Init::Norm));
+        }
         if gemma {
             out.push(vec(p("post_attention_norm.weight"), e, Init::Norm));
         }

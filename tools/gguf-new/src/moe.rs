@@ -1,4 +1,4 @@
-//! The mixture-of-experts shapes (qwen3moe, qwen2moe, Mixtral): the expert counts and sizes,
+//! The mixture-of-experts shapes (qwen3moe, qwen2moe, Mixtral, olmoe): the expert counts and sizes,
 //! their GGUF keys and the per-layer router, expert stacks and shared expert, named and shaped
 //! as convert_hf_to_gguf.py writes them.
 
@@ -13,7 +13,8 @@ use crate::Arch;
 pub struct MoeShape {
     pub experts: u32,
     pub experts_used: u32,
-    /// the experts' feed-forward size (qwen*moe: expert_feed_forward_length; Mixtral: --ff)
+    /// the experts' feed-forward size (qwen*moe: expert_feed_forward_length; Mixtral, olmoe:
+    /// --ff)
     pub ff_exp: Option<u32>,
     /// qwen2moe's shared expert (expert_shared_feed_forward_length; default --ff)
     pub ff_shexp: Option<u32>,
@@ -32,13 +33,16 @@ impl Default for MoeShape {
 
 impl Arch {
     pub fn is_moe(self) -> bool {
-        matches!(self, Arch::Qwen3moe | Arch::Qwen2moe | Arch::Mixtral)
+        matches!(
+            self,
+            Arch::Qwen3moe | Arch::Qwen2moe | Arch::Mixtral | Arch::Olmoe
+        )
     }
 }
 
 fn ff_exp(s: &Shape) -> u32 {
     match s.arch {
-        Arch::Mixtral => s.ff,
+        Arch::Mixtral | Arch::Olmoe => s.ff,
         _ => s.moe.ff_exp.unwrap_or(s.ff),
     }
 }
@@ -62,6 +66,9 @@ pub fn check(s: &Shape) -> Result<(), String> {
             m.experts_used, m.experts
         ));
     }
+    if s.arch == Arch::Olmoe && s.heads_kv != s.heads {
+        return Err("olmoe's K norm spans n_embd: --heads-kv must equal --heads".into());
+    }
     if m.ff_exp == Some(0) || m.ff_shexp == Some(0) {
         return Err("--ff-exp and --ff-shexp must be at least 1".into());
     }
@@ -81,7 +88,7 @@ pub fn kv(s: &Shape) -> Vec<(String, Value)> {
             Value::U32(s.moe.experts_used),
         ),
     ];
-    if s.arch != Arch::Mixtral {
+    if !matches!(s.arch, Arch::Mixtral | Arch::Olmoe) {
         kv.push((
             format!("{a}.expert_feed_forward_length"),
             Value::U32(ff_exp(s)),

@@ -17,6 +17,7 @@ mod llama_like;
 mod mistral3;
 pub(crate) mod moe;
 mod olmo2;
+mod olmoe;
 mod phi3;
 mod qwen2;
 mod qwen2moe;
@@ -69,6 +70,7 @@ static ARCHS: &[&ArchDef] = &[
     &glm4::ARCH,
     &qwen3moe::ARCH,
     &qwen2moe::ARCH,
+    &olmoe::ARCH,
 ];
 
 /// An architecture of the registry.
