@@ -1,4 +1,5 @@
-//! Mixture-of-experts architectures (qwen3moe, qwen2moe, llama with experts as Mixtral, olmoe) on
+//! Mixture-of-experts architectures (qwen3moe, qwen2moe, llama with experts as Mixtral, olmoe,
+//! deepseek) on
 //! random-weight models that our llama-gguf-new writes (the commands of
 //! tests/fixtures/moe/README.md): llama.cpp's greedy text, graph size, MoE startup lines and
 //! perplexity for each, F32 and Q8_0; and broken expert metadata or tensors stopping
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// `--arch` of llama-gguf-new (mixtral writes general.architecture "llama").
-const ARCHS: [&str; 4] = ["qwen3moe", "qwen2moe", "mixtral", "olmoe"];
+const ARCHS: [&str; 5] = ["qwen3moe", "qwen2moe", "mixtral", "olmoe", "deepseek"];
 const TYPES: [(&str, f64); 2] = [("f32", 1e-4), ("q8_0", 1e-3)];
 
 fn text(b: &[u8]) -> String {
@@ -62,12 +63,23 @@ fn graph_line(log: &str) -> String {
     l[l.find("graph:").unwrap()..].to_string()
 }
 
-/// The print_info lines about experts and feed-forward sizes, without timestamps.
+/// The print_info lines about experts, feed-forward sizes and dense leading layers, without
+/// timestamps.
 fn moe_info(log: &str) -> Vec<String> {
     log.lines()
         .filter_map(|l| l.split_once("print_info: "))
         .map(|(_, rest)| rest.to_string())
-        .filter(|r| r.starts_with("n_expert") || r.starts_with("n_group") || r.starts_with("n_ff"))
+        .filter(|r| {
+            [
+                "n_expert",
+                "n_group",
+                "n_ff",
+                "n_layer_dense_lead",
+                "expert_weights_scale",
+            ]
+            .iter()
+            .any(|p| r.starts_with(p))
+        })
         .collect()
 }
 

@@ -35,6 +35,7 @@ pub enum Arch {
     /// llama with experts (general.architecture "llama")
     Mixtral,
     Olmoe,
+    Deepseek,
 }
 
 impl Arch {
@@ -60,6 +61,7 @@ impl Arch {
             Arch::Qwen2moe => "qwen2moe",
             Arch::Mixtral => "llama",
             Arch::Olmoe => "olmoe",
+            Arch::Deepseek => "deepseek",
         }
     }
 }
@@ -168,6 +170,12 @@ pub struct Args {
     /// Feed-forward size of qwen2moe's shared expert (default --ff)
     #[arg(long)]
     pub ff_shexp: Option<u32>,
+    /// deepseek: shared experts (expert_shared_count, default 2)
+    #[arg(long)]
+    pub experts_shared: Option<u32>,
+    /// deepseek: leading layers with a dense feed-forward (leading_dense_block_count, default 1)
+    #[arg(long)]
+    pub dense_lead: Option<u32>,
     /// general.name
     #[arg(long)]
     pub name: Option<String>,

@@ -128,6 +128,8 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
             experts_used: args.experts_used.unwrap_or(base.moe.experts_used),
             ff_exp: args.ff_exp,
             ff_shexp: args.ff_shexp,
+            shared: args.experts_shared.unwrap_or(base.moe.shared),
+            dense_lead: args.dense_lead.unwrap_or(base.moe.dense_lead),
         },
     };
     crate::moe::check(&s)?;

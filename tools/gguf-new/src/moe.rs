@@ -1,4 +1,4 @@
-//! The mixture-of-experts shapes (qwen3moe, qwen2moe, Mixtral, olmoe): the expert counts and sizes,
+//! The mixture-of-experts shapes (qwen3moe, qwen2moe, Mixtral, olmoe, deepseek): the expert counts and sizes,
 //! their GGUF keys and the per-layer router, expert stacks and shared expert, named and shaped
 //! as convert_hf_to_gguf.py writes them.
 
@@ -18,6 +18,9 @@ pub struct MoeShape {
     pub ff_exp: Option<u32>,
     /// qwen2moe's shared expert (expert_shared_feed_forward_length; default --ff)
     pub ff_shexp: Option<u32>,
+    /// deepseek's shared experts (expert_shared_count) and dense leading layers
+    pub shared: u32,
+    pub dense_lead: u32,
 }
 
 impl Default for MoeShape {
@@ -27,6 +30,8 @@ impl Default for MoeShape {
             experts_used: 2,
             ff_exp: None,
             ff_shexp: None,
+            shared: 2,
+            dense_lead: 1,
         }
     }
 }
@@ -35,7 +40,7 @@ impl Arch {
     pub fn is_moe(self) -> bool {
         matches!(
             self,
-            Arch::Qwen3moe | Arch::Qwen2moe | Arch::Mixtral | Arch::Olmoe
+            Arch::Qwen3moe | Arch::Qwen2moe | Arch::Mixtral | Arch::Olmoe | Arch::Deepseek
         )
     }
 }
@@ -69,6 +74,9 @@ pub fn check(s: &Shape) -> Result<(), String> {
     if s.arch == Arch::Olmoe && s.heads_kv != s.heads {
         return Err("olmoe's K norm spans n_embd: --heads-kv must equal --heads".into());
     }
+    if s.arch == Arch::Deepseek && (m.shared == 0 || m.dense_lead >= s.layers) {
+        return Err("deepseek needs --experts-shared >= 1 and --dense-lead below --layers".into());
+    }
     if m.ff_exp == Some(0) || m.ff_shexp == Some(0) {
         return Err("--ff-exp and --ff-shexp must be at least 1".into());
     }
@@ -100,6 +108,17 @@ pub fn kv(s: &Shape) -> Vec<(String, Value)> {
             Value::U32(ff_shexp(s)),
         ));
     }
+    if s.arch == Arch::Deepseek {
+        kv.extend([
+            (
+                format!("{a}.leading_dense_block_count"),
+                Value::U32(s.moe.dense_lead),
+            ),
+            (format!("{a}.expert_shared_count"), Value::U32(s.moe.shared)),
+            // not 1, so that the graph's weight scaling (ffn_moe_weights_scaled) runs
+            (format!("{a}.expert_weights_scale"), Value::F32(1.5)),
+        ]);
+    }
     kv
 }
 
@@ -115,12 +134,28 @@ pub fn ffn_tensors(s: &Shape, il: u32, wtype: ggml::Type) -> Vec<Spec> {
         ty,
         init,
     };
+    if s.arch == Arch::Deepseek && il < s.moe.dense_lead {
+        let ff = s.ff as u64;
+        return vec![
+            t("ffn_gate.weight", vec![e, ff], wtype, std(e)),
+            t("ffn_up.weight", vec![e, ff], wtype, std(e)),
+            t("ffn_down.weight", vec![ff, e], wtype, std(ff)),
+        ];
+    }
     let mut out = vec![
         t("ffn_gate_inp.weight", vec![e, n], ggml::Type::F32, std(e)),
         t("ffn_gate_exps.weight", vec![e, ff, n], wtype, std(e)),
         t("ffn_up_exps.weight", vec![e, ff, n], wtype, std(e)),
         t("ffn_down_exps.weight", vec![ff, e, n], wtype, std(ff)),
     ];
+    if s.arch == Arch::Deepseek {
+        let sh = ff * s.moe.shared as u64;
+        out.extend([
+            t("ffn_gate_shexp.weight", vec![e, sh], wtype, std(e)),
+            t("ffn_up_shexp.weight", vec![e, sh], wtype, std(e)),
+            t("ffn_down_shexp.weight", vec![sh, e], wtype, std(sh)),
+        ]);
+    }
     if s.arch == Arch::Qwen2moe {
         let sh = ff_shexp(s) as u64;
         out.extend([

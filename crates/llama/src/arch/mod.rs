@@ -6,6 +6,7 @@
 
 mod cohere2;
 mod command_r;
+mod deepseek;
 mod exaone;
 mod gemma;
 mod gemma2;
@@ -71,6 +72,7 @@ static ARCHS: &[&ArchDef] = &[
     &qwen3moe::ARCH,
     &qwen2moe::ARCH,
     &olmoe::ARCH,
+    &deepseek::ARCH,
 ];
 
 /// An architecture of the registry.

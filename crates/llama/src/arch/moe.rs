@@ -62,8 +62,11 @@ pub struct MoeHParams {
     pub n_ff_exp: u32,
     /// expert_shared_feed_forward_length (0: n_ff)
     pub n_ff_shexp: u32,
-    /// expert_weights_scale (0: none; no architecture here reads it yet)
+    /// expert_weights_scale (0: none)
     pub expert_weights_scale: f32,
+    /// deepseek: expert_shared_count, leading_dense_block_count
+    pub n_expert_shared: u32,
+    pub n_layer_dense_lead: u32,
 }
 
 impl MoeHParams {
@@ -226,6 +229,13 @@ pub(crate) fn print_info(arch: &str, hp: &HParams) {
             p("n_ff_shexp", hp.moe.n_ff_shexp);
         }
         "qwen3moe" => p("n_ff_exp", hp.moe.n_ff_exp),
+        "deepseek" => {
+            p("n_layer_dense_lead", hp.moe.n_layer_dense_lead);
+            p("n_ff_exp", hp.moe.n_ff_exp);
+            p("n_expert_shared", hp.moe.n_expert_shared);
+            let scale = format!("{:.1}", hp.moe.expert_weights_scale);
+            ggml::log_info!("print_info: {:<22}= {}\n", "expert_weights_scale", scale);
+        }
         _ => {}
     }
 }
