@@ -185,7 +185,7 @@ fn rename(kv: &mut [(String, Value)]) {
 #[test]
 fn dense_architectures_name_their_broken_tensor_or_key() {
     type Edit = fn(&mut Vec<(String, Value)>, &mut Tensors);
-    let cases: [(&str, Edit, &str); 7] = [
+    let cases: [(&str, Edit, &str); 8] = [
         (
             "starcoder2",
             |_, t| t.retain(|t| t.0 != "blk.1.ffn_up.bias"),
@@ -232,6 +232,17 @@ fn dense_architectures_name_their_broken_tensor_or_key() {
                 kv.push(("glm4.rope.dimension_sections".into(), v));
             },
             "glm4.rope.dimension_sections: multimodal rope (M-RoPE) is not supported",
+        ),
+        (
+            "mistral3",
+            |kv, _| {
+                for (k, v) in kv.iter_mut() {
+                    if k == "mistral3.rope.scaling.original_context_length" {
+                        *v = Value::U32(0);
+                    }
+                }
+            },
+            "invalid n_ctx_orig_yarn for attention temperature scaling",
         ),
     ];
     for (i, (arch, edit, cause)) in cases.into_iter().enumerate() {

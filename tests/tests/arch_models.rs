@@ -5,24 +5,27 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// Each architecture with the llama-gguf-new flags its model adds to the common ones (a phi3
-/// named "phi3" makes llama.cpp's vocabulary look up tokens, "</s>" and "<unk>", that the
-/// built-in vocabulary does not have). smollm3 gets four layers, for its rope-less fourth one.
-const ARCHS: [(&str, &[&str]); 14] = [
-    ("qwen3", &[]),
-    ("gemma2", &[]),
-    ("gemma", &[]),
-    ("phi3", &["--name", "random-model"]),
-    ("granite", &[]),
-    ("olmo2", &[]),
-    ("starcoder2", &[]),
-    ("stablelm", &[]),
-    ("command-r", &[]),
-    ("cohere2", &[]),
-    ("glm4", &[]),
-    ("exaone", &[]),
-    ("smollm3", &[]),
-    ("mistral3", &[]),
+/// Each model: its fixture name, architecture and the llama-gguf-new flags it adds to the
+/// common ones. `--swa 32` gives a 32-token window to the architectures with one (olmo2 gets
+/// one only with it: OLMo 3); a phi3 named "phi3" makes llama.cpp's vocabulary look up tokens,
+/// "</s>" and "<unk>", that the built-in vocabulary does not have. smollm3 gets four layers,
+/// for its rope-less fourth one.
+const MODELS: [(&str, &str, &[&str]); 15] = [
+    ("qwen3", "qwen3", &[]),
+    ("gemma2", "gemma2", &["--swa", "32"]),
+    ("gemma", "gemma", &[]),
+    ("phi3", "phi3", &["--name", "random-model"]),
+    ("granite", "granite", &[]),
+    ("olmo2", "olmo2", &[]),
+    ("olmo2-swa", "olmo2", &["--swa", "32"]),
+    ("starcoder2", "starcoder2", &[]),
+    ("stablelm", "stablelm", &[]),
+    ("command-r", "command-r", &[]),
+    ("cohere2", "cohere2", &["--swa", "32"]),
+    ("glm4", "glm4", &[]),
+    ("exaone", "exaone", &[]),
+    ("smollm3", "smollm3", &[]),
+    ("mistral3", "mistral3", &[]),
 ];
 const TYPES: [(&str, f64); 2] = [("f32", 1e-4), ("q8_0", 1e-3)];
 
@@ -39,17 +42,17 @@ fn fixture(name: &str) -> Vec<u8> {
 
 /// The model the fixtures were recorded on, written again by llama-gguf-new; `user` keeps the
 /// file of each test apart (the tests of this binary run at once in one process).
-fn model((arch, extra): (&str, &[&str]), ty: &str, user: &str) -> PathBuf {
+fn model((label, arch, extra): (&str, &str, &[&str]), ty: &str, user: &str) -> PathBuf {
     let layers = if arch == "smollm3" { "4" } else { "2" };
     let dir = test_fixtures::cache_dir().join("archs");
     std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{arch}-{ty}-{user}-{}.gguf", std::process::id()));
+    let out = dir.join(format!("{label}-{ty}-{user}-{}.gguf", std::process::id()));
     let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
     #[rustfmt::skip]
     let o = Command::new(bin)
         .args(["--arch", arch, "--layers", layers, "--embd", "128", "--heads", "4", "--heads-kv", "2",
             "--ff", "256", "--ctx", "512", "--vocab-size", "1000", "--type", ty, "--seed", "7",
-            "--swa", "32", "--quiet", "-o", out.to_str().unwrap()])
+            "--quiet", "-o", out.to_str().unwrap()])
         .args(extra)
         .output()
         .expect("run llama-gguf-new");
@@ -85,8 +88,8 @@ fn chunks(s: &str) -> Vec<f64> {
 #[test]
 fn greedy_text_and_graph_match_llama_cpp() {
     let bin = test_fixtures::bin("llama-completion", "llama-completion");
-    for spec in ARCHS {
-        let arch = spec.0;
+    for spec in MODELS {
+        let label = spec.0;
         for (ty, _) in TYPES {
             let m = model(spec, ty, "greedy");
             #[rustfmt::skip]
@@ -96,15 +99,15 @@ fn greedy_text_and_graph_match_llama_cpp() {
                 .env_remove("LLAMA_ARG_MODEL")
                 .output()
                 .expect("run llama-completion");
-            assert!(o.status.success(), "{arch} {ty}: {}", text(&o.stderr));
+            assert!(o.status.success(), "{label} {ty}: {}", text(&o.stderr));
             // llama.cpp writes a token's stray UTF-8 byte as is, our tool as U+FFFD
-            let want = text(&fixture(&format!("{arch}-{ty}.greedy.txt")));
-            assert_eq!(text(&o.stdout), want, "{arch} {ty}");
-            let want_log = text(&fixture(&format!("{arch}-{ty}.greedy.log")));
+            let want = text(&fixture(&format!("{label}-{ty}.greedy.txt")));
+            assert_eq!(text(&o.stdout), want, "{label} {ty}");
+            let want_log = text(&fixture(&format!("{label}-{ty}.greedy.log")));
             assert_eq!(
                 graph_line(&text(&o.stderr)),
                 graph_line(&want_log),
-                "{arch} {ty}"
+                "{label} {ty}"
             );
             let _ = std::fs::remove_file(m);
         }
@@ -115,8 +118,8 @@ fn greedy_text_and_graph_match_llama_cpp() {
 fn perplexity_matches_llama_cpp() {
     let bin = test_fixtures::bin("llama-perplexity", "llama-perplexity");
     let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
-    for spec in ARCHS {
-        let arch = spec.0;
+    for spec in MODELS {
+        let label = spec.0;
         for (ty, rel) in TYPES {
             let m = model(spec, ty, "ppl");
             #[rustfmt::skip]
@@ -126,16 +129,16 @@ fn perplexity_matches_llama_cpp() {
                 .output()
                 .expect("run llama-perplexity");
             let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
-            assert!(o.status.success(), "{arch} {ty}: {all}");
-            let want_log = text(&fixture(&format!("{arch}-{ty}.perplexity.log")));
+            assert!(o.status.success(), "{label} {ty}: {all}");
+            let want_log = text(&fixture(&format!("{label}-{ty}.perplexity.log")));
             let (got, want) = (chunks(&all), chunks(&want_log));
-            assert_eq!(got.len(), want.len(), "{arch} {ty}: {all}");
+            assert_eq!(got.len(), want.len(), "{label} {ty}: {all}");
             for (g, w) in got
                 .iter()
                 .zip(&want)
                 .chain([(&final_ppl(&all), &final_ppl(&want_log))])
             {
-                assert!((g - w).abs() <= rel * w.abs(), "{arch} {ty}: {g} vs {w}");
+                assert!((g - w).abs() <= rel * w.abs(), "{label} {ty}: {g} vs {w}");
             }
             let _ = std::fs::remove_file(m);
         }

@@ -155,8 +155,13 @@ impl Context {
             self.kv.base.n_kv(),
             n_kv_swa,
         );
-        let reuse =
-            !self.cparams.graph_reuse_disable && self.prev.as_ref().is_some_and(|g| g.params == p);
+        // a graph with the attention-temperature input is never reused: llama.cpp's input has
+        // no reuse check (llm_graph_input_attn_temp)
+        let reuse = !self.cparams.graph_reuse_disable
+            && self
+                .prev
+                .as_ref()
+                .is_some_and(|g| g.params == p && g.inputs.attn_scale.is_none());
         if reuse {
             self.perf.n_reused += 1;
         } else {
@@ -223,6 +228,11 @@ impl Context {
         }
         if let Some(t) = live(g.inputs.pos) {
             set_tensor(&ctx[t], &i32_bytes(&ub.pos), 0);
+        }
+        if let Some(t) = live(g.inputs.attn_scale) {
+            let scales = crate::graph::attn_temp_scales(&self.model.hparams, &ub.pos);
+            let bytes: Vec<u8> = scales.iter().flat_map(|x| x.to_le_bytes()).collect();
+            set_tensor(&ctx[t], &bytes, 0);
         }
         let i = &g.inputs;
         self.set_cache_inputs(

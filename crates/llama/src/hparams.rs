@@ -118,6 +118,11 @@ pub struct HParams {
     pub f_embedding_scale: f32,
     /// scales each block's attention and FFN outputs before their residual adds (granite)
     pub f_residual_scale: f32,
+    /// attention temperature tuning (llama 4 scaling, mistral3): Q of the token at pos is
+    /// multiplied by log(floor((pos + offset) / floor_scale) + 1) * scale + 1; scale 0 = none
+    pub f_attn_temp_scale: f32,
+    pub n_attn_temp_floor_scale: u32,
+    pub f_attn_temp_offset: f32,
     /// what the mixture-of-experts block of each architecture reads on top of n_expert*
     pub moe: crate::arch::moe::MoeHParams,
 }
@@ -394,6 +399,9 @@ impl HParams {
             f_final_logit_softcapping: 0.0,
             f_embedding_scale: 0.0,
             f_residual_scale: 0.0,
+            f_attn_temp_scale: 0.0,
+            n_attn_temp_floor_scale: 0,
+            f_attn_temp_offset: 0.0,
             moe: Default::default(),
         };
         arch.load_hparams(&k, &mut hp)?;
@@ -521,6 +529,9 @@ impl HParams {
             f_final_logit_softcapping: 0.0,
             f_embedding_scale: 0.0,
             f_residual_scale: 0.0,
+            f_attn_temp_scale: 0.0,
+            n_attn_temp_floor_scale: 0,
+            f_attn_temp_offset: 0.0,
             moe: Default::default(),
         }
     }

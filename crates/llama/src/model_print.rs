@@ -29,6 +29,13 @@ impl Model {
         if !self.vocab_only {
             crate::arch::moe::print_info(&self.arch_name, &self.hparams);
         }
+        if self.arch_name == "granite" {
+            let hp = &self.hparams;
+            p("f_embedding_scale", format!("{:.6}", hp.f_embedding_scale));
+            p("f_residual_scale", format!("{:.6}", hp.f_residual_scale));
+            p("f_attention_scale", format!("{:.6}", hp.f_attention_scale));
+            p("n_ff_shexp", "0".into());
+        }
         self.vocab.print_info();
     }
 

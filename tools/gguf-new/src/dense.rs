@@ -208,6 +208,18 @@ pub fn kv(s: &Shape) -> Vec<(String, Value)> {
             // every other layer dense, so that a 2-layer model has both kinds
             (k("attention.sliding_window_pattern"), Value::U32(2)),
         ],
+        // Ministral 3's llama 4 attention temperature (its beta), with a short original
+        // context so that the query scale steps every 16 positions
+        Arch::Mistral3 => vec![
+            (k("attention.temperature_scale"), Value::F32(0.1)),
+            (k("rope.scaling.original_context_length"), Value::U32(16)),
+        ],
+        // OLMo 3 (olmo2 with a window) when --swa is given: every other layer slides here, so
+        // that a 2-layer model has both kinds
+        Arch::Olmo2 if s.swa_set => vec![
+            (k("attention.sliding_window"), Value::U32(s.swa)),
+            (k("attention.sliding_window_pattern"), Value::U32(2)),
+        ],
         // GLM-4 rotates half of each head
         Arch::Glm4 => vec![(k("rope.dimension_count"), Value::U32(head / 2))],
         _ => Vec::new(),

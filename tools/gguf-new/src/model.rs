@@ -25,6 +25,8 @@ pub struct Shape {
     pub rms_eps: f32,
     /// the sliding window written for architectures that have one
     pub swa: u32,
+    /// --swa was given: architectures whose window is optional (olmo2) get one
+    pub swa_set: bool,
     pub moe: crate::moe::MoeShape,
 }
 
@@ -43,6 +45,7 @@ pub fn preset(name: &str) -> Option<Shape> {
             rope_freq_base,
             rms_eps,
             swa: 4096,
+            swa_set: false,
             moe: Default::default(),
         };
     Some(match name {
@@ -123,6 +126,7 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
         rope_freq_base: args.rope_freq_base.unwrap_or(base.rope_freq_base),
         rms_eps: args.rms_eps.unwrap_or(base.rms_eps),
         swa: args.swa.unwrap_or(base.swa),
+        swa_set: args.swa.is_some(),
         moe: crate::moe::MoeShape {
             experts: args.experts.unwrap_or(base.moe.experts),
             experts_used: args.experts_used.unwrap_or(base.moe.experts_used),

@@ -715,7 +715,7 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
             Ok(())
         })).env("LLAMA_ARG_SPEC_DRAFT_CACHE_TYPE_V"),
         // imatrix
-        Opt::new(&["--in-file"], Some("FNAME"), "an imatrix file to combine with the others (repeatable; comma-separated lists accepted)", Str(|p, _, v| {
+        Opt::new(&["--in-file"], Some("FNAME"), "an input file (use comma-separated values to specify multiple files)", Str(|p, _, v| {
             for item in super::util::parse_csv_row(v) {
                 if std::fs::File::open(&item).is_err() {
                     return Err(format!("error: failed to open file '{item}'\n"));

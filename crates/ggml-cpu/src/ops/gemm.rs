@@ -21,6 +21,24 @@ fn has_avx512() -> bool {
     crate::simd::features::cpu().avx512f
 }
 
+/// Float lanes of one accumulator (llamafile's KN): 16 with AVX-512, else 8.
+pub(crate) fn lanes() -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx512() {
+            return 16;
+        }
+    }
+    8
+}
+
+/// Whether llamafile's tinyBLAS takes a float product of an m-row weight, k-long rows and n
+/// columns per matrix (llamafile_sgemm: n >= 2, k % KN == 0, m % 4 == 0); ggml's dot products
+/// do otherwise. The tiles sum each cell in tinyBLAS's order, so they serve exactly these.
+pub(crate) fn tinyblas_shape(m: usize, k: usize, n: usize) -> bool {
+    n >= 2 && k % lanes() == 0 && m % 4 == 0
+}
+
 /// Whether tiles can run on this CPU for `e`.
 pub(crate) fn available(e: Elem) -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -183,4 +201,65 @@ mod x86 {
 
     tile_impl_512!(tile_f32_avx512, "avx512f", load_f32_512, scalar_f32);
     tile_impl_512!(tile_f16_avx512, "avx512f", load_f16_512, scalar_f16);
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    /// llamafile's tinyBLAS<8> cell: one 8-lane accumulator fused over k, then its hsum
+    /// ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)).
+    fn tinyblas8(a: &[f32], b: &[f32]) -> f32 {
+        let mut acc = [0.0f32; 8];
+        for (ca, cb) in a.chunks(8).zip(b.chunks(8)) {
+            for l in 0..8 {
+                acc[l] = ca[l].mul_add(cb[l], acc[l]);
+            }
+        }
+        let s: [f32; 4] = std::array::from_fn(|l| acc[l] + acc[l + 4]);
+        (s[0] + s[2]) + (s[1] + s[3])
+    }
+
+    #[test]
+    fn each_cell_sums_in_tinyblas_order_whatever_its_neighbours() {
+        if !available(Elem::F32) || lanes() != 8 {
+            return;
+        }
+        let k = 8 * 37;
+        let v = |seed: usize| -> Vec<f32> {
+            (0..k)
+                .map(|i| ((i * 7919 + seed * 104729) % 2003) as f32 / 1001.0 - 1.0)
+                .collect()
+        };
+        let rows: Vec<Vec<f32>> = (0..RM).map(v).collect();
+        let cols: Vec<Vec<f32>> = (0..RN).map(|c| v(100 + c)).collect();
+        let ap: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr() as *const u8);
+        let bp: [*const u8; RN] = std::array::from_fn(|c| cols[c].as_ptr() as *const u8);
+        let mut full = [0.0f32; RM * RN];
+        // SAFETY: available() holds; every pointer covers k floats.
+        unsafe { tile(Elem::F32, k, &ap, &bp, &mut full) };
+        for c in 0..RN {
+            let mut single = [0.0f32; RM * RN];
+            // SAFETY: as above (a leftover column fills every slot, as matmul does).
+            unsafe { tile(Elem::F32, k, &ap, &[bp[c]; RN], &mut single) };
+            for r in 0..RM {
+                let want = tinyblas8(&rows[r], &cols[c]);
+                assert_eq!(full[r * RN + c].to_bits(), want.to_bits(), "r {r} c {c}");
+                assert_eq!(
+                    single[r * RN].to_bits(),
+                    want.to_bits(),
+                    "r {r} c {c} alone"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn tinyblas_takes_what_llamafile_sgemm_takes() {
+        let kn = lanes();
+        assert!(tinyblas_shape(256, 4 * kn, 2));
+        assert!(!tinyblas_shape(256, 4 * kn, 1), "one column: ggml's dot");
+        assert!(!tinyblas_shape(256, 4 * kn + 1, 8), "k % KN != 0");
+        assert!(!tinyblas_shape(258, 4 * kn, 8), "m % 4 != 0");
+    }
 }

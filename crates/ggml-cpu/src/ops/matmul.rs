@@ -130,13 +130,15 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // K-quant weights follow llama.cpp's repacked Q4_K and tiled K-quant kernels likewise
     let flat = a.ne[2] == 1 && a.ne[3] == 1;
     let kplan = ktile::plan(a.ty, nr0, flat, b.ne[1], b.ty);
+    // float weights: llamafile's tinyBLAS order where llama.cpp runs it, ggml's dot otherwise
+    let float_tiles = gemm::tinyblas_shape(nr0, k, b.ne[1]);
     let tile_kind = match (a.ty, tr.vec_dot_type) {
         _ if q4_repacked => Some(Tile::Quant(qtile::QElem::Q4_0Repacked)),
         _ if kplan.is_some() => kplan.map(Tile::KQuant),
-        (Type::F32, Type::F32) if gemm::available(gemm::Elem::F32) => {
+        (Type::F32, Type::F32) if gemm::available(gemm::Elem::F32) && float_tiles => {
             Some(Tile::Float(gemm::Elem::F32))
         }
-        (Type::F16, Type::F16) if gemm::available(gemm::Elem::F16) => {
+        (Type::F16, Type::F16) if gemm::available(gemm::Elem::F16) && float_tiles => {
             Some(Tile::Float(gemm::Elem::F16))
         }
         (Type::Q8_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q8_0)),
@@ -263,6 +265,29 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                     }
                     let (bp, i11, i12, i13) = b_row(ir1);
                     let (i02, i03) = (i12 / r2, i13 / r3);
+                    // a column left over from the float tiles: the tile with that column in
+                    // every slot, so its cells sum in the tiles' (tinyBLAS's) order too
+                    if let Some(Tile::Float(el)) = tile_kind {
+                        let mut ir0 = iir0;
+                        let mut out = [0.0f32; gemm::RM * gemm::RN];
+                        while ir0 < e0 {
+                            let rows = (e0 - ir0).min(gemm::RM);
+                            // SAFETY: as for the full tiles above.
+                            unsafe {
+                                let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
+                                    a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
+                                });
+                                gemm::tile(el, k, &ap, &[bp; gemm::RN], &mut out);
+                                for r in 0..rows {
+                                    (d.ptr(ir0 + r, i11, i12, i13) as *mut f32)
+                                        .write_unaligned(out[r * gemm::RN]);
+                                }
+                            }
+                            ir0 += rows;
+                        }
+                        ir1 += 1;
+                        continue;
+                    }
                     // SAFETY: rows of a and b exist (shapes checked by the constructor and the
                     // buffer bounds by graph_compute); each (ir0, ir1) cell of dst belongs to
                     // exactly one chunk.

@@ -30,6 +30,7 @@ fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
     hp.n_swa = k.u32_req("attention.sliding_window")?;
     hp.f_logit_scale = k.f32_req("logit_scale")?;
     hp.f_norm_eps = k.f32_req("attention.layer_norm_epsilon")?;
+    hp.f_norm_rms_eps = 0.0;
     Ok(())
 }
 

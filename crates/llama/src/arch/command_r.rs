@@ -26,6 +26,8 @@ fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
         hp.f_logit_scale = s;
     }
     hp.f_norm_eps = k.f32_req("attention.layer_norm_epsilon")?;
+    // a LayerNorm model: llama.cpp never reads the RMS epsilon (print_info shows 0)
+    hp.f_norm_rms_eps = 0.0;
     Ok(())
 }
 

@@ -39,6 +39,7 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         use_rope: |_, _| true,
         embd_scale: 0.0,
         residual_scale: 0.0,
+        attn_temp: false,
         logit_div: 0.0,
     };
     llama_like::build(model, b, &o)

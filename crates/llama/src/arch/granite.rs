@@ -53,6 +53,7 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         use_rope: |m, _| m.hparams.rope_finetuned,
         embd_scale: hp.f_embedding_scale,
         residual_scale: hp.f_residual_scale,
+        attn_temp: false,
         logit_div: hp.f_logit_scale,
     };
     llama_like::build(model, b, &o)

@@ -21,6 +21,8 @@ pub(super) struct Opts {
     pub residual_scale: f32,
     /// divides the logits (granite's logit_scale; 0: none)
     pub logit_div: f32,
+    /// scales the queries by position (attention temperature tuning, mistral3)
+    pub attn_temp: bool,
 }
 
 /// The per-layer tensors in llama.cpp's order: attention, `wo_b` (optional) when `wo_bias`,
@@ -104,6 +106,11 @@ pub(super) fn build(model: &Model, b: &mut GraphBuilder, o: &Opts) -> TensorId {
     } else {
         None
     };
+    let inp_attn_scale = if o.attn_temp {
+        Some(b.build_inp_attn_scale())
+    } else {
+        None
+    };
     b.build_attn_inp_kv();
     let kq_scale = if hp.f_attention_scale == 0.0 {
         1.0 / (n_embd_head as f32).sqrt()
@@ -128,6 +135,10 @@ pub(super) fn build(model: &Model, b: &mut GraphBuilder, o: &Opts) -> TensorId {
         b.cb(q, "Qcur", ili);
         b.cb(k, "Kcur", ili);
         b.cb(v, "Vcur", ili);
+        if let Some(s) = inp_attn_scale {
+            q = b.g.ctx.mul(q, s);
+            b.cb(q, "Qcur_attn_temp_scaled", ili);
+        }
         cur = b.build_attn(layer.wo, layer.bo, q, k, v, kq_scale, il);
         b.cb(cur, "attn_out", ili);
         if il == n_layer - 1 {

@@ -1,7 +1,6 @@
 //! The mistral3 architecture, text part (src/models/mistral3.cpp): llama's block with optional
-//! attention-output and FFN biases and longrope or rope_freqs factors. The attention
-//! temperature tuning (attention.temperature_scale) is refused: its per-position input is not
-//! built here.
+//! attention-output and FFN biases, longrope or rope_freqs factors, and the attention
+//! temperature tuning of llama 4 (queries scaled by position, attention.temperature_scale).
 
 use super::llama_like::{self, Opts};
 use super::{tensors, ArchDef, RopeType};
@@ -23,12 +22,15 @@ pub(super) static ARCH: ArchDef = ArchDef {
 
 fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
     hp.f_norm_rms_eps = k.f32_req("attention.layer_norm_rms_epsilon")?;
-    let temp = k.f32_opt("attention.temperature_scale")?.unwrap_or(0.0);
-    if temp != 0.0 {
-        return Err(LlamaError::Unsupported(format!(
-            "{} = {temp}: attention temperature scaling is not supported",
-            k.full("attention.temperature_scale")
-        )));
+    hp.f_attn_temp_scale = k.f32_opt("attention.temperature_scale")?.unwrap_or(0.0);
+    hp.f_attn_temp_offset = 0.0;
+    if hp.f_attn_temp_scale != 0.0 {
+        hp.n_attn_temp_floor_scale = hp.n_ctx_orig_yarn;
+        if hp.n_attn_temp_floor_scale == 0 {
+            return Err(LlamaError::BadHparams(
+                "invalid n_ctx_orig_yarn for attention temperature scaling".into(),
+            ));
+        }
     }
     // the context takes its YaRN betas from the defaults, so only those can be honoured
     for (key, default) in [
@@ -63,11 +65,13 @@ fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
 }
 
 fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
+    let hp = &model.hparams;
     let o = Opts {
         use_rope: |_, _| true,
         embd_scale: 0.0,
         residual_scale: 0.0,
         logit_div: 0.0,
+        attn_temp: hp.f_attn_temp_scale != 0.0,
     };
     llama_like::build(model, b, &o)
 }

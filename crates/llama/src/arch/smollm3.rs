@@ -43,6 +43,7 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         use_rope: |_, il| !(il + 1).is_multiple_of(NO_ROPE_LAYER_STEP),
         embd_scale: 0.0,
         residual_scale: 0.0,
+        attn_temp: false,
         logit_div: 0.0,
     };
     llama_like::build(model, b, &o)

@@ -22,6 +22,8 @@ pub(super) static ARCH: ArchDef = ArchDef {
 
 fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
     hp.f_norm_eps = k.f32_req("attention.layer_norm_epsilon")?;
+    // a LayerNorm model: llama.cpp never reads the RMS epsilon (print_info shows 0)
+    hp.f_norm_rms_eps = 0.0;
     Ok(())
 }
 

@@ -37,6 +37,8 @@ pub(crate) struct GraphParams {
 pub(crate) struct GraphInputs {
     pub tokens: Option<TensorId>,
     pub pos: Option<TensorId>,
+    /// per-token query scales of attention temperature tuning (build_inp_attn_scale)
+    pub attn_scale: Option<TensorId>,
     pub k_idxs: Option<TensorId>,
     pub v_idxs: Option<TensorId>,
     pub kq_mask: Option<TensorId>,
@@ -54,6 +56,7 @@ impl GraphInputs {
         [
             self.tokens,
             self.pos,
+            self.attn_scale,
             self.k_idxs,
             self.v_idxs,
             self.kq_mask,
@@ -226,6 +229,16 @@ impl<'a> GraphBuilder<'a> {
         pos
     }
 
+    /// build_inp_attn_scale: one query scale per token, [1, 1, n_tokens] to broadcast over
+    /// the heads; filled from the positions (attn_temp_scales).
+    pub fn build_inp_attn_scale(&mut self) -> TensorId {
+        let n = self.p.n_tokens as i64;
+        let t = self.new_input(Type::F32, &[1, 1, n], "inp_attn_scale");
+        self.inputs.attn_scale = Some(t);
+        self.inputs.n_objects += 1;
+        t
+    }
+
     pub fn build_inp_out_ids(&mut self) -> TensorId {
         let t = self.new_input(Type::I32, &[self.p.n_outputs as i64], "out_ids");
         self.inputs.out_ids = Some(t);
@@ -299,4 +312,15 @@ impl<'a> GraphBuilder<'a> {
             params: self.p,
         }
     }
+}
+
+/// llm_graph_input_attn_temp::set_input: the query scale of each position.
+pub(crate) fn attn_temp_scales(hp: &crate::hparams::HParams, pos: &[i32]) -> Vec<f32> {
+    let floor_scale = hp.n_attn_temp_floor_scale as f32;
+    pos.iter()
+        .map(|&p| {
+            let steps = ((p as f32 + hp.f_attn_temp_offset) / floor_scale).floor() as f64;
+            ((steps + 1.0).ln() * hp.f_attn_temp_scale as f64 + 1.0) as f32
+        })
+        .collect()
 }
