@@ -491,6 +491,7 @@ impl Context {
                 beta_slow: c.yarn_beta_slow,
                 sections: [0; 4],
             },
+            warmup: c.warmup,
         }
     }
 

@@ -125,6 +125,8 @@ pub struct HParams {
     pub f_attn_temp_scale: f32,
     pub n_attn_temp_floor_scale: u32,
     pub f_attn_temp_offset: f32,
+    /// what the mixture-of-experts block of each architecture reads on top of n_expert*
+    pub moe: crate::arch::moe::MoeHParams,
 }
 
 /// Typed access to `<arch>.<key>` values.
@@ -334,7 +336,8 @@ impl HParams {
                     "layer {il}: n_head = {h} must be a positive multiple of n_head_kv = {kv}"
                 )));
             }
-            if n_ff_arr[il] == 0 {
+            // a mixture-of-experts model may size only its experts
+            if n_ff_arr[il] == 0 && n_expert == 0 {
                 return Err(LlamaError::BadHparams(format!(
                     "layer {il}: n_ff must be positive"
                 )));
@@ -402,6 +405,7 @@ impl HParams {
             f_attn_temp_scale: 0.0,
             n_attn_temp_floor_scale: 0,
             f_attn_temp_offset: 0.0,
+            moe: Default::default(),
         };
         arch.load_hparams(&k, &mut hp)?;
         hp.check_swa()?;
@@ -532,6 +536,7 @@ impl HParams {
             f_attn_temp_scale: 0.0,
             n_attn_temp_floor_scale: 0,
             f_attn_temp_offset: 0.0,
+            moe: Default::default(),
         }
     }
 

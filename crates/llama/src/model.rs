@@ -119,6 +119,8 @@ pub struct Layer {
     /// longrope frequency factors, chosen by the context length (get_rope_factors)
     pub rope_long: Option<TensorId>,
     pub rope_short: Option<TensorId>,
+    /// the router, experts and shared expert of a mixture-of-experts block
+    pub moe: crate::arch::moe::MoeLayer,
 }
 
 pub struct Model {

@@ -26,6 +26,9 @@ impl Model {
         };
         p("model params", params);
         p("general.name", self.name.clone());
+        if !self.vocab_only {
+            crate::arch::moe::print_info(&self.arch_name, &self.hparams);
+        }
         if self.arch_name == "granite" {
             let hp = &self.hparams;
             p("f_embedding_scale", format!("{:.6}", hp.f_embedding_scale));

@@ -57,7 +57,13 @@ pub struct TensorCreator<'a> {
     placement: Placement,
     /// Only names and shapes are checked (`check_only`): no device, no buffer choice.
     check_only: bool,
+    /// the weights are read from a memory map (llama.cpp's use_mmap)
+    mmap: bool,
 }
+
+/// llama.cpp prints its warning about CPU overrides with mmap once per process.
+static WARNED_CPU_OVERRIDE: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
 
 fn fmt_shape(ne: &[i64]) -> String {
     ne.iter()
@@ -322,6 +328,7 @@ impl<'a> TensorCreator<'a> {
                 gpu_buft_lists,
             },
             check_only: false,
+            mmap: !params.no_alloc && !params.vocab_only && params.load_mode.resolve().uses_mmap(),
         })
     }
 
@@ -339,6 +346,7 @@ impl<'a> TensorCreator<'a> {
             fallbacks: Vec::new(),
             placement: Placement::default(),
             check_only: true,
+            mmap: false,
         }
     }
 
@@ -488,23 +496,41 @@ impl<'a> TensorCreator<'a> {
         }
         let (dev, list) = self.buft_list(kind);
         let mut chosen: Option<(DeviceRef, BufferTypeRef)> = None;
+        let cpu = self.placement.cpu.clone().expect("cpu device");
         for (re, buft) in &self.overrides {
             if re.is_match(name) {
+                let to_cpu = same_buft(buft, &cpu.buffer_type());
+                let pick = if to_cpu {
+                    // an override to the CPU (-cmoe, -ncmoe) takes the CPU's list: a GPU's
+                    // host memory or the CPU's extra buffer types when they hold the weight
+                    let once = std::sync::atomic::Ordering::Relaxed;
+                    if self.mmap && !WARNED_CPU_OVERRIDE.swap(true, once) {
+                        ggml::log_warn!("llama_model_loader: tensor overrides to CPU are used with mmap enabled - consider using --load-mode none for better performance\n");
+                    }
+                    self.placement
+                        .cpu_buft_list
+                        .iter()
+                        .find(|(d, b)| self.weight_supported(d, b, info.ty, got, op))
+                        .cloned()
+                        .unwrap_or((cpu.clone(), buft.clone()))
+                } else {
+                    let owner = self
+                        .placement
+                        .devices
+                        .iter()
+                        .find(|d| d.supports_buft(buft))
+                        .cloned()
+                        .unwrap_or(dev.clone());
+                    (owner, buft.clone())
+                };
                 ggml::log_debug!(
                     "tensor {} ({} MiB {}) buffer type overridden to {}\n",
                     name,
                     info.size / 1024 / 1024,
                     info.ty.name(),
-                    buft.name()
+                    pick.1.name()
                 );
-                let owner = self
-                    .placement
-                    .devices
-                    .iter()
-                    .find(|d| d.supports_buft(buft))
-                    .cloned()
-                    .unwrap_or(dev.clone());
-                chosen = Some((owner, buft.clone()));
+                chosen = Some(pick);
                 break;
             }
         }
@@ -531,6 +557,12 @@ impl<'a> TensorCreator<'a> {
                 found
             }
         };
+        // a GPU's host memory gains nothing over the mapped file (llama.cpp: "avoid using a
+        // host buffer when using mmap")
+        let chosen = match chosen.0.host_buffer_type() {
+            Some(h) if self.mmap && same_buft(&h, &chosen.1) => (cpu.clone(), cpu.buffer_type()),
+            _ => chosen,
+        };
 
         let id = self
             .ctx
@@ -546,6 +578,12 @@ impl<'a> TensorCreator<'a> {
         });
         self.names.push(name.to_string());
         Ok(Some(id))
+    }
+
+    /// Whether the file holds a tensor of this name (for an architecture whose layout the file
+    /// decides, as llama's dense or expert feed-forward).
+    pub fn has(&self, name: &str) -> bool {
+        self.ml.tensor_in_shard(name).is_some()
     }
 
     pub fn require(

@@ -3,6 +3,7 @@
 
 mod dense;
 mod model;
+mod moe;
 mod vocab;
 mod weights;
 
@@ -29,6 +30,12 @@ pub enum Arch {
     Exaone,
     Smollm3,
     Mistral3,
+    Qwen3moe,
+    Qwen2moe,
+    /// llama with experts (general.architecture "llama")
+    Mixtral,
+    Olmoe,
+    Deepseek,
 }
 
 impl Arch {
@@ -50,6 +57,11 @@ impl Arch {
             Arch::Exaone => "exaone",
             Arch::Smollm3 => "smollm3",
             Arch::Mistral3 => "mistral3",
+            Arch::Qwen3moe => "qwen3moe",
+            Arch::Qwen2moe => "qwen2moe",
+            Arch::Mixtral => "llama",
+            Arch::Olmoe => "olmoe",
+            Arch::Deepseek => "deepseek",
         }
     }
 }
@@ -147,6 +159,24 @@ pub struct Args {
     /// default 4096; olmo2 gets a window, as OLMo 3, only when this is given)
     #[arg(long)]
     pub swa: Option<u32>,
+    /// Experts per MoE layer (qwen3moe, qwen2moe, mixtral; default 8)
+    #[arg(long)]
+    pub experts: Option<u32>,
+    /// Experts each token uses (default 2)
+    #[arg(long)]
+    pub experts_used: Option<u32>,
+    /// Feed-forward size of each expert (qwen3moe, qwen2moe; default --ff; mixtral uses --ff)
+    #[arg(long)]
+    pub ff_exp: Option<u32>,
+    /// Feed-forward size of qwen2moe's shared expert (default --ff)
+    #[arg(long)]
+    pub ff_shexp: Option<u32>,
+    /// deepseek: shared experts (expert_shared_count, default 2)
+    #[arg(long)]
+    pub experts_shared: Option<u32>,
+    /// deepseek: leading layers with a dense feed-forward (leading_dense_block_count, default 1)
+    #[arg(long)]
+    pub dense_lead: Option<u32>,
     /// general.name
     #[arg(long)]
     pub name: Option<String>,

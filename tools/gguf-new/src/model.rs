@@ -27,6 +27,7 @@ pub struct Shape {
     pub swa: u32,
     /// --swa was given: architectures whose window is optional (olmo2) get one
     pub swa_set: bool,
+    pub moe: crate::moe::MoeShape,
 }
 
 /// Known shapes. `tiny` is the reference model of make-tiny-model.py.
@@ -45,6 +46,7 @@ pub fn preset(name: &str) -> Option<Shape> {
             rms_eps,
             swa: 4096,
             swa_set: false,
+            moe: Default::default(),
         };
     Some(match name {
         "tiny" => s(Arch::Llama, 4, 256, 8, 2, 704, 4096, 151936, 500000.0, 1e-5),
@@ -125,7 +127,16 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
         rms_eps: args.rms_eps.unwrap_or(base.rms_eps),
         swa: args.swa.unwrap_or(base.swa),
         swa_set: args.swa.is_some(),
+        moe: crate::moe::MoeShape {
+            experts: args.experts.unwrap_or(base.moe.experts),
+            experts_used: args.experts_used.unwrap_or(base.moe.experts_used),
+            ff_exp: args.ff_exp,
+            ff_shexp: args.ff_shexp,
+            shared: args.experts_shared.unwrap_or(base.moe.shared),
+            dense_lead: args.dense_lead.unwrap_or(base.moe.dense_lead),
+        },
     };
+    crate::moe::check(&s)?;
     for (name, v) in [
         ("layers", s.layers),
         ("embd", s.embd),
@@ -198,26 +209,34 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Vec<Spec> {
         let p = |n: &str| format!("blk.{il}.{n}");
         out.push(vec(p("attn_norm.weight"), e, Init::Norm));
         out.push(mat(p("attn_q.weight"), vec![e, e], std(e)));
-        if s.arch == Arch::Qwen2 {
+        if matches!(s.arch, Arch::Qwen2 | Arch::Qwen2moe) {
             out.push(vec(p("attn_q.bias"), e, Init::Normal(0.02)));
         }
         out.push(mat(p("attn_k.weight"), vec![e, kv], std(e)));
-        if s.arch == Arch::Qwen2 {
+        if matches!(s.arch, Arch::Qwen2 | Arch::Qwen2moe) {
             out.push(vec(p("attn_k.bias"), kv, Init::Normal(0.02)));
         }
         out.push(mat(p("attn_v.weight"), vec![e, kv], std(e)));
-        if s.arch == Arch::Qwen2 {
+        if matches!(s.arch, Arch::Qwen2 | Arch::Qwen2moe) {
             out.push(vec(p("attn_v.bias"), kv, Init::Normal(0.02)));
         }
         out.push(mat(p("attn_output.weight"), vec![e, e], std(e)));
-        if s.arch == Arch::Qwen3 {
+        if matches!(s.arch, Arch::Qwen3 | Arch::Qwen3moe) {
             out.push(vec(p("attn_q_norm.weight"), head, Init::Norm));
             out.push(vec(p("attn_k_norm.weight"), head, Init::Norm));
+        }
+        if s.arch == Arch::Olmoe {
+            out.push(vec(p("attn_q_norm.weight"), e, Init::Norm));
+            out.push(vec(p("attn_k_norm.weight"), e, Init::Norm));
         }
         if gemma {
             out.push(vec(p("post_attention_norm.weight"), e, Init::Norm));
         }
         out.push(vec(p("ffn_norm.weight"), e, Init::Norm));
+        if s.arch.is_moe() {
+            out.extend(crate::moe::ffn_tensors(s, il, wtype));
+            continue;
+        }
         out.push(mat(p("ffn_gate.weight"), vec![e, ff], std(e)));
         out.push(mat(p("ffn_up.weight"), vec![e, ff], std(e)));
         out.push(mat(p("ffn_down.weight"), vec![ff, e], std(ff)));
@@ -277,6 +296,7 @@ fn kv_pairs(s: &Shape, name: &str, ftype: u32, vocab: Vocab) -> Vec<(String, Val
             None => kv.push((key, v)),
         }
     }
+    kv.extend(crate::moe::kv(s));
     kv.extend(vocab.kv);
     kv
 }

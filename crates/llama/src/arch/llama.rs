@@ -4,7 +4,7 @@
 use super::tensors::{self, opt, req, MM};
 use super::{tn, ArchDef, RopeType};
 use crate::error::{LlamaError, Result};
-use crate::graph::{GraphBuilder, NormType};
+use crate::graph::{GatedAct, GraphBuilder, MoeParams, NormType};
 use crate::hparams::{HParams, Keys};
 use crate::model::{Layer, Model};
 use crate::model_tensors::{LayerKind, TensorCreator, DUPLICATED, NOT_REQUIRED};
@@ -25,6 +25,13 @@ fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
 }
 
 fn type_name(hp: &HParams) -> &'static str {
+    if hp.n_expert == 8 {
+        return match hp.n_layer {
+            32 => "8x7B",
+            56 => "8x22B",
+            _ => "?B",
+        };
+    }
     match hp.n_layer {
         16 | 22 => "1B",
         26 | 28 => "3B",
@@ -75,6 +82,12 @@ fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
             LayerKind::Repeating(il),
             Op::Rope(RopeParams::default()),
         )?;
+        if has_experts(c, &hp, il)? {
+            let n_expert = hp.n_expert as i64;
+            super::moe::router_and_experts(c, &mut l.moe, il, n_embd, n_ff, n_expert, false)?;
+            model.layers.push(l);
+            continue;
+        }
         tensors::ffn_gate_down_up(c, &mut l, il, n_embd, n_ff)?;
         l.ffn_gate_b = opt(c, tn::FFN_GATE, "bias", il, &[n_ff], Op::Add)?;
         l.ffn_down_b = opt(c, tn::FFN_DOWN, "bias", il, &[n_embd], Op::Add)?;
@@ -104,6 +117,26 @@ fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
     Ok(())
 }
 
+/// llama's feed-forward is the experts' when expert_count > 0 (Mixtral). A file with an
+/// expert count but no router keeps loading as dense (model_check::ignored_keys warns); a
+/// router without an expert count is refused by the key's name.
+fn has_experts(c: &TensorCreator, hp: &HParams, il: usize) -> Result<bool> {
+    let router = tn::blk(super::moe::tn::FFN_GATE_INP, "weight", il);
+    let has_router = c.has(&router);
+    if hp.n_expert == 0 {
+        if has_router {
+            return Err(LlamaError::BadHparams(format!(
+                "llama.expert_count = 0 (or missing) but the model has expert tensors ({router})"
+            )));
+        }
+        return Ok(false);
+    }
+    if has_router {
+        super::moe::check_counts("llama", hp)?;
+    }
+    Ok(has_router)
+}
+
 fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
     let hp = &model.hparams;
     let n_embd_head = hp.n_embd_head_v as i64;
@@ -119,6 +152,12 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         hp.f_attention_scale
     };
     let inp_out_ids = b.build_inp_out_ids();
+    let moe_p = MoeParams {
+        act: GatedAct::Silu,
+        norm_w: true,
+        w_scale: hp.moe.expert_weights_scale,
+        gating: super::moe::Gating::Softmax,
+    };
 
     for il in 0..n_layer {
         let layer = &model.layers[il];
@@ -153,6 +192,16 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
 
         cur = b.build_norm(ffn_inp, layer.ffn_norm, None, NormType::Rms, ili);
         b.cb(cur, "ffn_norm", ili);
+        if layer.moe.gate_inp.is_some() {
+            cur = b.build_moe_ffn(cur, &layer.moe, moe_p, ili);
+            b.cb(cur, "ffn_moe_out", ili);
+            cur = b.g.ctx.add(cur, ffn_inp);
+            b.cb(cur, "ffn_out", ili);
+            cur = b.build_cvec(cur, il);
+            b.cb(cur, "l_out", ili);
+            inp_l = cur;
+            continue;
+        }
         let (up, gate, down) = (layer.ffn_up, layer.ffn_gate, layer.ffn_down);
         cur = b.build_ffn_swiglu(
             cur,

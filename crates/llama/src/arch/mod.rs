@@ -6,6 +6,7 @@
 
 mod cohere2;
 mod command_r;
+mod deepseek;
 mod exaone;
 mod gemma;
 mod gemma2;
@@ -15,10 +16,14 @@ mod granite;
 mod llama;
 mod llama_like;
 mod mistral3;
+pub(crate) mod moe;
 mod olmo2;
+mod olmoe;
 mod phi3;
 mod qwen2;
+mod qwen2moe;
 mod qwen3;
+mod qwen3moe;
 mod smollm3;
 mod stablelm;
 mod starcoder2;
@@ -64,6 +69,10 @@ static ARCHS: &[&ArchDef] = &[
     &command_r::ARCH,
     &cohere2::ARCH,
     &glm4::ARCH,
+    &qwen3moe::ARCH,
+    &qwen2moe::ARCH,
+    &olmoe::ARCH,
+    &deepseek::ARCH,
 ];
 
 /// An architecture of the registry.

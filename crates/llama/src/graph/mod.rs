@@ -6,6 +6,8 @@
 mod attn;
 pub(crate) use ffn::{FfnAct, FfnGate, GatedAct, NormType};
 mod ffn;
+mod moe;
+pub(crate) use moe::MoeParams;
 
 use crate::kv_memory::KvMemory;
 use crate::model::Model;
@@ -26,6 +28,8 @@ pub(crate) struct GraphParams {
     pub n_ctx_seq: u32,
     /// rope settings common to all layers (n_dims, mode, base, scale, yarn)
     pub rope: RopeParams,
+    /// a warmup run (llama_set_warmup): MoE layers route every token to every expert
+    pub warmup: bool,
 }
 
 /// The input tensors of one graph, filled before each compute.
@@ -149,6 +153,13 @@ impl<'a> GraphBuilder<'a> {
             res = self.g.ctx.add(res, ab_cur);
         }
         res
+    }
+
+    /// build_lora_mm_id: the products of the experts `ids` picks from the stack `weight`, the
+    /// one entry for expert matrices (as build_lora_mm is for the others).
+    pub fn build_lora_mm_id(&mut self, weight: TensorId, cur: TensorId, ids: TensorId) -> TensorId {
+        let w = self.w(weight);
+        self.g.ctx.mul_mat_id(w, cur, ids)
     }
 
     /// The graph's leaf for the K (or V) tensor of layer `il` in the cache that holds it.

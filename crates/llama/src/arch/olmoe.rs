@@ -1,0 +1,143 @@
+//! The olmoe architecture (src/models/olmoe.cpp): pre-norm blocks with NeoX rope, RMS norms of
+//! the whole Q and K projections (before the heads are split), and a mixture-of-experts
+//! feed-forward (softmax router, weights not normalised, experts of `feed_forward_length`).
+
+use super::moe::{self, Gating};
+use super::tensors::{self, req, MM};
+use super::{tn, ArchDef, RopeType};
+use crate::error::{LlamaError, Result};
+use crate::graph::{GatedAct, GraphBuilder, MoeParams, NormType};
+use crate::hparams::{HParams, Keys};
+use crate::model::{Layer, Model};
+use crate::model_tensors::{LayerKind, TensorCreator};
+use ggml::{Op, TensorId};
+
+pub(super) static ARCH: ArchDef = ArchDef {
+    name: "olmoe",
+    rope_type: RopeType::Neox,
+    load_hparams,
+    type_name,
+    tensors: create_tensors,
+    graph: build,
+};
+
+fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
+    hp.f_norm_rms_eps = k.f32_req("attention.layer_norm_rms_epsilon")?;
+    moe::require_experts(k, hp, "olmoe")?;
+    // the K norm is {n_embd} (llama.cpp's shape): it only fits K without grouped heads
+    for il in 0..hp.n_layer as usize {
+        if hp.n_head_kv(il) != hp.n_head(il) {
+            return Err(LlamaError::BadHparams(format!(
+                "{} = {} must equal the head count {} for olmoe (its K norm spans n_embd)",
+                k.full("attention.head_count_kv"),
+                hp.n_head_kv(il),
+                hp.n_head(il)
+            )));
+        }
+    }
+    super::require_full_rope(hp, "olmoe")
+}
+
+fn type_name(hp: &HParams) -> &'static str {
+    match hp.n_layer {
+        16 => "A1.7B",
+        _ => "?B",
+    }
+}
+
+fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
+    let hp = model.hparams.clone();
+    let n_embd = hp.n_embd as i64;
+    let n_vocab = hp.n_vocab as i64;
+    let n_expert = hp.n_expert as i64;
+    let tok = tn::global(tn::TOKEN_EMBD, "weight");
+    model.tok_embd = Some(c.require(&tok, &[n_embd, n_vocab], LayerKind::Input, Op::GetRows)?);
+    model.output_norm = tensors::output_norm(c, n_embd)?;
+    let out = tn::global(tn::OUTPUT, "weight");
+    model.output = Some(c.require(&out, &[n_embd, n_vocab], LayerKind::Output, MM)?);
+    for il in 0..hp.n_layer as usize {
+        let mut l = Layer {
+            attn_norm: tensors::norm(c, tn::ATTN_NORM, il, n_embd)?,
+            ..Layer::default()
+        };
+        let n_kv = hp.n_embd_k_gqa(il) as i64;
+        tensors::qkv(c, &mut l, il, n_embd, n_embd, n_kv, n_kv, false)?;
+        l.wo = req(c, tn::ATTN_OUT, "weight", il, &[n_embd, n_embd], MM)?;
+        l.attn_q_norm = tensors::norm(c, tn::ATTN_Q_NORM, il, n_embd)?;
+        l.attn_k_norm = tensors::norm(c, tn::ATTN_K_NORM, il, n_embd)?;
+        l.ffn_norm = tensors::norm(c, tn::FFN_NORM, il, n_embd)?;
+        let n_ff = hp.n_ff(il) as i64;
+        moe::router_and_experts(c, &mut l.moe, il, n_embd, n_ff, n_expert, true)?;
+        model.layers.push(l);
+    }
+    moe::refuse_unsupported(c, hp.n_layer as usize, n_expert)
+}
+
+fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
+    let hp = &model.hparams;
+    let n_embd_head = hp.n_embd_head_v as i64;
+    let n_layer = hp.n_layer as usize;
+    let n_tokens = b.p.n_tokens as i64;
+    let tok_embd = model.tok_embd.expect("loaded models have token embeddings");
+    let moe_p = MoeParams {
+        act: GatedAct::Silu,
+        norm_w: false,
+        w_scale: hp.moe.expert_weights_scale,
+        gating: Gating::Softmax,
+    };
+
+    let mut inp_l = b.build_inp_embd(tok_embd);
+    let inp_pos = b.build_inp_pos();
+    b.build_attn_inp_kv();
+    let inp_out_ids = b.build_inp_out_ids();
+
+    for il in 0..n_layer {
+        let layer = &model.layers[il];
+        let ili = il as i32;
+        let mut inp_sa = inp_l;
+        let mut cur = b.build_norm(inp_l, layer.attn_norm, None, NormType::Rms, ili);
+        b.cb(cur, "attn_norm", ili);
+        let (n_head, n_head_kv) = (hp.n_head(il) as i64, hp.n_head_kv(il) as i64);
+        let [q, k, v] = b.build_qkv_2d(layer, cur, n_embd_head, n_head, n_head_kv, ili);
+        b.cb(q, "Qcur", ili);
+        b.cb(k, "Kcur", ili);
+        b.cb(v, "Vcur", ili);
+        let q = b.build_norm(q, layer.attn_q_norm, None, NormType::Rms, ili);
+        b.cb(q, "Qcur_normed", ili);
+        let k = b.build_norm(k, layer.attn_k_norm, None, NormType::Rms, ili);
+        b.cb(k, "Kcur_normed", ili);
+        let q = b.g.ctx.reshape_3d(q, n_embd_head, n_head, n_tokens);
+        let k = b.g.ctx.reshape_3d(k, n_embd_head, n_head_kv, n_tokens);
+        let v = b.g.ctx.reshape_3d(v, n_embd_head, n_head_kv, n_tokens);
+        let q = b.rope(q, inp_pos, None);
+        let k = b.rope(k, inp_pos, None);
+        b.cb(q, "Qcur", ili);
+        b.cb(k, "Kcur", ili);
+        b.cb(v, "Vcur", ili);
+        let scale = 1.0 / (n_embd_head as f32).sqrt();
+        cur = b.build_attn(layer.wo, None, q, k, v, scale, il);
+
+        if il == n_layer - 1 {
+            cur = b.g.ctx.get_rows(cur, inp_out_ids);
+            inp_sa = b.g.ctx.get_rows(inp_sa, inp_out_ids);
+        }
+        let ffn_inp = b.g.ctx.add(cur, inp_sa);
+        b.cb(ffn_inp, "ffn_inp", ili);
+        cur = b.build_norm(ffn_inp, layer.ffn_norm, None, NormType::Rms, ili);
+        b.cb(cur, "ffn_norm", ili);
+        cur = b.build_moe_ffn(cur, &layer.moe, moe_p, ili);
+        b.cb(cur, "ffn_moe_out", ili);
+        cur = b.g.ctx.add(cur, ffn_inp);
+        cur = b.build_cvec(cur, il);
+        b.cb(cur, "l_out", ili);
+        inp_l = cur;
+    }
+
+    let mut cur = b.build_norm(inp_l, model.output_norm, None, NormType::Rms, -1);
+    b.cb(cur, "result_norm", -1);
+    b.t_embd = Some(cur);
+    let output = model.output.expect("loaded models have an output matrix");
+    cur = b.build_lora_mm(output, cur);
+    b.cb(cur, "result_output", -1);
+    cur
+}
