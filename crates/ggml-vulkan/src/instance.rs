@@ -56,9 +56,6 @@ fn create() -> Option<Instance> {
             Vec::new()
         }
     };
-    if devices.is_empty() {
-        ggml::log_debug!("ggml_vulkan: No devices found.\n");
-    }
     Some(Instance {
         _entry: entry,
         instance,

@@ -7,26 +7,74 @@ use ash::vk;
 use ggml::op::rope_mode;
 use ggml::{Context, GluOp, Op, Tensor, TensorId, Type, UnaryOp};
 
-/// The weight types of MUL_MAT and GET_ROWS, with their shader name suffix.
-const WEIGHT_TYPES: &[(Type, &str)] = &[
-    (Type::F32, "f32"),
-    (Type::F16, "f16"),
-    (Type::Bf16, "bf16"),
-    (Type::Q4_0, "q4_0"),
-    (Type::Q4_1, "q4_1"),
-    (Type::Q5_0, "q5_0"),
-    (Type::Q5_1, "q5_1"),
-    (Type::Q8_0, "q8_0"),
-    (Type::Q2K, "q2_k"),
-    (Type::Q3K, "q3_k"),
-    (Type::Q4K, "q4_k"),
-    (Type::Q5K, "q5_k"),
-    (Type::Q6K, "q6_k"),
-    (Type::Iq4Nl, "iq4_nl"),
+/// The weight types of MUL_MAT, MUL_MAT_ID and GET_ROWS with their shader variants.
+const WEIGHT_TYPES: &[(Type, [&str; 3])] = &[
+    (Type::F32, ["mul_mat_f32", "mul_mat_id_f32", "get_rows_f32"]),
+    (Type::F16, ["mul_mat_f16", "mul_mat_id_f16", "get_rows_f16"]),
+    (
+        Type::Bf16,
+        ["mul_mat_bf16", "mul_mat_id_bf16", "get_rows_bf16"],
+    ),
+    (
+        Type::Q4_0,
+        ["mul_mat_q4_0", "mul_mat_id_q4_0", "get_rows_q4_0"],
+    ),
+    (
+        Type::Q4_1,
+        ["mul_mat_q4_1", "mul_mat_id_q4_1", "get_rows_q4_1"],
+    ),
+    (
+        Type::Q5_0,
+        ["mul_mat_q5_0", "mul_mat_id_q5_0", "get_rows_q5_0"],
+    ),
+    (
+        Type::Q5_1,
+        ["mul_mat_q5_1", "mul_mat_id_q5_1", "get_rows_q5_1"],
+    ),
+    (
+        Type::Q8_0,
+        ["mul_mat_q8_0", "mul_mat_id_q8_0", "get_rows_q8_0"],
+    ),
+    (
+        Type::Q2K,
+        ["mul_mat_q2_k", "mul_mat_id_q2_k", "get_rows_q2_k"],
+    ),
+    (
+        Type::Q3K,
+        ["mul_mat_q3_k", "mul_mat_id_q3_k", "get_rows_q3_k"],
+    ),
+    (
+        Type::Q4K,
+        ["mul_mat_q4_k", "mul_mat_id_q4_k", "get_rows_q4_k"],
+    ),
+    (
+        Type::Q5K,
+        ["mul_mat_q5_k", "mul_mat_id_q5_k", "get_rows_q5_k"],
+    ),
+    (
+        Type::Q6K,
+        ["mul_mat_q6_k", "mul_mat_id_q6_k", "get_rows_q6_k"],
+    ),
+    (
+        Type::Iq4Nl,
+        ["mul_mat_iq4_nl", "mul_mat_id_iq4_nl", "get_rows_iq4_nl"],
+    ),
 ];
 
+const MUL_MAT: usize = 0;
+const MUL_MAT_ID: usize = 1;
+const GET_ROWS: usize = 2;
+
+/// The shader of `kind` (MUL_MAT, MUL_MAT_ID, GET_ROWS) for weights of type `ty`.
+fn weight_shader(ty: Type, kind: usize) -> Option<&'static str> {
+    WEIGHT_TYPES
+        .iter()
+        .find(|(t, _)| *t == ty)
+        .map(|(_, s)| s[kind])
+}
+
 fn weight_suffix(ty: Type) -> Option<&'static str> {
-    WEIGHT_TYPES.iter().find(|(t, _)| *t == ty).map(|(_, s)| *s)
+    weight_shader(ty, MUL_MAT)
 }
 
 /// The float types the copy shaders convert between (their code in the shaders).
@@ -147,6 +195,62 @@ pub(crate) fn supports(gpu: &Gpu, ctx: &Context, id: TensorId) -> bool {
             };
             mode_ok && pos_ok && ff_ok && ty_ok(t) && s0.is_some_and(ty_ok) && t.ne[0] % 2 == 0
         }
+        Op::FlashAttnExt { .. } => {
+            let (Some(q), Some(k), Some(v)) = (s0, s1, src(ctx, t, 2)) else {
+                return false;
+            };
+            let kv_ok = |x: &Tensor| {
+                matches!(x.ty, Type::F16 | Type::F32)
+                    && x.nb[0] == x.ty.type_size()
+                    && elem_strides(x)
+            };
+            let mask_ok =
+                src(ctx, t, 3).is_none_or(|m| m.ty == Type::F16 && m.nb[0] == 2 && elem_strides(m));
+            let sinks_ok = src(ctx, t, 4).is_none_or(|s| s.ty == Type::F32 && s.is_contiguous());
+            q.ty == Type::F32
+                && elem_strides(q)
+                && q.nb[0] == 4
+                && kv_ok(k)
+                && kv_ok(v)
+                && k.ty == v.ty
+                && v.ne[0] <= 256
+                && k.ne[2] > 0
+                && q.ne[2] % k.ne[2] == 0
+                && k.ne[2] == v.ne[2]
+                && k.ne[3] == v.ne[3]
+                && q.ne[3] % k.ne[3] == 0
+                && t.ty == Type::F32
+                && t.is_contiguous()
+                && mask_ok
+                && sinks_ok
+        }
+        Op::MulMatId => {
+            let (Some(a), Some(ids)) = (s0, src(ctx, t, 2)) else {
+                return false;
+            };
+            weight_suffix(a.ty).is_some()
+                && a.nb[0] == a.ty.type_size()
+                && a.ne[0] % a.ty.block_size() as i64 == 0
+                && f32s(s1)
+                && ids.ty == Type::I32
+                && elem_strides(ids)
+                && is_f32
+                && t.nb[0] == 4
+        }
+        Op::SumRows | Op::Mean => is_f32 && f32s(s0),
+        Op::Concat { dim } => {
+            let ok = |x: &Tensor| matches!(x.ty, Type::F32 | Type::I32) && elem_strides(x);
+            (0..4).contains(&dim) && ok(t) && s0.is_some_and(ok) && s1.is_some_and(ok)
+        }
+        Op::Argsort { .. } | Op::TopK { .. } => {
+            t.ty == Type::I32 && elem_strides(t) && f32s(s0) && s0.is_some_and(|a| a.ne[0] <= 65536)
+        }
+        Op::AddId => {
+            is_f32
+                && f32s(s0)
+                && f32s(s1)
+                && src(ctx, t, 2).is_some_and(|i| i.ty == Type::I32 && elem_strides(i))
+        }
         Op::MulMat { .. } => {
             let Some(a) = s0 else { return false };
             weight_suffix(a.ty).is_some()
@@ -172,7 +276,8 @@ pub(crate) struct Bind {
 
 pub(crate) struct Dispatch {
     pub shader: &'static str,
-    pub bind: [Bind; 4],
+    /// src0, src1, src2, dst, src3, src4
+    pub bind: [Bind; 6],
     pub push: [u32; 32],
     pub groups: [u32; 3],
 }
@@ -255,14 +360,15 @@ fn elementwise_groups(n: usize) -> [u32; 3] {
 pub(crate) fn plan(gpu: &Gpu, ctx: &Context, id: TensorId) -> Result<Dispatch, String> {
     let t = &ctx[id];
     let (bd, rd) = bind(gpu, t)?;
-    let mut binds = [bd; 4];
-    let mut resid = [0usize; 4];
+    let mut binds = [bd; 6];
+    let mut resid = [0usize; 6];
     resid[3] = rd;
-    for i in 0..3 {
+    for i in 0..5 {
         if let Some(s) = t.src[i] {
             let (b, r) = bind(gpu, &ctx[s])?;
-            binds[i] = b;
-            resid[i] = r;
+            let slot = if i < 3 { i } else { i + 1 };
+            binds[slot] = b;
+            resid[slot] = r;
         }
     }
     let s = |i: usize| -> Result<&Tensor, String> {
@@ -423,19 +529,124 @@ pub(crate) fn plan(gpu: &Gpu, ctx: &Context, id: TensorId) -> Result<Dispatch, S
                 .f(corr[1]);
             ("rope", elementwise_groups((t.nelements() / 2) as usize))
         }
+        Op::FlashAttnExt {
+            scale,
+            max_bias,
+            logit_softcap,
+            ..
+        } => {
+            let (q, k, v) = (s(0)?, s(1)?, s(2)?);
+            let mask = t.src[3].map(|m| &ctx[m]);
+            if t.src[4].is_some() && resid[5] != 0 {
+                return Err("sinks not at an aligned offset".into());
+            }
+            p.u(q.ne[0])
+                .u(v.ne[0])
+                .u(q.ne[1])
+                .u(q.ne[2])
+                .u(q.ne[3])
+                .u(k.ne[1]);
+            for x in [q, k, v] {
+                let es = x.ty.type_size();
+                p.u(x.nb[1] / es).u(x.nb[2] / es).u(x.nb[3] / es);
+            }
+            match mask {
+                Some(m) => {
+                    p.u(m.nb[1] / 2)
+                        .u(m.ne[2])
+                        .u(m.ne[3])
+                        .u(m.nb[2] / 2)
+                        .u(m.nb[3] / 2);
+                }
+                None => {
+                    p.u(0).u(1).u(1).u(0).u(0);
+                }
+            }
+            p.u(resid[0] / 4)
+                .u(resid[1] / k.ty.type_size())
+                .u(resid[2] / v.ty.type_size())
+                .u(resid[4] / 2)
+                .u(resid[3] / 4);
+            let n_head = q.ne[2] as u32;
+            let n_head_log2 = 1u32 << (31 - n_head.max(1).leading_zeros());
+            p.f(scale).f(max_bias).f(logit_softcap).u(n_head_log2);
+            let flags = (k.ty == Type::F16) as u32
+                | ((v.ty == Type::F16) as u32) << 1
+                | (mask.is_some() as u32) << 2
+                | (t.src[4].is_some() as u32) << 3;
+            p.u(flags).u(k.ne[2]).u(k.ne[3]);
+            (
+                "flash_attn",
+                grid(((q.ne[1] * q.ne[2] * q.ne[3]) as usize).div_ceil(32)),
+            )
+        }
+        Op::MulMatId => {
+            let (a, b, ids) = (s(0)?, s(1)?, s(2)?);
+            let shader =
+                weight_shader(a.ty, MUL_MAT_ID).ok_or("mul_mat_id of an unclaimed type")?;
+            p.u(a.ne[0]).u(a.ne[1]).u(a.ne[2]).u(a.nb[1]).u(a.nb[2]);
+            p.u(b.ne[1]).u(b.nb[0] / 4).u(b.nb[1] / 4).u(b.nb[2] / 4);
+            p.u(ids.ne[0])
+                .u(ids.ne[1])
+                .u(ids.nb[0] / 4)
+                .u(ids.nb[1] / 4);
+            p.u(t.nb[1] / 4).u(t.nb[2] / 4);
+            p.u(resid[0])
+                .u(resid[1] / 4)
+                .u(resid[2] / 4)
+                .u(resid[3] / 4);
+            (shader, grid(nel.div_ceil(64)))
+        }
+        Op::SumRows | Op::Mean => {
+            let a = s(0)?;
+            p.shape(a).shape(a).shape(t);
+            p.u(eoff(0, a)).u(0).u(eoff(3, t));
+            p.u(matches!(t.op, Op::Mean) as u32);
+            ("sum_rows", grid((a.nrows() as usize).div_ceil(64)))
+        }
+        Op::Concat { dim } => {
+            let (a, b) = (s(0)?, s(1)?);
+            p.shape(a).shape(b).shape(t);
+            p.u(eoff(0, a)).u(eoff(1, b)).u(eoff(3, t));
+            p.u(0).f(0.0).f(0.0).u(dim);
+            ("concat", elementwise_groups(nel))
+        }
+        Op::Argsort { .. } | Op::TopK { .. } => {
+            let a = s(0)?;
+            p.shape(a).shape(a).shape(t);
+            p.u(eoff(0, a)).u(0).u(eoff(3, t));
+            let (op, desc, k) = match t.op {
+                Op::Argsort { order } => (0, (order == ggml::SortOrder::Desc) as u32, 0),
+                Op::TopK { k } => (1, 1, k.max(0) as u32),
+                _ => unreachable!("matched above"),
+            };
+            p.u(op).f(0.0).f(0.0).u(desc).u(k);
+            ("argsort", grid((a.nelements() as usize).div_ceil(64)))
+        }
+        Op::AddId => {
+            let (a, b, ids) = (s(0)?, s(1)?, s(2)?);
+            p.shape(a).shape(b).shape(t);
+            p.u(eoff(0, a)).u(eoff(1, b)).u(eoff(3, t));
+            p.u(resid[2] / 4)
+                .f(0.0)
+                .f(0.0)
+                .u(ids.nb[0] / 4)
+                .u(ids.nb[1] / 4);
+            ("add_id", elementwise_groups(nel))
+        }
         Op::GetRows => {
             let (a, idx) = (s(0)?, s(1)?);
-            let suffix = weight_suffix(a.ty).ok_or("get_rows of an unclaimed type")?;
+            let shader = weight_shader(a.ty, GET_ROWS).ok_or("get_rows of an unclaimed type")?;
             p.u(a.ne[0]).u(a.ne[1]).u(a.nb[1]).u(a.nb[2]).u(a.nb[3]);
             p.u(idx.ne[0]).u(idx.ne[1]).u(idx.ne[2]);
             p.u(idx.nb[0] / 4).u(idx.nb[1] / 4).u(idx.nb[2] / 4);
             p.u(t.nb[1] / 4).u(t.nb[2] / 4).u(t.nb[3] / 4);
             p.u(resid[0]).u(resid[1] / 4).u(resid[3] / 4);
-            (get_rows_shader(suffix), elementwise_groups(nel))
+            (shader, elementwise_groups(nel))
         }
         Op::MulMat { .. } => {
             let (a, b) = (s(0)?, s(1)?);
-            let suffix = weight_suffix(a.ty).ok_or("mul_mat of an unclaimed type")?;
+            let shader = weight_shader(a.ty, MUL_MAT).ok_or("mul_mat of an unclaimed type")?;
             for i in 0..4 {
                 p.u(a.ne[i]);
             }
@@ -448,11 +659,11 @@ pub(crate) fn plan(gpu: &Gpu, ctx: &Context, id: TensorId) -> Result<Dispatch, S
             p.u(resid[0]).u(resid[1] / 4).u(resid[3] / 4);
             p.u(b.ne[2] / a.ne[2]).u(b.ne[3] / a.ne[3]);
             let groups = [
-                a.ne[1].min(65535) as u32,
+                (a.ne[1] as u32).div_ceil(64).min(65535),
                 (b.ne[1] as u32).div_ceil(8),
                 (b.ne[2] * b.ne[3]) as u32,
             ];
-            (mul_mat_shader(suffix), groups)
+            (shader, groups)
         }
         _ => return Err(format!("op {} is not implemented on Vulkan", t.op.desc())),
     };
@@ -462,44 +673,6 @@ pub(crate) fn plan(gpu: &Gpu, ctx: &Context, id: TensorId) -> Result<Dispatch, S
         push: p.w,
         groups,
     })
-}
-
-fn mul_mat_shader(suffix: &str) -> &'static str {
-    match suffix {
-        "f32" => "mul_mat_f32",
-        "f16" => "mul_mat_f16",
-        "bf16" => "mul_mat_bf16",
-        "q4_0" => "mul_mat_q4_0",
-        "q4_1" => "mul_mat_q4_1",
-        "q5_0" => "mul_mat_q5_0",
-        "q5_1" => "mul_mat_q5_1",
-        "q8_0" => "mul_mat_q8_0",
-        "q2_k" => "mul_mat_q2_k",
-        "q3_k" => "mul_mat_q3_k",
-        "q4_k" => "mul_mat_q4_k",
-        "q5_k" => "mul_mat_q5_k",
-        "q6_k" => "mul_mat_q6_k",
-        _ => "mul_mat_iq4_nl",
-    }
-}
-
-fn get_rows_shader(suffix: &str) -> &'static str {
-    match suffix {
-        "f32" => "get_rows_f32",
-        "f16" => "get_rows_f16",
-        "bf16" => "get_rows_bf16",
-        "q4_0" => "get_rows_q4_0",
-        "q4_1" => "get_rows_q4_1",
-        "q5_0" => "get_rows_q5_0",
-        "q5_1" => "get_rows_q5_1",
-        "q8_0" => "get_rows_q8_0",
-        "q2_k" => "get_rows_q2_k",
-        "q3_k" => "get_rows_q3_k",
-        "q4_k" => "get_rows_q4_k",
-        "q5_k" => "get_rows_q5_k",
-        "q6_k" => "get_rows_q6_k",
-        _ => "get_rows_iq4_nl",
-    }
 }
 
 /// ggml_rope_yarn_corr_dims

@@ -1,14 +1,14 @@
 //! The committed SPIR-V (built from shaders/*.comp by scripts/build-vulkan-shaders) and the
-//! compute pipelines made from it on first use. Every shader has the same interface: four
-//! storage buffers (src0, src1, src2, dst) pushed as descriptors, and 128 bytes of push
-//! constants.
+//! compute pipelines made from it on first use. Every shader has the same interface: six
+//! storage buffers (src0, src1, src2, dst, src3, src4) pushed as descriptors, and 128 bytes of
+//! push constants.
 
 use ash::vk;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 pub(crate) const PUSH_BYTES: u32 = 128;
-pub(crate) const N_BINDINGS: u32 = 4;
+pub(crate) const N_BINDINGS: u32 = 6;
 
 macro_rules! spirv {
     ($($name:literal),* $(,)?) => {
@@ -26,6 +26,11 @@ pub(crate) const SHADERS: &[(&str, &[u8])] = spirv![
     "norm",
     "soft_max",
     "rope",
+    "flash_attn",
+    "sum_rows",
+    "concat",
+    "argsort",
+    "add_id",
     "mul_mat_f32",
     "mul_mat_f16",
     "mul_mat_bf16",
@@ -54,6 +59,20 @@ pub(crate) const SHADERS: &[(&str, &[u8])] = spirv![
     "get_rows_q5_k",
     "get_rows_q6_k",
     "get_rows_iq4_nl",
+    "mul_mat_id_f32",
+    "mul_mat_id_f16",
+    "mul_mat_id_bf16",
+    "mul_mat_id_q4_0",
+    "mul_mat_id_q4_1",
+    "mul_mat_id_q5_0",
+    "mul_mat_id_q5_1",
+    "mul_mat_id_q8_0",
+    "mul_mat_id_q2_k",
+    "mul_mat_id_q3_k",
+    "mul_mat_id_q4_k",
+    "mul_mat_id_q5_k",
+    "mul_mat_id_q6_k",
+    "mul_mat_id_iq4_nl",
 ];
 
 pub(crate) struct Pipelines {

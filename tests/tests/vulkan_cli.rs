@@ -1,0 +1,207 @@
+//! The Vulkan backend end to end on lavapipe (a CPU-type device, so GGML_VK_VISIBLE_DEVICES=0
+//! names it): the device listing, -ngl placement with its startup-log lines, and greedy text
+//! equal to the CPU's on the reference model at f32 and quantized. Without a Vulkan device the
+//! tests skip (printing so), and fail under CI=true.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn run(name: &str, args: &[&str], vulkan: bool) -> Output {
+    let mut c = Command::new(test_fixtures::bin(name, name));
+    c.args(args).env_remove("LLAMA_ARG_MODEL");
+    if vulkan {
+        c.env("GGML_VK_VISIBLE_DEVICES", "0");
+    } else {
+        // without the variable lavapipe is hidden: the CPU alone
+        c.env_remove("GGML_VK_VISIBLE_DEVICES");
+    }
+    c.output().unwrap_or_else(|e| panic!("run {name}: {e}"))
+}
+
+fn text(b: &[u8]) -> String {
+    test_fixtures::text(b)
+}
+
+/// True when Vulkan0 exists with GGML_VK_VISIBLE_DEVICES=0; otherwise skips (failing in CI).
+fn vulkan_or_skip() -> bool {
+    let o = run("llama-list-devices", &[], true);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    if text(&o.stdout).contains("Vulkan0: ") {
+        return true;
+    }
+    test_fixtures::skip("no Vulkan device (install mesa-vulkan-drivers and libvulkan1)");
+    false
+}
+
+const PROMPT: &str = "The capital of France is";
+
+/// Greedy generation of 24 tokens; returns (stdout, stderr) after checking success.
+fn greedy(model: &Path, extra: &[&str], vulkan: bool) -> (String, String) {
+    let m = model.to_str().unwrap();
+    let mut args = vec![
+        "-m", m, "-p", PROMPT, "-n", "24", "--temp", "0", "--seed", "1", "-no-cnv", "-lv", "4",
+    ];
+    args.extend_from_slice(extra);
+    let o = run("llama-completion", &args, vulkan);
+    assert!(
+        o.status.success(),
+        "{extra:?} (vulkan {vulkan}) failed:\n{}",
+        text(&o.stderr)
+    );
+    (text(&o.stdout), text(&o.stderr))
+}
+
+#[test]
+fn list_devices_shows_vulkan0_with_its_memory() {
+    if !vulkan_or_skip() {
+        return;
+    }
+    let o = run("llama-list-devices", &[], true);
+    let out = text(&o.stdout);
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("Vulkan0: "))
+        .expect("a Vulkan0 line");
+    // "  Vulkan0: <name> (<total> MiB, <free> MiB free)"
+    assert!(line.ends_with(" MiB free)"), "{line}");
+    assert!(line.contains(" MiB, "), "{line}");
+    // hidden without the variable: lavapipe is a CPU-type device
+    let o = run("llama-list-devices", &[], false);
+    assert!(!text(&o.stdout).contains("Vulkan0"), "{}", text(&o.stdout));
+}
+
+/// The expected "offloaded N/M layers" of -ngl `ngl` on an `n_layer` model (the output layer
+/// counted, as llama.cpp).
+fn offloaded(ngl: i32, n_layer: i32) -> String {
+    format!(
+        "offloaded {}/{} layers to GPU",
+        ngl.min(n_layer + 1),
+        n_layer + 1
+    )
+}
+
+#[test]
+fn reference_model_f32_gives_the_cpu_text_at_every_ngl_and_nkvo() {
+    if !vulkan_or_skip() {
+        return;
+    }
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
+        return;
+    };
+    let (cpu, _) = greedy(&model, &[], false);
+    assert!(cpu.len() > PROMPT.len(), "{cpu}");
+    for ngl in [0, 1, 3, 5, 99] {
+        let n = ngl.to_string();
+        let (out, err) = greedy(&model, &["-ngl", &n], true);
+        assert_eq!(out, cpu, "-ngl {ngl}: text differs from the CPU's\n{err}");
+        assert!(err.contains(&offloaded(ngl, 4)), "-ngl {ngl}:\n{err}");
+        assert!(
+            err.contains("Vulkan_Host compute buffer size"),
+            "-ngl {ngl}:\n{err}"
+        );
+        if ngl > 0 {
+            for l in [
+                "Vulkan0 model buffer size",
+                "Vulkan0 KV buffer size",
+                "Vulkan0 compute buffer size",
+            ] {
+                assert!(err.contains(l), "-ngl {ngl}: no '{l}'\n{err}");
+            }
+        }
+        if ngl >= 5 {
+            assert!(err.contains("Vulkan_Host  output buffer size"), "{err}");
+        }
+    }
+    let (out, err) = greedy(&model, &["-ngl", "99", "-nkvo"], true);
+    assert_eq!(out, cpu, "-nkvo: text differs from the CPU's\n{err}");
+    assert!(!err.contains("Vulkan0 KV buffer size"), "-nkvo:\n{err}");
+    assert!(err.contains("CPU KV buffer size"), "-nkvo:\n{err}");
+}
+
+fn quantized(model: &Path, ty: &str) -> PathBuf {
+    let dir = test_fixtures::cache_dir().join("vulkan-cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("ref-{ty}-{}.gguf", std::process::id()));
+    let o = run(
+        "llama-quantize",
+        &[model.to_str().unwrap(), out.to_str().unwrap(), ty],
+        false,
+    );
+    assert!(o.status.success(), "quantize {ty}: {}", text(&o.stderr));
+    out
+}
+
+#[test]
+fn reference_model_quantized_gives_the_cpu_text_at_ngl_99() {
+    if !vulkan_or_skip() {
+        return;
+    }
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
+        return;
+    };
+    for ty in ["Q8_0", "Q4_0", "Q4_K_M"] {
+        let q = quantized(&model, ty);
+        let (cpu, _) = greedy(&q, &[], false);
+        let (vk, err) = greedy(&q, &["-ngl", "99"], true);
+        let _ = std::fs::remove_file(&q);
+        assert_eq!(vk, cpu, "{ty}: text differs from the CPU's\n{err}");
+        assert!(err.contains(&offloaded(99, 4)), "{ty}:\n{err}");
+    }
+}
+
+/// The split headers of the last GGML_SCHED_DEBUG print: (backend, number of inputs).
+fn last_splits(err: &str) -> Vec<(String, usize)> {
+    let mut all: Vec<Vec<(String, usize)>> = Vec::new();
+    let mut cur: Vec<(String, usize)> = Vec::new();
+    for piece in err.split("## SPLIT #").skip(1) {
+        // "<i>: <backend> # <n> inputs..."
+        let (idx, rest) = piece.split_once(": ").unwrap_or(("", ""));
+        let backend = rest.split(" # ").next().unwrap_or("").to_string();
+        let n: usize = rest
+            .split(" # ")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(usize::MAX);
+        if idx == "0" && !cur.is_empty() {
+            all.push(std::mem::take(&mut cur));
+        }
+        cur.push((backend, n));
+    }
+    all.push(cur);
+    all.pop().unwrap_or_default()
+}
+
+#[test]
+fn sched_debug_shows_cpu_and_vulkan_splits_at_ngl_2() {
+    if !vulkan_or_skip() {
+        return;
+    }
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
+        return;
+    };
+    let m = model.to_str().unwrap();
+    let mut c = Command::new(test_fixtures::bin("llama-completion", "llama-completion"));
+    c.args([
+        "-m", m, "-p", PROMPT, "-n", "1", "--temp", "0", "-no-cnv", "-v", "-ngl", "2",
+    ])
+    .env_remove("LLAMA_ARG_MODEL")
+    .env("GGML_VK_VISIBLE_DEVICES", "0")
+    .env("GGML_SCHED_DEBUG", "2");
+    let o = c.output().expect("run llama-completion");
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    let splits = last_splits(&err);
+    // -ngl 2 on 4 layers: i_gpu_start = 4 + 1 - 2 = 3, so layers 0..2 on the CPU and layer 3
+    // with the output on Vulkan0. The graph is: the CPU's token embedding and layers 0-2 (one
+    // split, no inputs), then Vulkan0 for layer 3 and the output, whose inputs are the residual
+    // stream from the CPU and the graph inputs it reads (positions, KV indices, mask, out_ids).
+    let names: Vec<&str> = splits.iter().map(|(b, _)| b.as_str()).collect();
+    assert_eq!(names, ["CPU", "Vulkan0"], "{splits:?}");
+    assert_eq!(splits[0].1, 0, "{splits:?}");
+    assert!(splits[1].1 >= 2, "{splits:?}");
+    assert!(
+        err.contains("graph splits = 2") || err.contains("splits = 2"),
+        "{err}"
+    );
+}
