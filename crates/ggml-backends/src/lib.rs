@@ -3,10 +3,18 @@
 //! then the CPU, which the registry keeps last. libllama's `backend_init` and the tools that
 //! list devices call this and nothing else.
 
-/// Registers the compiled backends; safe to call more than once.
+/// Registers the compiled backends; safe to call more than once. A GPU backend without a
+/// device here is not registered, so a machine without Vulkan sees exactly the CPU-only build
+/// (llama-bench's backend column says CPU there, as before).
 pub fn init() {
     #[cfg(feature = "vulkan")]
-    ggml_vulkan::init();
+    {
+        use ggml::backend::Reg;
+        let vk = ggml_vulkan::reg();
+        if !vk.devices().is_empty() {
+            ggml::backend::register(vk);
+        }
+    }
     ggml_cpu::init();
 }
 

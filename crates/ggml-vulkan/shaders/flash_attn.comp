@@ -65,6 +65,7 @@ void main() {
         }
         float mx = -1.0 / 0.0;
         float sum = 0.0;
+        bool vf16 = (p.flags & 2u) != 0u;
         for (uint ic = 0; ic < p.n_kv; ic++) {
             float mv = 0.0;
             if ((p.flags & 4u) != 0u) {
@@ -75,8 +76,11 @@ void main() {
             }
             uint krow = kbase + ic * p.nb11;
             float s = 0.0;
+            // as the CPU: q converted to K's type (f16) before the dot product
+            bool kf16 = (p.flags & 1u) != 0u;
             for (uint i = 0; i < p.dk; i++) {
-                s += q[qrow + i] * kat(krow + i);
+                float qv = q[qrow + i];
+                s += (kf16 ? float(float16_t(qv)) : qv) * kat(krow + i);
             }
             s *= p.scale;
             if (p.softcap != 0.0) {
@@ -89,16 +93,18 @@ void main() {
                 ms = exp(mx - s);
                 mx = s;
                 for (uint i = 0; i < p.dv; i++) {
-                    acc[i] *= ms;
+                    acc[i] = vf16 ? float(float16_t(acc[i] * ms)) : acc[i] * ms;
                 }
             } else {
                 vs = exp(s - mx);
             }
             uint vrow = vbase + ic * p.nb21;
+            // an f16 V accumulates in f16, rounded at every step, as ggml's CPU kernel
             for (uint i = 0; i < p.dv; i++) {
-                acc[i] += vs * vat(vrow + i);
+                float a = fma(vat(vrow + i), vs, acc[i]);
+                acc[i] = vf16 ? float(float16_t(a)) : a;
             }
-            sum = sum * ms + vs;
+            sum = fma(sum, ms, vs);
         }
         if ((p.flags & 8u) != 0u) {
             float sink = sinks[iq2];

@@ -1,6 +1,7 @@
 #version 450
 // MUL_MAT with src0 of type TYPE (rows contiguous, dequantized element by element) and f32
-// src1 of any strides, into contiguous f32 dst. Each invocation computes one src0 row against
+// src1 of any strides (taken as the CPU's vec_dot_type values, src1_round.glsl), into
+// contiguous f32 dst. Each invocation computes one src0 row against
 // up to NCOLS src1 columns: with one column it is the mat-vec path of a single token, with more
 // a 1 x NCOLS register tile that dequantizes each weight once for all its columns. There is no
 // shared-memory reduction: workgroup barriers are what a CPU implementation of Vulkan
@@ -27,6 +28,8 @@ layout(push_constant) uniform Params {
 layout(std430, binding = 1) readonly buffer B { float b[]; };
 layout(std430, binding = 3) writeonly buffer D { float d[]; };
 
+#include "src1_round.glsl"
+
 void main() {
     uint j0 = gl_WorkGroupID.y * NCOLS;
     uint i12 = gl_WorkGroupID.z % p.ne12;
@@ -42,16 +45,16 @@ void main() {
         for (uint c = 0; c < NCOLS; c++) {
             acc[c] = 0.0;
         }
-        if (ncols == 1) {
-            for (uint k = 0; k < p.ne00; k++) {
-                acc[0] += dequant(row, k) * b[col + k * p.nb10];
+        for (uint kb = 0; kb < p.ne00; kb += ACT_QB) {
+            vec2 blk[NCOLS];
+            for (uint c = 0; c < ncols; c++) {
+                blk[c] = act_block(col + kb * p.nb10 + c * p.nb11, p.nb10);
             }
-        } else {
-            for (uint k = 0; k < p.ne00; k++) {
+            for (uint k = kb; k < min(kb + ACT_QB, p.ne00); k++) {
                 float w = dequant(row, k);
                 uint bk = col + k * p.nb10;
                 for (uint c = 0; c < ncols; c++) {
-                    acc[c] += w * b[bk + c * p.nb11];
+                    acc[c] += w * act_value(b[bk + c * p.nb11], blk[c]);
                 }
             }
         }

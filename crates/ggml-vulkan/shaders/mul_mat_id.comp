@@ -24,6 +24,8 @@ layout(std430, binding = 1) readonly buffer B { float b[]; };
 layout(std430, binding = 2) readonly buffer I { int ids[]; };
 layout(std430, binding = 3) writeonly buffer D { float d[]; };
 
+#include "src1_round.glsl"
+
 void main() {
     uint n = p.ne01 * p.n_used * p.n_tok;
     for (uint g = flat_gid(); g < n; g += flat_nthreads()) {
@@ -35,8 +37,11 @@ void main() {
         if (e >= 0 && uint(e) < p.n_as) {
             uint row = p.off0 + m * p.nb01 + uint(e) * p.nb02;
             uint col = p.off1 + (i % p.ne11) * p.nb11 + t * p.nb12;
-            for (uint k = 0; k < p.ne00; k++) {
-                acc += dequant(row, k) * b[col + k * p.nb10];
+            for (uint kb = 0; kb < p.ne00; kb += ACT_QB) {
+                vec2 blk = act_block(col + kb * p.nb10, p.nb10);
+                for (uint k = kb; k < min(kb + ACT_QB, p.ne00); k++) {
+                    acc += dequant(row, k) * act_value(b[col + k * p.nb10], blk);
+                }
             }
         }
         d[p.offd + m + i * p.nb1 + t * p.nb2] = acc;
