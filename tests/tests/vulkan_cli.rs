@@ -298,7 +298,7 @@ fn perplexity_and_kl_divergence_at_ngl_99_match_the_cpu() {
     let ppl_cpu = final_ppl(&text(&o.stderr));
 
     let mut args = common.to_vec();
-    args.extend(["-ngl", "99"]);
+    args.extend(["-ngl", "99", "-lv", "4"]);
     let o = run("llama-perplexity", &args, true);
     let err = text(&o.stderr);
     assert!(o.status.success(), "{err}");
