@@ -331,3 +331,40 @@ fn perplexity_and_kl_divergence_at_ngl_99_match_the_cpu() {
     assert!(kld < 1e-4, "mean KLD {kld}\n{out}");
     assert!(same_top >= 99.0, "same top token {same_top}%\n{out}");
 }
+
+#[test]
+fn eval_callback_graph_draws_the_cpu_and_vulkan_splits() {
+    if !vulkan_or_skip() {
+        return;
+    }
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
+        return;
+    };
+    let dir = test_fixtures::cache_dir().join("vulkan-cli");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dot = dir.join(format!("graph-{}.dot", std::process::id()));
+    let args = [
+        "-m",
+        model.to_str().unwrap(),
+        "-p",
+        PROMPT,
+        "-n",
+        "1",
+        "-ngl",
+        "2",
+        "--graph",
+        dot.to_str().unwrap(),
+    ];
+    let o = run("llama-eval-callback", &args, true);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let d = std::fs::read_to_string(&dot).expect("the graph file");
+    let _ = std::fs::remove_file(&dot);
+    // layers 0-2 on the CPU (whose compute buffer is Vulkan_Host memory), then layer 3 on
+    // Vulkan0, then the output product on the CPU
+    let labels: Vec<&str> = d
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("label=\"split "))
+        .map(|l| l.split(": ").nth(1).unwrap_or("").trim_end_matches("\";"))
+        .collect();
+    assert_eq!(labels, ["CPU", "Vulkan0", "CPU"], "{d}");
+}
