@@ -368,3 +368,31 @@ fn eval_callback_graph_draws_the_cpu_and_vulkan_splits() {
         .collect();
     assert_eq!(labels, ["CPU", "Vulkan0", "CPU"], "{d}");
 }
+
+#[test]
+fn override_tensor_and_dev_place_weights_on_vulkan0() {
+    if !vulkan_or_skip() {
+        return;
+    }
+    let Some(model) = test_fixtures::reference_model_or_skip() else {
+        return;
+    };
+    let (cpu, _) = greedy_n(&model, "8", &[], false);
+    // -ot puts layer 3's weights on Vulkan0 with no layer offloaded
+    let (out, err) = greedy_n(
+        &model,
+        "8",
+        &["-ngl", "0", "-ot", "blk\\.3\\..*=Vulkan0"],
+        true,
+    );
+    assert_eq!(out, cpu, "{err}");
+    assert!(err.contains("offloaded 0/5 layers to GPU"), "{err}");
+    assert!(err.contains("Vulkan0 model buffer size"), "{err}");
+    // -dev Vulkan0 names the device; -dev none keeps everything on the CPU
+    let (out, err) = greedy_n(&model, "8", &["-dev", "Vulkan0", "-ngl", "99"], true);
+    assert_eq!(out, cpu, "{err}");
+    assert!(err.contains("using device Vulkan0"), "{err}");
+    let (out, err) = greedy_n(&model, "8", &["-dev", "none", "-ngl", "99"], true);
+    assert_eq!(out, cpu, "{err}");
+    assert!(!err.contains("Vulkan0 model buffer size"), "{err}");
+}
