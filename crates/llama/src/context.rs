@@ -344,7 +344,14 @@ impl Context {
                 0
             };
         let logits = vec![0.0f32; n_vocab * n_out0];
-        let output_buft_name = cpu_dev.buffer_type().name().to_string();
+        // as llama.cpp: the host buffer of the output layer's device (pinned memory for the
+        // logits' transfer), else the CPU's
+        let output_buft_name = model
+            .dev_output()
+            .and_then(|d| d.host_buffer_type())
+            .unwrap_or_else(|| cpu_dev.buffer_type())
+            .name()
+            .to_string();
         ggml::log_info!(
             "llama_context: {:>10}  output buffer size = {:8.2} MiB\n",
             output_buft_name,
@@ -393,7 +400,19 @@ impl Context {
         let kv = KvMemory::new(&model, &kv_spec)?;
 
         ggml::log_debug!("llama_context: enumerating backends\n");
-        let backend_bufts: Vec<BufferTypeRef> = devs.iter().map(|d| d.buffer_type()).collect();
+        // the CPU computes in the first GPU's pinned host memory where it has one (llama.cpp:
+        // faster transfers of the intermediate state)
+        let gpu_host_buft = devs
+            .iter()
+            .find(|d| d.kind() != DeviceKind::Cpu)
+            .and_then(|d| d.host_buffer_type());
+        let backend_bufts: Vec<BufferTypeRef> = devs
+            .iter()
+            .map(|d| match (&gpu_host_buft, d.kind()) {
+                (Some(h), DeviceKind::Cpu) => h.clone(),
+                _ => d.buffer_type(),
+            })
+            .collect();
         ggml::log_debug!("llama_context: backend_ptrs.size() = {}\n", backends.len());
         let n_tokens = cparams.n_ctx.min(cparams.n_ubatch) as usize;
         let max_nodes = graph_max_nodes(&model, n_tokens);

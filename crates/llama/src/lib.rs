@@ -46,9 +46,10 @@ pub use context_params::{AbortCallback, ContextParams, EvalCallback, FlashAttnTy
 pub use perf::PerfContextData;
 pub use system_info::print_system_info;
 
-/// Registers the compiled backends (the CPU); safe to call more than once.
+/// Registers the compiled backends (ggml_backends::init: Vulkan where compiled, the CPU last);
+/// safe to call more than once.
 pub fn backend_init() {
-    ggml_cpu::init();
+    ggml_backends::init();
 }
 pub mod quant;
 pub mod vocab;

@@ -69,9 +69,18 @@ fn record(g: &ggml::Context, id: ggml::TensorId, rec: &Mutex<GraphRecord>) {
         ty: t.ty.name().to_string(),
         ne: t.ne,
         srcs,
-        backend: t
-            .buffer()
-            .map_or_else(|| "?".to_string(), |b| b.name().to_string()),
+        // the backend that computed the node: host memory (CPU, CPU_Mapped, a GPU's pinned
+        // Vulkan_Host) is the CPU's; a device buffer is named after its device
+        backend: t.buffer().map_or_else(
+            || "?".to_string(),
+            |b| {
+                if b.is_host() {
+                    "CPU".to_string()
+                } else {
+                    b.name().to_string()
+                }
+            },
+        ),
     };
     rec.lock().unwrap_or_else(|e| e.into_inner()).push(node);
 }

@@ -11,8 +11,8 @@ fn main() -> ExitCode {
         .collect();
     match llama_list_devices::cli::parse(&args) {
         llama_list_devices::cli::Action::List => {
-            // registers the compiled backends (the CPU one, which is never listed)
-            ggml_cpu::init();
+            // registers the compiled backends (the CPU, which is never listed, last)
+            ggml_backends::init();
             print!("{}", llama_list_devices::available_devices_text());
             ExitCode::SUCCESS
         }

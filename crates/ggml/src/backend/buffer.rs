@@ -47,6 +47,11 @@ pub trait BufferImpl: Send + Sync {
     fn tensor_io(&self) -> Option<&dyn TensorIo> {
         None
     }
+    /// The implementation itself, for a backend that must reach its own buffers' handles (a
+    /// GPU buffer's device memory); None for memory any backend reads by address.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// Reads and writes of whole tensors, for buffers that cannot serve them by address alone.
@@ -118,6 +123,9 @@ impl Buffer {
     }
     pub fn tensor_io(&self) -> Option<&dyn TensorIo> {
         self.imp.tensor_io()
+    }
+    pub fn imp_any(&self) -> Option<&dyn std::any::Any> {
+        self.imp.as_any()
     }
     pub fn clear(&self, value: u8) {
         self.imp.memset(self.base(), value, self.size())

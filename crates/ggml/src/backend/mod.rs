@@ -114,7 +114,9 @@ pub trait Backend: Send {
     /// Reorder or fuse a split's nodes before it is computed (none by default).
     fn graph_optimize(&mut self, _ctx: &mut Context, _nodes: &mut Vec<TensorId>) {}
     fn synchronize(&mut self) {}
-    /// Asynchronous writes and reads; the default is the buffer's synchronous path.
+    /// Asynchronous writes and reads; the default is the buffer's synchronous path. The
+    /// caller may free or reuse `data` as soon as `set_tensor_async` returns (the scheduler's
+    /// staging does): a backend that transfers later must copy it first.
     fn set_tensor_async(&mut self, t: &Tensor, data: &[u8], offset: usize) {
         set_tensor(t, data, offset)
     }
