@@ -281,13 +281,16 @@ impl<'a> TensorCreator<'a> {
         let mut dev_layer: Vec<DeviceRef> = (0..=n_layer).map(|il| layer_dev(il).0).collect();
         let dev_output = dev_layer.pop();
         if !gpus.is_empty() {
-            let n_gpu = n_gpu_layers.min(n_layer);
-            if n_gpu_layers > n_layer {
+            // the pinned llama.cpp counts the output layer into min(ngl, n_layer) for this
+            // line: -ngl 99 on 4 layers says "output layer" and "3 repeating layers"
+            let mut n_repeating = n_gpu_layers.min(n_layer);
+            if n_repeating > 0 {
                 ggml::log_info!("load_tensors: offloading output layer to GPU\n");
+                n_repeating -= 1;
             }
             ggml::log_info!(
                 "load_tensors: offloading {} repeating layers to GPU\n",
-                n_gpu
+                n_repeating
             );
             ggml::log_info!(
                 "load_tensors: offloaded {}/{} layers to GPU\n",

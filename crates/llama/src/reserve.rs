@@ -31,6 +31,7 @@ impl Context {
         let p = self.graph_params(n_tokens, n_outputs, self.kv.base.size(), n_kv_swa);
         let mut built = self.build_graph(p);
         log_input_tensors(&built);
+        built.inputs.n_tensors = count_inputs(&built);
         // without memory (no_alloc models) the buffers are only measured
         let res = if split_only || self.model.no_alloc() {
             self.sched.reserve_size(&mut built.graph).map(|sizes| {
@@ -137,10 +138,10 @@ impl Context {
             ggml::log_error!("llama_init_from_model: failed to initialize the context: failed to allocate compute pp buffers\n");
         })?;
         let (n_splits_pp, n_nodes_pp) = (self.sched.n_splits(), pp.graph.n_nodes());
-        let (objs_pp, inps_pp) = (pp.inputs.n_objects, count_inputs(&pp));
+        let (objs_pp, inps_pp) = (pp.inputs.n_objects, pp.inputs.n_tensors);
         let tg = self.graph_reserve(n_seqs, n_seqs, n_seqs, false)?;
         let (n_splits_tg, n_nodes_tg) = (self.sched.n_splits(), tg.graph.n_nodes());
-        let (objs_tg, inps_tg) = (tg.inputs.n_objects, count_inputs(&tg));
+        let (objs_tg, inps_tg) = (tg.inputs.n_objects, tg.inputs.n_tensors);
         // the pp graph again, so that inference does not reallocate
         self.graph_reserve(n_tokens, n_seqs, n_tokens, false)?;
 

@@ -48,6 +48,9 @@ pub(crate) struct GraphInputs {
     pub out_ids: Option<TensorId>,
     /// input objects (llm_graph_input_*): embd, pos, attn, out_ids
     pub n_objects: usize,
+    /// input tensors some node reads, counted before the scheduler rewires sources to its
+    /// copies (llama_graph_n_input_tensors); set by graph_reserve
+    pub n_tensors: usize,
 }
 
 impl GraphInputs {
@@ -159,7 +162,20 @@ impl<'a> GraphBuilder<'a> {
     /// one entry for expert matrices (as build_lora_mm is for the others).
     pub fn build_lora_mm_id(&mut self, weight: TensorId, cur: TensorId, ids: TensorId) -> TensorId {
         let w = self.w(weight);
-        self.g.ctx.mul_mat_id(w, cur, ids)
+        let mut res = self.g.ctx.mul_mat_id(w, cur, ids);
+        let name = &self.model.ctx[weight].name;
+        for (adapter, adapter_scale) in self.loras {
+            let Some((a, b, scale)) = adapter.weight(name, *adapter_scale) else {
+                continue;
+            };
+            // per-expert pairs, picked by the same ids
+            let (a, b) = (self.g.ctx.import(a), self.g.ctx.import(b));
+            let a_cur = self.g.ctx.mul_mat_id(a, cur, ids);
+            let ab_cur = self.g.ctx.mul_mat_id(b, a_cur, ids);
+            let ab_cur = self.g.ctx.scale(ab_cur, scale);
+            res = self.g.ctx.add(res, ab_cur);
+        }
+        res
     }
 
     /// The graph's leaf for the K (or V) tensor of layer `il` in the cache that holds it.
