@@ -155,17 +155,22 @@ impl Context {
                 );
             }
         }
+        // any figure that differs between the two graphs prints every figure as "pp / tg"
+        let diff = n_nodes_pp != n_nodes_tg
+            || n_splits_pp != n_splits_tg
+            || objs_pp != objs_tg
+            || inps_pp != inps_tg;
         let fmt = |a: usize, b: usize| {
-            if a == b {
-                a.to_string()
-            } else {
+            if diff {
                 format!("{a} / {b}")
+            } else {
+                a.to_string()
             }
         };
-        let tag = if n_nodes_pp == n_nodes_tg && n_splits_pp == n_splits_tg {
-            String::new()
-        } else {
+        let tag = if diff {
             format!(" (pp bs={}, tg bs={})", n_tokens, n_seqs)
+        } else {
+            String::new()
         };
         ggml::log_info!(
             "sched_reserve: graph{}: nodes = {}, splits = {}, input objects = {}, input tensors = {}\n",
