@@ -68,6 +68,30 @@ fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
 }
 
 fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
+    build_with_ffn(model, b, |b, layer, cur, ili| {
+        let w = |t: Option<TensorId>| t.expect("ffn weights are required at load");
+        let cur = b.build_ffn_swiglu(
+            cur,
+            w(layer.ffn_up),
+            None,
+            w(layer.ffn_gate),
+            None,
+            w(layer.ffn_down),
+            None,
+            ili,
+        );
+        b.cb(cur, "ffn_out", ili);
+        cur
+    })
+}
+
+/// qwen3's graph with the feed-forward block `ffn` (normed input -> its output, named by it):
+/// qwen3moe shares everything else.
+pub(super) fn build_with_ffn(
+    model: &Model,
+    b: &mut GraphBuilder,
+    mut ffn: impl FnMut(&mut GraphBuilder, &Layer, TensorId, i32) -> TensorId,
+) -> TensorId {
     let hp = &model.hparams;
     let n_embd_head = hp.n_embd_head_v as i64;
     let n_layer = hp.n_layer as usize;
@@ -112,18 +136,7 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         b.cb(ffn_inp, "ffn_inp", ili);
         cur = b.build_norm(ffn_inp, layer.ffn_norm, None, NormType::Rms, ili);
         b.cb(cur, "ffn_norm", ili);
-        let w = |t: Option<TensorId>| t.expect("ffn weights are required at load");
-        cur = b.build_ffn_swiglu(
-            cur,
-            w(layer.ffn_up),
-            None,
-            w(layer.ffn_gate),
-            None,
-            w(layer.ffn_down),
-            None,
-            ili,
-        );
-        b.cb(cur, "ffn_out", ili);
+        cur = ffn(b, layer, cur, ili);
         cur = b.g.ctx.add(cur, ffn_inp);
         cur = b.build_cvec(cur, il);
         b.cb(cur, "l_out", ili);

@@ -138,18 +138,28 @@ impl<'a> GraphBuilder<'a> {
         id.map(|id| self.w(id))
     }
 
+    /// The graph leaves of every applied adapter's (A, B) pair for a model weight, with the
+    /// scale to add their product at.
+    fn lora_pairs(&mut self, weight: TensorId) -> Vec<(TensorId, TensorId, f32)> {
+        let name = &self.model.ctx[weight].name;
+        let found: Vec<_> = self
+            .loras
+            .iter()
+            .filter_map(|(adapter, s)| adapter.weight(name, *s))
+            .collect();
+        found
+            .into_iter()
+            .map(|(a, b, scale)| (self.g.ctx.import(a), self.g.ctx.import(b), scale))
+            .collect()
+    }
+
     /// build_lora_mm: `weight × cur` for a model weight (its id in the model, not a graph
     /// leaf). Every weight matrix product of every architecture goes through here, so that a
     /// LoRA adapter applies wherever llama.cpp applies it.
     pub fn build_lora_mm(&mut self, weight: TensorId, cur: TensorId) -> TensorId {
         let w = self.w(weight);
         let mut res = self.g.ctx.mul_mat(w, cur);
-        let name = &self.model.ctx[weight].name;
-        for (adapter, adapter_scale) in self.loras {
-            let Some((a, b, scale)) = adapter.weight(name, *adapter_scale) else {
-                continue;
-            };
-            let (a, b) = (self.g.ctx.import(a), self.g.ctx.import(b));
+        for (a, b, scale) in self.lora_pairs(weight) {
             let a_cur = self.g.ctx.mul_mat(a, cur);
             let ab_cur = self.g.ctx.mul_mat(b, a_cur);
             let ab_cur = self.g.ctx.scale(ab_cur, scale);
@@ -163,13 +173,8 @@ impl<'a> GraphBuilder<'a> {
     pub fn build_lora_mm_id(&mut self, weight: TensorId, cur: TensorId, ids: TensorId) -> TensorId {
         let w = self.w(weight);
         let mut res = self.g.ctx.mul_mat_id(w, cur, ids);
-        let name = &self.model.ctx[weight].name;
-        for (adapter, adapter_scale) in self.loras {
-            let Some((a, b, scale)) = adapter.weight(name, *adapter_scale) else {
-                continue;
-            };
-            // per-expert pairs, picked by the same ids
-            let (a, b) = (self.g.ctx.import(a), self.g.ctx.import(b));
+        // per-expert pairs, picked by the same ids
+        for (a, b, scale) in self.lora_pairs(weight) {
             let a_cur = self.g.ctx.mul_mat_id(a, cur, ids);
             let ab_cur = self.g.ctx.mul_mat_id(b, a_cur, ids);
             let ab_cur = self.g.ctx.scale(ab_cur, scale);
@@ -216,13 +221,8 @@ impl<'a> GraphBuilder<'a> {
         let embd = self.new_input(Type::F32, &[n_embd, n], "inp_embd");
         let w = self.w(tok_embd);
         let mut cur = self.g.ctx.get_rows(w, tokens);
-        let name = &self.model.ctx[tok_embd].name;
-        for (adapter, adapter_scale) in self.loras {
-            let Some((a, b, scale)) = adapter.weight(name, *adapter_scale) else {
-                continue;
-            };
-            // B is not transposed: the token's row of A times B
-            let (a, b) = (self.g.ctx.import(a), self.g.ctx.import(b));
+        // B is not transposed: the token's row of A times B
+        for (a, b, scale) in self.lora_pairs(tok_embd) {
             let rows = self.g.ctx.get_rows(a, tokens);
             let delta = self.g.ctx.mul_mat(b, rows);
             let delta = self.g.ctx.scale(delta, scale);
