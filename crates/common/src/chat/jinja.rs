@@ -2,8 +2,13 @@
 //! engine (common/jinja) behaves: `trim_blocks` and `lstrip_blocks` on, `\r\n` read as `\n`,
 //! one trailing newline dropped, Python's string and dict methods, and llama.cpp's globals
 //! `raise_exception`, `strftime_now` and its `tojson` layout.
+//!
+//! Unlike llama.cpp, a render is bounded: minijinja's fuel (one unit per instruction and per
+//! 64 bytes of data a template makes) and a cap on the output, so that a template that loops
+//! or grows without end fails with an error instead of hanging or exhausting memory.
 
 use minijinja::syntax::SyntaxConfig;
+use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -12,10 +17,22 @@ use minijinja::{Environment, Error, ErrorKind, Value};
 
 use super::clock;
 
+/// The work one render may do, in minijinja fuel (about one unit per instruction and per 64
+/// bytes of data made). llama.cpp's models/templates need at most 945 for a system message
+/// and three turns; most grow linearly, a few hundred per turn, but Gemma 4's looks back
+/// over the chat for each message: 0.2 M for 201 messages, 17 M for 2001. This leaves that
+/// template about 4800 messages, while a loop that does not end stops after some seconds.
+pub const RENDER_FUEL: u64 = 100_000_000;
+
+/// The most bytes one render may write: far more than any context holds (a 1 M-token prompt
+/// is a few MiB of text).
+pub const MAX_OUTPUT_BYTES: usize = 64 << 20;
+
 /// A parsed Jinja chat template and what it can do.
 #[derive(Debug)]
 pub struct JinjaTemplate {
     src: String,
+    fuel: u64,
     /// Whether the template renders a leading system message (llama.cpp's
     /// `caps.supports_system_role`); where not, the system text joins the next message.
     pub supports_system_role: bool,
@@ -28,6 +45,12 @@ pub struct JinjaTemplate {
 impl JinjaTemplate {
     /// Parses `src`; a syntax error is returned with minijinja's description.
     pub fn new(src: &str) -> Result<JinjaTemplate, String> {
+        Self::with_fuel(src, RENDER_FUEL)
+    }
+
+    /// The same with another bound on each render's work (the fuzz target's is small, so
+    /// that each input stays fast).
+    pub fn with_fuel(src: &str, fuel: u64) -> Result<JinjaTemplate, String> {
         let mut src = src.replace("\r\n", "\n").replace('\r', "\n");
         if src.ends_with('\n') {
             src.pop();
@@ -35,6 +58,7 @@ impl JinjaTemplate {
         let src = neutral_generation_tags(&src);
         let t = JinjaTemplate {
             src,
+            fuel,
             supports_system_role: true,
             typed_content_only: false,
         };
@@ -55,11 +79,31 @@ impl JinjaTemplate {
         &self.src
     }
 
-    /// Renders with `ctx` as the template's globals.
+    /// The bound on each render's work, in minijinja fuel.
+    pub fn fuel(&self) -> u64 {
+        self.fuel
+    }
+
+    /// Renders with `ctx` as the template's globals; a render that runs out of fuel or
+    /// writes more than `MAX_OUTPUT_BYTES` fails with an error saying so.
     pub fn render(&self, ctx: Value) -> Result<String, String> {
         let env = self.env();
         let tmpl = env.template_from_str(&self.src).map_err(describe)?;
-        tmpl.render(ctx).map_err(describe)
+        let mut out = CappedOutput::default();
+        let done = tmpl.render_captured_to(ctx, &mut out).map(drop);
+        match done {
+            Ok(()) => String::from_utf8(out.buf).map_err(|e| e.to_string()),
+            Err(_) if out.over => Err(format!(
+                "the chat template wrote more than {} MiB: stopped",
+                MAX_OUTPUT_BYTES >> 20
+            )),
+            Err(e) if e.kind() == ErrorKind::OutOfFuel => Err(format!(
+                "the chat template did more work than any chat needs ({} minijinja fuel): \
+                 stopped (a loop that does not end, or data that grows without bound)",
+                self.fuel
+            )),
+            Err(e) => Err(describe(e)),
+        }
     }
 
     /// llama.cpp's check: a system message then a user one rendered, and the system role
@@ -113,6 +157,7 @@ impl JinjaTemplate {
 
     fn env(&self) -> Environment<'_> {
         let mut env = Environment::new();
+        env.set_fuel(Some(self.fuel));
         let syntax = SyntaxConfig::builder()
             .trim_blocks(true)
             .lstrip_blocks(true)
@@ -126,6 +171,28 @@ impl JinjaTemplate {
         env.add_function("tojson", tojson);
         env.add_filter("tojson", tojson);
         env
+    }
+}
+
+/// The render's output, refusing to grow past `MAX_OUTPUT_BYTES`.
+#[derive(Default)]
+struct CappedOutput {
+    buf: Vec<u8>,
+    over: bool,
+}
+
+impl io::Write for CappedOutput {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        if self.buf.len() + b.len() > MAX_OUTPUT_BYTES {
+            self.over = true;
+            return Err(io::Error::other("chat template output cap"));
+        }
+        self.buf.extend_from_slice(b);
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -171,7 +238,8 @@ fn neutral_generation_tags(src: &str) -> String {
     while let Some(at) = rest.find("{%") {
         out.push_str(&rest[..at]);
         let tag = &rest[at..];
-        let Some(end) = tag.find("%}") else {
+        // the close is searched after the open: in `{%}` the `%` belongs to the open
+        let Some(end) = tag[2..].find("%}").map(|e| e + 2) else {
             out.push_str(tag);
             return out;
         };
@@ -455,6 +523,68 @@ mod tests {
             "a{%- if true -%}\n b {% endif %}c{% if x %}{% endif %}"
         );
         assert_eq!(render(src, Value::UNDEFINED).unwrap(), "ab c");
+        // found by the jinja fuzz target: `{%}` (whose `%}` overlaps its `{%`) panicked
+        assert_eq!(neutral_generation_tags("{%}x%}"), "{%}x%}");
+        assert_eq!(neutral_generation_tags("a{%}"), "a{%}");
+        assert!(JinjaTemplate::new("{%}}r%}}{{ m%}").is_err());
+    }
+
+    #[test]
+    fn runaway_render_stops_with_an_error() {
+        let t = JinjaTemplate::with_fuel(
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+            100_000,
+        )
+        .unwrap();
+        let e = t.render(Value::UNDEFINED).unwrap_err();
+        assert!(e.contains("more work than any chat needs"), "{e}");
+        // templates parsed without a bound of their own get the default one
+        assert_eq!(JinjaTemplate::new("x").unwrap().fuel(), RENDER_FUEL);
+    }
+
+    #[test]
+    fn huge_output_stops_with_an_error() {
+        // 100 M bytes of output: within the fuel (1.6 M units) but past the output cap
+        let t = JinjaTemplate::with_fuel(
+            "{% for i in range(100) %}{{ 'x' * 1000000 }}{% endfor %}",
+            RENDER_FUEL,
+        )
+        .unwrap();
+        let e = t.render(Value::UNDEFINED).unwrap_err();
+        assert!(e.contains("wrote more than 64 MiB"), "{e}");
+        // a large but bounded output is fine
+        let t =
+            JinjaTemplate::new("{% for i in range(10) %}{{ 'x' * 100000 }}{% endfor %}").unwrap();
+        assert_eq!(t.render(Value::UNDEFINED).unwrap().len(), 1_000_000);
+    }
+
+    #[test]
+    fn real_template_far_below_the_bound() {
+        // Gemma 2's template (tests/fixtures) formats a 2001-message chat with a fiftieth
+        // of the default fuel
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/gemma3-chat/google-gemma-2-2b-it.jinja"
+        );
+        let src = std::fs::read_to_string(path).unwrap();
+        let t = JinjaTemplate::with_fuel(&src, RENDER_FUEL / 50).unwrap();
+        let mut msgs = Vec::new();
+        for i in 0..1000 {
+            msgs.push(message("user", &format!("question {i}")));
+            msgs.push(message("assistant", &format!("answer {i}")));
+        }
+        msgs.push(message("user", "last"));
+        let ctx = Value::from_pairs([
+            ("messages", Value::from(msgs)),
+            ("bos_token", Value::from("<bos>")),
+            ("add_generation_prompt", Value::from(true)),
+        ]);
+        let out = t.render(ctx).unwrap();
+        assert!(
+            out.ends_with("<start_of_turn>model\n"),
+            "{}",
+            &out[out.len() - 40..]
+        );
     }
 
     #[test]

@@ -93,6 +93,18 @@ impl ChatTemplates {
         eos: &str,
         use_jinja: bool,
     ) -> Result<ChatTemplates, String> {
+        Self::from_source_with_fuel(src, bos, eos, use_jinja, jinja::RENDER_FUEL)
+    }
+
+    /// The same with another bound on each Jinja render's work (`jinja::RENDER_FUEL` by
+    /// default; the fuzz target's is small, so that each input stays fast).
+    pub fn from_source_with_fuel(
+        src: &str,
+        bos: &str,
+        eos: &str,
+        use_jinja: bool,
+        fuel: u64,
+    ) -> Result<ChatTemplates, String> {
         let src = if src.is_empty() || src == "chatml" {
             CHATML_TEMPLATE_SRC
         } else {
@@ -100,7 +112,7 @@ impl ChatTemplates {
         };
         let src = patch_known_templates(src);
         let jinja = if use_jinja {
-            Some(JinjaTemplate::new(&src)?)
+            Some(JinjaTemplate::with_fuel(&src, fuel)?)
         } else {
             None
         };

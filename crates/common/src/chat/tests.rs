@@ -198,3 +198,21 @@ fn model_templates_render() {
         }
     }
 }
+
+#[test]
+fn runaway_template_fails_through_apply() {
+    // what `--jinja` with a template that loops without end gets: an error, not a hang
+    let t = ChatTemplates::from_source_with_fuel(
+        "{% for m in messages %}{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{% endfor %}",
+        "",
+        "",
+        true,
+        50_000,
+    )
+    .unwrap();
+    let msgs = [ChatMessage::new("user", "hi")];
+    let e = t
+        .apply(&msgs, true, true, &TemplateKwargs::new())
+        .unwrap_err();
+    assert!(e.contains("more work than any chat needs (50000"), "{e}");
+}

@@ -1,0 +1,160 @@
+//! Fuzz the GBNF grammar parser and matcher (`llama::grammar`, what --grammar / --grammar-file
+//! build) and the JSON-schema-to-grammar converter (`common::json_schema`, -j / -jf).
+//!
+//! Input: a selector byte, then the source (grammar text, or schema text with bit 0 set), a
+//! NUL, then the feed. Where the source builds a grammar over a small synthetic vocabulary,
+//! the feed drives it: each feed byte picks a token (bit 1 clear: masked with `apply` first)
+//! or, with bit 1 set, the feed is taken as text (`accept_str`); bit 2 makes the grammar
+//! lazy, triggered by token 1 or the pattern "x". At most `MAX_STEPS` steps, so an input
+//! costs a bounded number of matcher steps.
+//!
+//! Invariants beyond "no panic": a schema that converts gives a grammar that parses and has
+//! a `root`; the printed form of a parsed grammar is produced without error; a token that
+//! `apply` leaves unmasked is accepted.
+#![no_main]
+
+use std::sync::OnceLock;
+
+use libfuzzer_sys::fuzz_target;
+use llama::grammar::{parse, print_grammar, Grammar, GrammarVocab};
+use llama::sampling::TokenDataArray;
+
+const MAX_STEPS: usize = 8;
+
+/// 256 single bytes, some words, a piece that ends inside a character, an empty piece, a
+/// control token and EOG: what the matcher's UTF-8 and token paths need.
+struct MiniVocab {
+    pieces: Vec<Vec<u8>>,
+}
+
+const EOG: i32 = 256;
+
+impl MiniVocab {
+    fn new() -> Self {
+        let mut pieces: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        pieces.push(b"</s>".to_vec());
+        for w in [
+            &b"<|tool_call|>"[..],
+            &b""[..],
+            &b"\xe2\x82"[..],
+            &b"\xac"[..],
+            &b"true"[..],
+            &b"false"[..],
+            &b"null"[..],
+            &b"{\""[..],
+            &b"\":"[..],
+            &b" \""[..],
+            &b"\","[..],
+            &b"[1"[..],
+            &b"aa"[..],
+            &b"ab"[..],
+            &b"\xc3\xa9"[..],
+            &b"\xe6\x97\xa5\xe6\x9c\xac"[..],
+            &b"\n\n"[..],
+            &b"  "[..],
+        ] {
+            pieces.push(w.to_vec());
+        }
+        MiniVocab { pieces }
+    }
+}
+
+impl GrammarVocab for MiniVocab {
+    fn n_tokens(&self) -> usize {
+        self.pieces.len()
+    }
+    fn piece(&self, id: i32) -> Vec<u8> {
+        self.pieces.get(id as usize).cloned().unwrap_or_default()
+    }
+    fn is_eog(&self, id: i32) -> bool {
+        id == EOG
+    }
+    fn tokenize_special(&self, text: &[u8]) -> Vec<i32> {
+        match self.pieces.iter().position(|p| p == text) {
+            Some(i) => vec![i as i32],
+            None => text.iter().map(|&b| b as i32).collect(),
+        }
+    }
+}
+
+fn vocab() -> &'static MiniVocab {
+    static V: OnceLock<MiniVocab> = OnceLock::new();
+    V.get_or_init(|| {
+        ggml::log::set_log_callback(Some(Box::new(|_, _| {})));
+        MiniVocab::new()
+    })
+}
+
+fn drive(g: &mut Grammar, v: &MiniVocab, feed: &[u8], sel: u8) {
+    let n = v.n_tokens();
+    if sel & 2 != 0 {
+        for chunk in feed.chunks(4).take(MAX_STEPS) {
+            if g.accept_str(chunk).is_err() {
+                return;
+            }
+        }
+        return;
+    }
+    for &b in feed.iter().take(MAX_STEPS) {
+        let tok = (b as usize % n) as i32;
+        if g.awaiting_trigger() {
+            let _ = g.accept(tok);
+            continue;
+        }
+        let mut cur = TokenDataArray::from_logits(&vec![0.0; n]);
+        g.apply(&mut cur).expect("the grammar has a vocabulary");
+        let allowed = cur.data[tok as usize].logit.is_finite();
+        let r = g.accept(tok);
+        if allowed {
+            assert!(
+                r.is_ok(),
+                "token {tok} was left unmasked by apply but not accepted: {r:?}"
+            );
+        }
+        if r.is_err() {
+            return;
+        }
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    let v = vocab();
+    let (src, feed) = match rest.iter().position(|&b| b == 0) {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, &[][..]),
+    };
+    let Ok(src) = std::str::from_utf8(src) else {
+        return;
+    };
+    let gbnf = if sel & 1 != 0 {
+        let Ok(g) = common::json_schema::json_schema_text_to_grammar(src) else {
+            return;
+        };
+        let parsed = parse(&g, None).unwrap_or_else(|e| {
+            panic!("the converted schema does not parse: {e}\n{g}");
+        });
+        assert!(
+            parsed.symbol_ids.contains_key("root"),
+            "the converted schema has no root:\n{g}"
+        );
+        g
+    } else {
+        src.to_string()
+    };
+    let Ok(parsed) = parse(&gbnf, Some(v)) else {
+        return;
+    };
+    if !parsed.rules.is_empty() {
+        print_grammar(&parsed).expect("a parsed grammar prints");
+    }
+    let lazy = sel & 4 != 0;
+    let patterns = if lazy { vec!["x".to_string()] } else { vec![] };
+    let triggers: &[i32] = if lazy { &[257] } else { &[] };
+    let Ok(mut g) = Grammar::new(Some(v), &gbnf, "root", lazy, &patterns, triggers) else {
+        return;
+    };
+    drive(&mut g, v, feed, sel);
+});
