@@ -84,7 +84,7 @@ pub struct DeviceInfo {
 
 /// What the parser needs to know about the machine, supplied by the tool from its backends.
 #[derive(Clone, Debug)]
-pub struct ParseEnv {
+pub struct Machine {
     /// `llama_supports_gpu_offload()`.
     pub supports_gpu_offload: bool,
     /// Non-CPU devices.
@@ -95,9 +95,9 @@ pub struct ParseEnv {
     pub max_devices: usize,
 }
 
-impl Default for ParseEnv {
+impl Default for Machine {
     fn default() -> Self {
-        ParseEnv {
+        Machine {
             supports_gpu_offload: false,
             devices: Vec::new(),
             buft_names: vec!["CPU".to_string()],
@@ -106,18 +106,18 @@ impl Default for ParseEnv {
     }
 }
 
-impl ParseEnv {
+impl Machine {
     /// The registered backends' view (register them first, e.g. `llama::backend_init()`):
     /// non-CPU devices with their memory, and every device's default buffer type.
-    pub fn detect() -> ParseEnv {
-        let mut env = ParseEnv {
+    pub fn from_backends() -> Machine {
+        let mut m = Machine {
             buft_names: Vec::new(),
-            ..ParseEnv::default()
+            ..Machine::default()
         };
         for d in ggml::backend::devices() {
             let buft = d.buffer_type().name().to_string();
-            if !env.buft_names.contains(&buft) {
-                env.buft_names.push(buft);
+            if !m.buft_names.contains(&buft) {
+                m.buft_names.push(buft);
             }
             if d.kind() == ggml::backend::DeviceKind::Cpu {
                 continue;
@@ -126,20 +126,52 @@ impl ParseEnv {
                 d.kind(),
                 ggml::backend::DeviceKind::Gpu | ggml::backend::DeviceKind::IGpu
             ) {
-                env.supports_gpu_offload = true;
+                m.supports_gpu_offload = true;
             }
             let (free, total) = d.memory();
-            env.devices.push(DeviceInfo {
+            m.devices.push(DeviceInfo {
                 name: d.name().to_string(),
                 description: d.description().to_string(),
                 total_bytes: total as u64,
                 free_bytes: free as u64,
             });
         }
-        if env.buft_names.is_empty() {
-            env.buft_names.push("CPU".to_string());
+        if m.buft_names.is_empty() {
+            m.buft_names.push("CPU".to_string());
         }
-        env
+        m
+    }
+}
+
+/// The machine as the parser sees it, asked for only when a flag needs it (-dev, -ot, -ngl,
+/// --list-devices, ...): enumerating the devices loads the GPU drivers, which a run that stops
+/// at a bad argument or an unreadable model file should not pay for.
+#[derive(Clone, Debug, Default)]
+pub struct ParseEnv {
+    probe: Option<fn() -> Machine>,
+    machine: std::sync::OnceLock<Machine>,
+}
+
+impl ParseEnv {
+    /// The registered backends, enumerated on first use.
+    pub fn detect() -> ParseEnv {
+        ParseEnv {
+            probe: Some(Machine::from_backends),
+            machine: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// A fixed machine (tests, fuzzing).
+    pub fn fixed(m: Machine) -> ParseEnv {
+        ParseEnv {
+            probe: None,
+            machine: std::sync::OnceLock::from(m),
+        }
+    }
+
+    pub fn machine(&self) -> &Machine {
+        self.machine
+            .get_or_init(|| self.probe.map(|f| f()).unwrap_or_default())
     }
 }
 
@@ -553,6 +585,9 @@ pub fn parse(
             crate::log_wrn!("DEPRECATED: argument '{arg}' specified multiple times, use comma-separated values instead (only last value will be used)\n");
         }
         let o = &opts[idx];
+        if let Some(w) = unused::warning(ex, o, &arg) {
+            crate::log_wrn!("{w}");
+        }
         if let Some((name, _)) = o.env_value() {
             ctx.out.err(&format!(
                 "warn: {name} environment variable is set, but will be overwritten by command line argument {arg}\n"

@@ -7,14 +7,18 @@
 /// device here is not registered, so a machine without Vulkan sees exactly the CPU-only build
 /// (llama-bench's backend column says CPU there, as before).
 pub fn init() {
+    // Vulkan is enumerated on first use of the device list: loading the driver is the costly
+    // part of start-up, and a run that stops at its arguments or its model file needs no device
     #[cfg(feature = "vulkan")]
-    {
+    ggml::backend::register_lazy(|| {
         use ggml::backend::Reg;
         let vk = ggml_vulkan::reg();
-        if !vk.devices().is_empty() {
-            ggml::backend::register(vk);
+        if vk.devices().is_empty() {
+            None
+        } else {
+            Some(vk as std::sync::Arc<dyn Reg>)
         }
-    }
+    });
     ggml_cpu::init();
 }
 

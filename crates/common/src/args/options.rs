@@ -45,7 +45,7 @@ fn ed(b: bool) -> &'static str {
 }
 
 fn gpu_warning(ctx: &mut Ctx, what: &str) {
-    if !ctx.env.supports_gpu_offload {
+    if !ctx.env.machine().supports_gpu_offload {
         ctx.out.err(&format!(
             "warning: llama.cpp was compiled without support for GPU offload. {what}\n"
         ));
@@ -469,7 +469,7 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
                 return Ok(());
             }
             for n in &names {
-                if !ctx.env.devices.iter().any(|d| d.name == *n) {
+                if !ctx.env.machine().devices.iter().any(|d| d.name == *n) {
                     return Err(format!("invalid device: {n}"));
                 }
             }
@@ -478,10 +478,10 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
         })).env("LLAMA_ARG_DEVICE"),
         Opt::new(&["--list-devices"], None, "print list of available devices and exit", Void(|_, ctx| {
             let mut s = String::from("Available devices:\n");
-            if ctx.env.devices.is_empty() {
+            if ctx.env.machine().devices.is_empty() {
                 s.push_str("  (none)\n");
             }
-            for d in &ctx.env.devices {
+            for d in &ctx.env.machine().devices {
                 s.push_str(&format!(
                     "  {}: {} ({} MiB, {} MiB free)\n",
                     d.name,
@@ -499,8 +499,8 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
                 let Some((pat, buft)) = item.split_once('=') else {
                     return Err("invalid value".into());
                 };
-                if !ctx.env.buft_names.iter().any(|b| b == buft) {
-                    let mut names = ctx.env.buft_names.clone();
+                if !ctx.env.machine().buft_names.iter().any(|b| b == buft) {
+                    let mut names = ctx.env.machine().buft_names.clone();
                     names.sort();
                     let mut s = String::from("Available buffer types:\n");
                     for n in names {
@@ -541,7 +541,7 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
                 "all" => GPU_LAYERS_ALL,
                 _ => stoi(v)?,
             };
-            if !ctx.env.supports_gpu_offload {
+            if !ctx.env.machine().supports_gpu_offload {
                 ctx.out.err("warning: no usable GPU found, --gpu-layers option will be ignored\n");
                 ctx.out.err("warning: one possible reason is that llama.cpp was compiled without GPU support\n");
                 ctx.out.err("warning: consult docs/build.md for compilation instructions\n");
@@ -561,10 +561,10 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
         })).env("LLAMA_ARG_SPLIT_MODE"),
         Opt::new(&["-ts", "--tensor-split"], Some("N0,N1,N2,..."), "fraction of the model to offload to each GPU, comma-separated list of proportions, e.g. 3,1", Str(|p, ctx, v| {
             let parts: Vec<&str> = v.split([',', '/']).filter(|s| !s.is_empty()).collect();
-            if parts.len() >= ctx.env.max_devices {
-                return Err(format!("got {} input configs, but system only has {} devices", parts.len(), ctx.env.max_devices));
+            if parts.len() >= ctx.env.machine().max_devices {
+                return Err(format!("got {} input configs, but system only has {} devices", parts.len(), ctx.env.machine().max_devices));
             }
-            let mut split = vec![0.0f32; ctx.env.max_devices];
+            let mut split = vec![0.0f32; ctx.env.machine().max_devices];
             for (i, s) in parts.iter().enumerate() {
                 split[i] = stof(s)?;
             }
@@ -652,20 +652,17 @@ pub fn options(ex: Example, d: &Params) -> Vec<Opt> {
             p.model = v.to_string();
             Ok(())
         })).env("LLAMA_ARG_MODEL"),
-        Opt::new(&["-mu", "--model-url"], Some("MODEL_URL"), "model download url (default: unused)", Str(|p, _, v| {
-            p.model_url = v.to_string();
-            Ok(())
+        Opt::new(&["-mu", "--model-url"], Some("MODEL_URL"), "model download url (default: unused)", Str(|_, _, _| {
+            Err("model download is not supported in this build".into())
         })).env("LLAMA_ARG_MODEL_URL"),
         Opt::new(&["-dr", "--docker-repo"], Some("[<repo>/]<model>[:quant]"), "Docker Hub model repository. repo is optional, default to ai/. quant is optional, default to :latest.\nexample: gemma3\n(default: unused)", Str(|_, _, _| {
             Err("model download is not supported in this build".into())
         })).env("LLAMA_ARG_DOCKER_REPO"),
-        Opt::new(&["-hf", "-hfr", "--hf-repo"], Some("<user>/<model>[:quant]"), "Hugging Face model repository; quant is optional, case-insensitive, default to Q4_K_M, or falls back to the first file in the repo if Q4_K_M doesn't exist.\nmmproj is also downloaded automatically if available. to disable, add --no-mmproj\nexample: unsloth/phi-4-GGUF:q4_k_m\n(default: unused)", Str(|p, _, v| {
-            p.hf_repo = v.to_string();
-            Ok(())
+        Opt::new(&["-hf", "-hfr", "--hf-repo"], Some("<user>/<model>[:quant]"), "Hugging Face model repository; quant is optional, case-insensitive, default to Q4_K_M, or falls back to the first file in the repo if Q4_K_M doesn't exist.\nmmproj is also downloaded automatically if available. to disable, add --no-mmproj\nexample: unsloth/phi-4-GGUF:q4_k_m\n(default: unused)", Str(|_, _, _| {
+            Err("model download is not supported in this build".into())
         })).env("LLAMA_ARG_HF_REPO"),
-        Opt::new(&["-hff", "--hf-file"], Some("FILE"), "Hugging Face model file. If specified, it will override the quant in --hf-repo (default: unused)", Str(|p, _, v| {
-            p.hf_file = v.to_string();
-            Ok(())
+        Opt::new(&["-hff", "--hf-file"], Some("FILE"), "Hugging Face model file. If specified, it will override the quant in --hf-repo (default: unused)", Str(|_, _, _| {
+            Err("model download is not supported in this build".into())
         })).env("LLAMA_ARG_HF_FILE"),
         Opt::new(&["-hft", "--hf-token"], Some("TOKEN"), "Hugging Face access token (default: value from HF_TOKEN environment variable)", Str(|_, _, _| Ok(()))).env("HF_TOKEN"),
         Opt::new(&["--log-disable"], None, "Log disable", Void(|p, _| {

@@ -9,7 +9,7 @@ pub use buffer::{
     same_buft, Buffer, BufferImpl, BufferType, BufferTypeRef, BufferUsage, HostBuffer,
     HostBufferType, TensorIo,
 };
-pub use registry::{dev_by_name, devices, register, regs};
+pub use registry::{dev_by_name, devices, register, register_lazy, regs};
 
 use crate::context::Context;
 use crate::tensor::{Tensor, TensorId};
