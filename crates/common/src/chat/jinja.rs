@@ -28,11 +28,17 @@ pub const RENDER_FUEL: u64 = 100_000_000;
 /// is a few MiB of text).
 pub const MAX_OUTPUT_BYTES: usize = 64 << 20;
 
+/// The name the template is kept under; minijinja's errors name it (`in <string>:1`), as
+/// they did when each render compiled the text anew.
+const NAME: &str = "<string>";
+
 /// A parsed Jinja chat template and what it can do.
 #[derive(Debug)]
 pub struct JinjaTemplate {
     src: String,
     fuel: u64,
+    /// The configured environment holding the template, compiled once for every render.
+    env: Environment<'static>,
     /// Whether the template renders a leading system message (llama.cpp's
     /// `caps.supports_system_role`); where not, the system text joins the next message.
     pub supports_system_role: bool,
@@ -56,16 +62,16 @@ impl JinjaTemplate {
             src.pop();
         }
         let src = neutral_generation_tags(&src);
+        let mut env = environment(fuel);
+        env.add_template_owned(NAME, src.clone())
+            .map_err(describe)?;
         let t = JinjaTemplate {
             src,
             fuel,
+            env,
             supports_system_role: true,
             typed_content_only: false,
         };
-        {
-            let env = t.env();
-            env.template_from_str(&t.src).map_err(describe)?;
-        }
         let supports_system_role = t.probe_system_role();
         let typed_content_only = t.probe_typed_content_only();
         Ok(JinjaTemplate {
@@ -87,8 +93,7 @@ impl JinjaTemplate {
     /// Renders with `ctx` as the template's globals; a render that runs out of fuel or
     /// writes more than `MAX_OUTPUT_BYTES` fails with an error saying so.
     pub fn render(&self, ctx: Value) -> Result<String, String> {
-        let env = self.env();
-        let tmpl = env.template_from_str(&self.src).map_err(describe)?;
+        let tmpl = self.env.get_template(NAME).map_err(describe)?;
         let mut out = CappedOutput::default();
         let done = tmpl.render_captured_to(ctx, &mut out).map(drop);
         match done {
@@ -154,24 +159,25 @@ impl JinjaTemplate {
         self.render(ctx(Value::from(vec![text_part(MARKER)])))
             .is_ok_and(|o| o.contains(MARKER))
     }
+}
 
-    fn env(&self) -> Environment<'_> {
-        let mut env = Environment::new();
-        env.set_fuel(Some(self.fuel));
-        let syntax = SyntaxConfig::builder()
-            .trim_blocks(true)
-            .lstrip_blocks(true)
-            .build();
-        if let Ok(s) = syntax {
-            env.set_syntax(s);
-        }
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
-        env.add_function("raise_exception", raise_exception);
-        env.add_function("strftime_now", strftime_now);
-        env.add_function("tojson", tojson);
-        env.add_filter("tojson", tojson);
-        env
+/// minijinja set up as llama.cpp's engine behaves, each render bounded by `fuel`.
+fn environment(fuel: u64) -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_fuel(Some(fuel));
+    let syntax = SyntaxConfig::builder()
+        .trim_blocks(true)
+        .lstrip_blocks(true)
+        .build();
+    if let Ok(s) = syntax {
+        env.set_syntax(s);
     }
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.add_function("raise_exception", raise_exception);
+    env.add_function("strftime_now", strftime_now);
+    env.add_function("tojson", tojson);
+    env.add_filter("tojson", tojson);
+    env
 }
 
 /// The render's output, refusing to grow past `MAX_OUTPUT_BYTES`.
