@@ -6,6 +6,7 @@
 mod opt;
 mod options;
 mod sampling_options;
+mod unused;
 pub mod util;
 
 use std::collections::HashMap;

@@ -546,7 +546,7 @@ impl Loop<'_> {
             })
             .collect();
 
-        let mut user_input = user_input::Reader::default();
+        let mut user_input = user_input::Reader::new(self.params.simple_io);
         while (n_remain != 0 && !is_antiprompt) || self.params.interactive {
             if interrupt::take_interject() {
                 is_interacting = true;
@@ -752,6 +752,10 @@ impl Loop<'_> {
                         out.text(esc);
                     }
                     let read = user_input.read(self.params.multiline_input);
+                    let echo = user_input.take_echo();
+                    if !echo.is_empty() {
+                        out.text(&echo);
+                    }
                     if let Some(esc) = colors.set(display::Kind::Reset) {
                         out.text(esc);
                     }

@@ -2,8 +2,15 @@
 //! asks for another line (with `-mli`, the roles of '\' and plain Return are swapped); '/'
 //! returns control without a newline. Lines are bytes: one that is not valid UTF-8 is decoded
 //! with U+FFFD and a warning, and the turn goes on; only the end of stdin ends the chat.
+//!
+//! Without `--simple-io`, llama.cpp reads through console.cpp's readline_advanced, which turns
+//! the terminal's echo off and writes each character it reads itself: to /dev/tty, or to
+//! stdout where there is no terminal. When stdin is not a terminal (piped input) the typed
+//! text therefore reaches the terminal or stdout only through that echo; this reader writes
+//! the same bytes ([`echo_of`]) to the same place. On a terminal the terminal echoes.
 
-use std::io::{BufRead, ErrorKind};
+use std::fs::File;
+use std::io::{BufRead, ErrorKind, IsTerminal, Write};
 
 use common::log_wrn;
 
@@ -21,10 +28,19 @@ pub enum Input {
     Interrupted,
 }
 
-/// Counts the lines read, for the warnings.
-#[derive(Default)]
+/// Where readline_advanced's echo of what it reads goes.
+enum Echo {
+    /// `--simple-io`, or stdin is a terminal (which echoes itself)
+    None,
+    Tty(File),
+    /// no terminal: the caller writes [`Reader::take_echo`] to stdout, in its order
+    Stdout(String),
+}
+
+/// Counts the lines read, for the warnings; echoes them as llama.cpp's console does.
 pub struct Reader {
     n_lines: usize,
+    echo: Echo,
 }
 
 enum Line {
@@ -34,6 +50,38 @@ enum Line {
 }
 
 impl Reader {
+    pub fn new(simple_io: bool) -> Reader {
+        let echo = if simple_io || std::io::stdin().is_terminal() {
+            Echo::None
+        } else {
+            match std::fs::OpenOptions::new().write(true).open("/dev/tty") {
+                Ok(f) => Echo::Tty(f),
+                Err(_) => Echo::Stdout(String::new()),
+            }
+        };
+        Reader { n_lines: 0, echo }
+    }
+
+    /// The echo of the last read, for stdout (empty unless the echo goes there).
+    pub fn take_echo(&mut self) -> String {
+        match &mut self.echo {
+            Echo::Stdout(s) => std::mem::take(s),
+            _ => String::new(),
+        }
+    }
+
+    fn echo(&mut self, line: &str, ended: bool) {
+        match &mut self.echo {
+            Echo::None => {}
+            Echo::Tty(f) => {
+                // the terminal is a courtesy copy: a failed write changes nothing read
+                let _ = f.write_all(echo_of(line, ended).as_bytes());
+                let _ = f.flush();
+            }
+            Echo::Stdout(s) => s.push_str(&echo_of(line, ended)),
+        }
+    }
+
     pub fn read(&mut self, multiline: bool) -> Input {
         let mut buffer = String::new();
         loop {
@@ -54,9 +102,11 @@ impl Reader {
                     if n_bad == 1 { "" } else { "s" }
                 );
             }
-            if line.ends_with('\n') {
+            let ended = line.ends_with('\n');
+            if ended {
                 line.pop();
             }
+            self.echo(&line, ended);
             let mut another = multiline;
             if line.ends_with('\\') {
                 line.pop();
@@ -75,6 +125,39 @@ impl Reader {
             }
         }
     }
+}
+
+/// What readline_advanced writes while it reads `line` (without its newline; `ended`: the
+/// newline came, rather than the end of input): each character as it comes, a trailing '\\'
+/// or '/' marked by writing it again after a backspace (and again before the next character),
+/// at the end such a mark wiped ("\x08 \x08") and a newline after a plain line or a '\\'.
+fn echo_of(line: &str, ended: bool) -> String {
+    let mut out = String::new();
+    let mut special = false;
+    let mut last = None;
+    for c in line.chars() {
+        if special {
+            out.push('\x08');
+            out.extend(last);
+            special = false;
+        }
+        out.push(c);
+        if c == '\\' || c == '/' {
+            out.push('\x08');
+            out.push(c);
+            special = true;
+        }
+        last = Some(c);
+    }
+    if special {
+        out.push_str("\x08 \x08");
+        if last == Some('\\') {
+            out.push('\n');
+        }
+    } else if ended {
+        out.push('\n');
+    }
+    out
 }
 
 /// One line with its '\n' (none at the end of the input). A Ctrl+C that stops the run ends
@@ -156,6 +239,16 @@ mod tests {
             ("\u{FFFD}\u{FFFD}Aé".to_string(), 2)
         );
         assert_eq!(decode_lossy(b"end\xf0"), ("end\u{FFFD}".to_string(), 1));
+    }
+
+    #[test]
+    fn the_echo_is_readline_advanced_s() {
+        assert_eq!(echo_of("hi", true), "hi\n");
+        assert_eq!(echo_of("hi", false), "hi");
+        assert_eq!(echo_of("", true), "\n");
+        assert_eq!(echo_of("a\\", true), "a\\\x08\\\x08 \x08\n");
+        assert_eq!(echo_of("a/", true), "a/\x08/\x08 \x08");
+        assert_eq!(echo_of("a/b", true), "a/\x08/\x08/b\n");
     }
 
     #[test]
