@@ -286,3 +286,36 @@ fn flags_llama_completion_does_not_act_on_are_said_not_ignored() {
     );
     assert!(text(&o.stdout).contains("EOF by user"), "{}", text_of(&o));
 }
+
+/// With stdin piped and no terminal, llama.cpp's console (readline_advanced, without
+/// `--simple-io`) writes each character it reads to stdout, so the typed turn is part of the
+/// output: `printf 'hi\n' | llama-completion -m SmolLM2 -cnv -n 8 --temp 0` prints the 23 bytes
+/// "\n> " "hi\n" "\n> " "EOF by user\n" "\n\n" (llama.cpp's log thread may put the echo
+/// first). `--simple-io` reads with getline and echoes nothing.
+#[test]
+fn piped_input_is_echoed_as_llama_cpp_s_console_does() {
+    let Some(m) = test_fixtures::smollm2_or_skip() else {
+        return;
+    };
+    let m = m.to_str().unwrap();
+    let args = [
+        "-m",
+        m,
+        "-cnv",
+        "-n",
+        "8",
+        "--temp",
+        "0",
+        "-c",
+        "256",
+        "--no-warmup",
+    ];
+    let o = completion(&args, "hi\n");
+    assert!(o.status.success(), "{}", text_of(&o));
+    assert_eq!(text(&o.stdout), "\n> hi\n\n> EOF by user\n\n\n");
+    let mut simple = args.to_vec();
+    simple.push("--simple-io");
+    let o = completion(&simple, "hi\n");
+    assert!(o.status.success(), "{}", text_of(&o));
+    assert_eq!(text(&o.stdout), "\n> \n> EOF by user\n\n\n");
+}
