@@ -223,7 +223,7 @@ impl<'d> Converter<'d> {
                 }
                 *next += 1;
                 out.push('[');
-                out.push(c);
+                push_class_char(&mut out, c);
                 out.push(']');
                 if !nodes[child].children.is_empty() {
                     out.push_str(" (");
@@ -237,7 +237,9 @@ impl<'d> Converter<'d> {
             }
             if !node.children.is_empty() {
                 out.push_str(" | [^\"");
-                out.push_str(rejects);
+                for c in rejects.chars() {
+                    push_class_char(&mut out, c);
+                }
                 out.push_str("] ");
                 out.push_str(&char_rule);
                 out.push('*');
@@ -641,4 +643,14 @@ impl<'d> Converter<'d> {
         }
         s
     }
+}
+
+/// A property name's character inside `[...]`. llama.cpp writes it as is, so a name holding
+/// `]` or `\` gives a grammar that does not parse (or means something else); escaped here,
+/// which changes nothing for every other character (found by the grammar fuzz target).
+fn push_class_char(out: &mut String, c: char) {
+    if matches!(c, ']' | '\\') {
+        out.push('\\');
+    }
+    out.push(c);
 }

@@ -230,3 +230,14 @@ fn random_schemas_neither_panic_nor_produce_garbage() {
     }
     assert!(converted > 100, "only {converted} converted");
 }
+
+#[test]
+fn property_names_with_class_characters_give_a_grammar_that_builds() {
+    // found by the grammar fuzz target: llama.cpp writes `]` and `\` of a property name into
+    // the additional-key character classes as they are, and its grammar does not parse
+    let text = r#"{"type": "object", "properties": {"a]b": {"type": "integer"}, "c\\d": {"type": "string"}}, "additionalProperties": true}"#;
+    let g = json_schema_text_to_grammar(text).unwrap();
+    assert!(g.contains(r"[\]]"), "{g}");
+    llama::grammar::Grammar::new(None, &g, "root", false, &[], &[])
+        .unwrap_or_else(|e| panic!("{g}\n{e}"));
+}
