@@ -365,15 +365,18 @@ fn every_listed_flag_has_its_effect_or_says_why_not() {
         }
     }
 
-    let queue = Mutex::new(jobs.into_iter());
+    let queue = Mutex::new(jobs.into_iter().enumerate());
     let found = Mutex::new(Vec::<String>::new());
+    // runs and seconds per tool, printed for whoever tunes the groups (--nocapture)
+    let spent = Mutex::new(BTreeMap::<&str, (usize, f64)>::new());
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
-                let Some(job) = queue.lock().unwrap().next() else {
+                let Some((id, job)) = queue.lock().unwrap().next() else {
                     break;
                 };
+                let t0 = std::time::Instant::now();
                 let r = run(&bins[job.tool], &job.args, &dir);
                 // an entry with arguments before its flag is compared with a run of those
                 let pre_base;
@@ -381,12 +384,18 @@ fn every_listed_flag_has_its_effect_or_says_why_not() {
                     Some((e, _)) if !e.pre.is_empty() => {
                         let pre: Vec<String> = e.pre.iter().map(|a| expand(a, &vars)).collect();
                         let args =
-                            numbered(command(job.tool, job.quiet, &pre, &vars), usize::MAX - 2);
+                            numbered(command(job.tool, job.quiet, &pre, &vars), 1_000_000 + id);
                         pre_base = run(&bins[job.tool], &args, &dir);
                         &pre_base
                     }
                     _ => &bases[&(job.tool, job.quiet)],
                 };
+                {
+                    let mut spent = spent.lock().unwrap();
+                    let t = spent.entry(job.tool).or_default();
+                    t.0 += 1;
+                    t.1 += t0.elapsed().as_secs_f64();
+                }
                 let mut bad = Vec::new();
                 for (e, name) in &job.checks {
                     if let Err(why) = check(&e.want, job.tool, name, &job.args, &r, base, &vars) {
@@ -405,6 +414,9 @@ fn every_listed_flag_has_its_effect_or_says_why_not() {
             });
         }
     });
+    for (tool, (n, secs)) in spent.into_inner().unwrap() {
+        eprintln!("llama-{tool}: {n} runs, {secs:.1} s");
+    }
     problems.extend(found.into_inner().unwrap());
     assert!(
         problems.is_empty(),

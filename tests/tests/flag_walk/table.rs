@@ -151,7 +151,7 @@ pub fn base(tool: &str) -> (&'static [&'static str], &'static [&'static str]) {
         "completion" => (
             &[
                 "-m",
-                "{M}",
+                "{S}",
                 "-p",
                 "hello world",
                 "-n",
@@ -1182,14 +1182,14 @@ pub fn entries() -> &'static [Entry] {
         &mut v,
         &["-j", "--json-schema"],
         &["{\"type\":\"integer\"}"],
-        "eval: [ '1':16 ]",
+        "eval: [ '4':19 ]",
         "",
     );
     samp(
         &mut v,
         &["-jf", "--json-schema-file"],
         &["{D}/schema.json"],
-        "eval: [ '1':16 ]",
+        "eval: [ '4':19 ]",
         "",
     );
     v.push(e(COMMON, &["-bs", "--backend-sampling"], &[], Warn, "warn"));
@@ -1199,7 +1199,7 @@ pub fn entries() -> &'static [Entry] {
         c,
         &["--verbose-prompt"],
         &[],
-        Has("number of tokens in prompt = 2"),
+        Has("number of tokens in prompt = 7"),
         "c1",
     ));
     v.push(quiet(pre(
@@ -1252,7 +1252,7 @@ pub fn entries() -> &'static [Entry] {
         c,
         &["-ptc", "--print-token-count"],
         &["1"],
-        Has("consumed so far = 2 / 256"),
+        Has("consumed so far = 7 / 256"),
         "c1",
     ));
     v.push(e(
