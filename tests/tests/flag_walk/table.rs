@@ -126,6 +126,11 @@ pub fn prepare(dir: &Path, model: &Path) -> Vec<(&'static str, String)> {
     )
     .unwrap();
     std::fs::write(dir.join("sys.txt"), "be brief").unwrap();
+    std::fs::write(
+        dir.join("reason.jinja"),
+        "{% for m in messages %}<<{{ m.content }}>>{% endfor %}[{{ preserve_reasoning }}]",
+    )
+    .unwrap();
     std::fs::write(dir.join("types.txt"), "attn_q=q4_0\n").unwrap();
     let q8 = dir.join("small-q8_0.gguf");
     let st = std::process::Command::new(test_fixtures::bin("llama-quantize", "llama-quantize"))
@@ -1385,7 +1390,21 @@ pub fn entries() -> &'static [Entry] {
         Tested("tests/tests/chat_cli.rs"),
         "",
     ));
-    v.push(e(c, &["--no-jinja"], &[], Unwalked, ""));
+    v.push(pre(
+        e(
+            c,
+            &["--no-jinja"],
+            &[],
+            Fails("error: the supplied chat template is not supported"),
+            "",
+        ),
+        &[
+            "-cnv",
+            "--jinja",
+            "--chat-template-file",
+            "{D}/template.jinja",
+        ],
+    ));
     v.push(e(
         c,
         &["--reasoning-format"],
@@ -1421,11 +1440,34 @@ pub fn entries() -> &'static [Entry] {
         Has("warning: --reasoning-budget-message has no effect in llama-completion"),
         "c1",
     ));
+    // they reach the chat template example llama-completion logs (as in llama.cpp)
+    let reason: &'static [&'static str] = &[
+        "-cnv",
+        "--jinja",
+        "--chat-template-file",
+        "{D}/reason.jinja",
+    ];
+    v.push(pre(
+        e(
+            c,
+            &["--reasoning-preserve"],
+            &[],
+            Has("How are you?>>[True]"),
+            "",
+        ),
+        &[
+            "-cnv",
+            "--jinja",
+            "--chat-template-file",
+            "{D}/reason.jinja",
+            "--no-reasoning-preserve",
+        ],
+    ));
     v.push(e(
         c,
-        &["--reasoning-preserve", "--no-reasoning-preserve"],
-        &[],
-        Unwalked,
+        &["--no-reasoning-preserve"],
+        reason,
+        Has("How are you?>>[False]"),
         "",
     ));
     v.push(e(
