@@ -143,14 +143,32 @@ struct Ran {
 }
 
 fn run(bin: &Path, args: &[String], dir: &Path) -> Ran {
-    let o = Command::new(bin)
+    run_with(bin, args, dir, "")
+}
+
+/// A run with `input` on stdin (none: stdin closed).
+fn run_with(bin: &Path, args: &[String], dir: &Path, input: &str) -> Ran {
+    use std::io::Write;
+    let mut child = Command::new(bin)
         .args(args)
         .current_dir(dir)
         .env_remove("LLAMA_ARG_MODEL")
         .env_remove("HF_TOKEN")
         .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
+        .stdin(if input.is_empty() {
+            Stdio::null()
+        } else {
+            Stdio::piped()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("run {}: {e}", bin.display()));
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(input.as_bytes()).expect("write stdin");
+    }
+    let o = child
+        .wait_with_output()
         .unwrap_or_else(|e| panic!("run {}: {e}", bin.display()));
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let mut text = out.clone();
@@ -377,7 +395,8 @@ fn every_listed_flag_has_its_effect_or_says_why_not() {
                     break;
                 };
                 let t0 = std::time::Instant::now();
-                let r = run(&bins[job.tool], &job.args, &dir);
+                let input = job.checks.first().map_or("", |(e, _)| e.stdin);
+                let r = run_with(&bins[job.tool], &job.args, &dir, input);
                 // an entry with arguments before its flag is compared with a run of those
                 let pre_base;
                 let base = match job.checks.first() {
@@ -385,7 +404,7 @@ fn every_listed_flag_has_its_effect_or_says_why_not() {
                         let pre: Vec<String> = e.pre.iter().map(|a| expand(a, &vars)).collect();
                         let args =
                             numbered(command(job.tool, job.quiet, &pre, &vars), 1_000_000 + id);
-                        pre_base = run(&bins[job.tool], &args, &dir);
+                        pre_base = run_with(&bins[job.tool], &args, &dir, input);
                         &pre_base
                     }
                     _ => &bases[&(job.tool, job.quiet)],

@@ -42,6 +42,8 @@ pub struct Entry {
     pub group: &'static str,
     /// run with the tool's quiet base (no -v)
     pub quiet: bool,
+    /// what the run reads on stdin (its entry then runs alone, with a pre-run)
+    pub stdin: &'static str,
 }
 
 /// The common-parser tools that load a model and make a context.
@@ -71,6 +73,7 @@ fn e(
         want,
         group,
         quiet: false,
+        stdin: "",
     }
 }
 
@@ -1330,7 +1333,19 @@ pub fn entries() -> &'static [Entry] {
         Has("interactive mode on"),
         "",
     ));
-    v.push(e(c, &["-mli", "--multiline-input"], &[], Unwalked, ""));
+    // two typed lines: one turn with -mli (one "> " before both), two without
+    let mut mli = pre(
+        e(
+            c,
+            &["-mli", "--multiline-input"],
+            &[],
+            Has("\n> a\nb\n"),
+            "",
+        ),
+        &["-cnv"],
+    );
+    mli.stdin = "a\nb\n";
+    v.push(mli);
     v.push(e(
         c,
         &["--in-prefix-bos"],
