@@ -464,7 +464,15 @@ pub fn memory_breakdown_print(ctx: &Context) {
         }
     }
     for (name, (model, context, compute)) in &devices {
-        let (desc, free, total) = match ggml::backend::dev_by_name(name) {
+        // the model's own devices first: a meta device is in no registry
+        let dev = ctx
+            .model()
+            .devices()
+            .iter()
+            .find(|d| d.name() == name)
+            .cloned()
+            .or_else(|| ggml::backend::dev_by_name(name));
+        let (desc, free, total) = match dev {
             Some(d) => {
                 let (free, total) = d.memory();
                 (strip_vendor(d.description()), free as u64, total as u64)

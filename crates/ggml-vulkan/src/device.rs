@@ -88,6 +88,10 @@ pub fn reg() -> Arc<VkReg> {
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or(32);
         let mut devices: Vec<DeviceRef> = Vec::new();
+        // one pinned host buffer type for every device, allocated through the first, as
+        // ggml's ggml_backend_vk_host_buffer_type(): the meta device over several Vulkan
+        // devices then keeps its outputs and CPU compute buffers pinned, as llama.cpp does
+        let mut host_buft: Option<Arc<VkHostBufferType>> = None;
         if let Some(inst) = instance::get() {
             for i in 0..inst.devices.len() {
                 match Gpu::open(i) {
@@ -96,9 +100,12 @@ pub fn reg() -> Arc<VkReg> {
                         let ty = unsafe { inst.instance.get_physical_device_properties(gpu.pd) }
                             .device_type;
                         let gpu = Arc::new(gpu);
+                        let host = host_buft
+                            .get_or_insert_with(|| Arc::new(VkHostBufferType { gpu: gpu.clone() }))
+                            .clone();
                         devices.push(Arc::new(VkDevice {
                             buft: Arc::new(VkBufferType { gpu: gpu.clone() }),
-                            host_buft: Arc::new(VkHostBufferType { gpu: gpu.clone() }),
+                            host_buft: host,
                             integrated: ty == ash::vk::PhysicalDeviceType::INTEGRATED_GPU,
                             offload_min_batch: min_batch,
                             gpu,

@@ -132,7 +132,7 @@ impl KvCache {
             ggml::log_info!(
                 "llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n",
                 buf.name(),
-                buf.size() as f64 / MIB
+                ggml::meta::reported_size(&buf) as f64 / MIB
             );
             // the heads each device of a meta buffer holds
             for (name, size) in ggml::meta::device_buffer_sizes(&buf).unwrap_or_default() {
@@ -142,7 +142,7 @@ impl KvCache {
                     size as f64 / MIB
                 );
             }
-            sizes.push((buf.name().to_string(), buf.size()));
+            sizes.push((buf.name().to_string(), ggml::meta::reported_size(&buf)));
             buffers.push(buf);
         }
         let size_k: usize = layers.iter().map(|&(k, _)| ctx[k].nbytes()).sum();

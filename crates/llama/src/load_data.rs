@@ -230,6 +230,10 @@ pub fn allocate_and_load(
         let ids: Vec<_> = g.members.iter().map(|&i| plan[i].id).collect();
         if params.no_alloc {
             let size = crate::buffers::place_tensors(&mut model.ctx, &ids, &g.buft);
+            // the dummy buffer holds weights too: the scheduler places their ops by it
+            if let Some(d) = ids.first().and_then(|&t| model.ctx[t].data.as_ref()) {
+                d.buffer.set_usage(BufferUsage::Weights);
+            }
             ggml::log_info!(
                 "load_tensors: {:>12} model buffer size = {:8.2} MiB\n",
                 g.buft.name(),
@@ -302,7 +306,7 @@ pub fn allocate_and_load(
             ggml::log_info!(
                 "load_tensors: {:>12} model buffer size = {:8.2} MiB\n",
                 buffer.name(),
-                buffer.size() as f64 / MIB
+                ggml::meta::reported_size(&buffer) as f64 / MIB
             );
             // what each device of a meta buffer holds
             for (name, size) in ggml::meta::device_buffer_sizes(&buffer).unwrap_or_default() {
@@ -315,9 +319,10 @@ pub fn allocate_and_load(
             if mode.uses_mlock() && buffer.is_host() {
                 locked.lock(buffer.base(), buffer.size());
             }
-            model
-                .buffer_sizes
-                .push((buffer.name().to_string(), buffer.size()));
+            model.buffer_sizes.push((
+                buffer.name().to_string(),
+                ggml::meta::reported_size(&buffer),
+            ));
             model.buffers.push(buffer);
         }
     }

@@ -245,6 +245,9 @@ impl Model {
         let ml = ModelLoader::open_with(path, mode, &params.kv_overrides)
             .map_err(|e| (Stage::Loader, e))?;
         ml.print_info();
+        if !params.vocab_only {
+            crate::model_tensors::log_devices(params).map_err(|e| (Stage::Tensors, e))?;
+        }
         let arch_name = ml.arch_name().map_err(|e| (Stage::Arch, e))?;
         let arch = Arch::from_name(&arch_name);
         if arch.is_none() && !params.vocab_only {

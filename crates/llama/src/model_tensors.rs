@@ -52,13 +52,16 @@ pub struct TensorCreator<'a> {
     created: Vec<Created>,
     names: Vec<String>,
     overrides: Vec<(Regex, BufferTypeRef)>,
-    /// (preferred buft name, used buft name) -> (first tensor "name' (type", count)
+    /// The first tensor placed off the head of its buffer-type list: (preferred buft name,
+    /// used buft name, tensor name, type, how many others); at most one entry
     fallbacks: Vec<(String, String, String, Type, usize)>,
     placement: Placement,
     /// Only names and shapes are checked (`check_only`): no device, no buffer choice.
     check_only: bool,
     /// the weights are read from a memory map (llama.cpp's use_mmap)
     mmap: bool,
+    /// (n_gpu_layers, n_layer) for the offload lines, where any GPU takes layers
+    offload_summary: Option<(i32, i32)>,
 }
 
 /// llama.cpp prints its warning about CPU overrides with mmap once per process.
@@ -112,6 +115,36 @@ fn select_devices(params: &ModelParams) -> Result<Vec<DeviceRef>> {
     Ok(out)
 }
 
+/// llama_prepare_model_devices' account of the devices behind the meta device: those named by
+/// -dev, or every device but the CPU-memory ones.
+fn log_meta_members(params: &ModelParams, devices: &[DeviceRef], gpus: &[DeviceRef]) {
+    const F: &str = "llama_prepare_model_devices";
+    if gpus.is_empty() {
+        return;
+    }
+    if params.devices.is_some() {
+        ggml::log_info!("{F}: creating a Meta device with {} devices\n", gpus.len());
+        for (i, d) in gpus.iter().enumerate() {
+            ggml::log_info!("{F}: - device {i}: {}\n", d.name());
+        }
+        return;
+    }
+    for d in devices.iter().filter(|d| d.kind() == DeviceKind::Cpu) {
+        ggml::log_info!(
+            "{F}: skipping {} ({}) for tensor parallelism\n",
+            d.name(),
+            d.description()
+        );
+    }
+    ggml::log_info!(
+        "{F}: creating a Meta device for tensor parallelism from {} devices:\n",
+        gpus.len()
+    );
+    for (i, d) in gpus.iter().enumerate() {
+        ggml::log_info!("{F}: - device {i}: {} ({})\n", d.name(), d.description());
+    }
+}
+
 /// The meta device over the selected GPUs, its weights split by libllama's table with `-ts`
 /// as the proportions.
 pub(crate) fn meta_over(
@@ -131,26 +164,89 @@ pub(crate) fn meta_over(
     Ok(meta)
 }
 
+/// llama_prepare_model_devices: the CPU, every device the model may use, and the GPUs its layers
+/// go to (-dev, -sm none with -mg); with -sm tensor these GPUs are what the meta device spans.
+fn placement_devices(params: &ModelParams) -> Result<(DeviceRef, Vec<DeviceRef>, Vec<DeviceRef>)> {
+    let devices = select_devices(params)?;
+    let cpu = devices
+        .iter()
+        .find(|d| d.kind() == DeviceKind::Cpu)
+        .cloned()
+        .ok_or_else(|| LlamaError::NoDevice("no CPU device".into()))?;
+    let mut gpus: Vec<DeviceRef> = devices
+        .iter()
+        .filter(|d| matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu))
+        .cloned()
+        .collect();
+    // -sm none: everything on the main GPU (a negative main GPU: none at all)
+    if params.split_mode == crate::model::SplitMode::None && !gpus.is_empty() {
+        if params.main_gpu < 0 {
+            gpus.clear();
+        } else if params.main_gpu as usize >= gpus.len() {
+            ggml::log_error!(
+                "llama_model_load_from_file_impl: invalid value for main_gpu: {} (available devices: {})\n",
+                params.main_gpu,
+                gpus.len()
+            );
+            return Err(LlamaError::BadParams(format!(
+                "invalid value for main_gpu: {} (available devices: {})",
+                params.main_gpu,
+                gpus.len()
+            )));
+        } else {
+            gpus = vec![gpus[params.main_gpu as usize].clone()];
+        }
+    }
+    let devices: Vec<DeviceRef> = devices
+        .into_iter()
+        .filter(|d| {
+            !matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu)
+                || gpus
+                    .iter()
+                    .any(|g| std::ptr::addr_eq(Arc::as_ptr(g), Arc::as_ptr(d)))
+        })
+        .collect();
+    Ok((cpu, devices, gpus))
+}
+
+/// The device lines llama_prepare_model_devices prints before the vocabulary is read: the
+/// members of a meta device, then each device the layers use with its free memory.
+pub(crate) fn log_devices(params: &ModelParams) -> Result<()> {
+    let (_, devices, gpus) = placement_devices(params)?;
+    let line = |name: &str, desc: &str, free: usize| {
+        ggml::log_info!(
+            "llama_prepare_model_devices: using device {} ({}) (unknown id) - {} MiB free\n",
+            name,
+            desc,
+            free / 1024 / 1024
+        );
+    };
+    if params.split_mode == crate::model::SplitMode::Tensor {
+        if gpus.is_empty() {
+            return Ok(());
+        }
+        log_meta_members(params, &devices, &gpus);
+        let (name, desc) = ggml::meta::meta_names(&gpus);
+        let free: usize = gpus.iter().map(|d| d.memory().0).sum();
+        line(&name, &desc, free);
+        return Ok(());
+    }
+    for d in &gpus {
+        line(d.name(), d.description(), d.memory().0);
+    }
+    Ok(())
+}
+
 impl<'a> TensorCreator<'a> {
     pub fn new(
         ml: &'a ModelLoader,
         hp: &'a HParams,
         params: &ModelParams,
     ) -> Result<TensorCreator<'a>> {
-        let devices = select_devices(params)?;
-        let cpu = devices
-            .iter()
-            .find(|d| d.kind() == DeviceKind::Cpu)
-            .cloned()
-            .ok_or_else(|| LlamaError::NoDevice("no CPU device".into()))?;
-        let mut gpus: Vec<DeviceRef> = devices
-            .iter()
-            .filter(|d| matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu))
-            .cloned()
-            .collect();
+        let (cpu, devices, mut gpus) = placement_devices(params)?;
         // -sm tensor: the GPUs become one meta device that holds a slice of every layer
         let devices = if params.split_mode == crate::model::SplitMode::Tensor {
-            let meta = crate::model_tensors::meta_over(ml, hp, params, &gpus)?;
+            let meta = meta_over(ml, hp, params, &gpus)?;
             gpus = vec![meta.clone()];
             devices
                 .into_iter()
@@ -160,43 +256,6 @@ impl<'a> TensorCreator<'a> {
         } else {
             devices
         };
-        // -sm none: everything on the main GPU (a negative main GPU: none at all)
-        if params.split_mode == crate::model::SplitMode::None && !gpus.is_empty() {
-            if params.main_gpu < 0 {
-                gpus.clear();
-            } else if params.main_gpu as usize >= gpus.len() {
-                ggml::log_error!(
-                    "llama_model_load_from_file_impl: invalid value for main_gpu: {} (available devices: {})\n",
-                    params.main_gpu,
-                    gpus.len()
-                );
-                return Err(LlamaError::BadParams(format!(
-                    "invalid value for main_gpu: {} (available devices: {})",
-                    params.main_gpu,
-                    gpus.len()
-                )));
-            } else {
-                gpus = vec![gpus[params.main_gpu as usize].clone()];
-            }
-        }
-        let devices: Vec<DeviceRef> = devices
-            .into_iter()
-            .filter(|d| {
-                !matches!(d.kind(), DeviceKind::Gpu | DeviceKind::IGpu)
-                    || gpus
-                        .iter()
-                        .any(|g| std::ptr::addr_eq(Arc::as_ptr(g), Arc::as_ptr(d)))
-            })
-            .collect();
-        for d in &gpus {
-            let (free, _) = d.memory();
-            ggml::log_info!(
-                "llama_prepare_model_devices: using device {} ({}) (unknown id) - {} MiB free\n",
-                d.name(),
-                d.description(),
-                free / 1024 / 1024
-            );
-        }
 
         // make_cpu_buft_list: accelerators, a GPU's pinned host memory, the CPU's extras, the CPU
         let mut cpu_list: Vec<(DeviceRef, BufferTypeRef)> = Vec::new();
@@ -280,24 +339,8 @@ impl<'a> TensorCreator<'a> {
         };
         let mut dev_layer: Vec<DeviceRef> = (0..=n_layer).map(|il| layer_dev(il).0).collect();
         let dev_output = dev_layer.pop();
-        if !gpus.is_empty() {
-            // the pinned llama.cpp counts the output layer into min(ngl, n_layer) for this
-            // line: -ngl 99 on 4 layers says "output layer" and "3 repeating layers"
-            let mut n_repeating = n_gpu_layers.min(n_layer);
-            if n_repeating > 0 {
-                ggml::log_info!("load_tensors: offloading output layer to GPU\n");
-                n_repeating -= 1;
-            }
-            ggml::log_info!(
-                "load_tensors: offloading {} repeating layers to GPU\n",
-                n_repeating
-            );
-            ggml::log_info!(
-                "load_tensors: offloaded {}/{} layers to GPU\n",
-                n_gpu_layers.min(n_layer + 1),
-                n_layer + 1
-            );
-        }
+        // printed after done_getting_tensors, as load_tensors does
+        let offload_summary = (!gpus.is_empty()).then_some((n_gpu_layers, n_layer));
 
         let known = all_bufts(&devices);
         let mut overrides = Vec::new();
@@ -332,6 +375,7 @@ impl<'a> TensorCreator<'a> {
             },
             check_only: false,
             mmap: !params.no_alloc && !params.vocab_only && params.load_mode.resolve().uses_mmap(),
+            offload_summary,
         })
     }
 
@@ -350,6 +394,7 @@ impl<'a> TensorCreator<'a> {
             placement: Placement::default(),
             check_only: true,
             mmap: false,
+            offload_summary: None,
         }
     }
 
@@ -400,9 +445,8 @@ impl<'a> TensorCreator<'a> {
         ne: [i64; 4],
         op: Op,
     ) -> bool {
-        if !dev.supports_buft(buft) {
-            return false;
-        }
+        // no supports_buft check, as weight_buft_supported: a GPU's pinned host memory is in
+        // the CPU's list under that GPU, which may well run the op on weights held there
         let Ok(dummy) = buft.clone().alloc_buffer(0) else {
             return false;
         };
@@ -549,14 +593,6 @@ impl<'a> TensorCreator<'a> {
                         "no suitable buffer type found for tensor {name}"
                     )));
                 };
-                let preferred = &list[0].1;
-                if !same_buft(preferred, &found.1) {
-                    let (p, u) = (preferred.name().to_string(), found.1.name().to_string());
-                    match self.fallbacks.iter_mut().find(|f| f.0 == p && f.1 == u) {
-                        Some(f) => f.4 += 1,
-                        None => self.fallbacks.push((p, u, name.to_string(), info.ty, 0)),
-                    }
-                }
                 found
             }
         };
@@ -566,6 +602,21 @@ impl<'a> TensorCreator<'a> {
             Some(h) if self.mmap && same_buft(&h, &chosen.1) => (cpu.clone(), cpu.buffer_type()),
             _ => chosen,
         };
+        // llama.cpp counts every tensor that did not get the head of its list, overrides
+        // included, and names the first
+        let preferred = &list[0].1;
+        if !same_buft(preferred, &chosen.1) {
+            match self.fallbacks.first_mut() {
+                Some(f) => f.4 += 1,
+                None => self.fallbacks.push((
+                    preferred.name().to_string(),
+                    chosen.1.name().to_string(),
+                    name.to_string(),
+                    info.ty,
+                    0,
+                )),
+            }
+        }
 
         let id = self
             .ctx
@@ -611,6 +662,24 @@ impl<'a> TensorCreator<'a> {
                 others,
                 pref,
                 used
+            );
+        }
+        if let Some((n_gpu_layers, n_layer)) = self.offload_summary {
+            // the pinned llama.cpp counts the output layer into min(ngl, n_layer) for this
+            // line: -ngl 99 on 4 layers says "output layer" and "3 repeating layers"
+            let mut n_repeating = n_gpu_layers.min(n_layer);
+            if n_repeating > 0 {
+                ggml::log_info!("load_tensors: offloading output layer to GPU\n");
+                n_repeating -= 1;
+            }
+            ggml::log_info!(
+                "load_tensors: offloading {} repeating layers to GPU\n",
+                n_repeating
+            );
+            ggml::log_info!(
+                "load_tensors: offloaded {}/{} layers to GPU\n",
+                n_gpu_layers.min(n_layer + 1),
+                n_layer + 1
             );
         }
         let TensorCreator {

@@ -86,6 +86,11 @@ fn fit_impl(
     cparams: &mut ContextParams,
 ) -> Result<(), FitError> {
     const F: &str = "common_params_fit_impl";
+    if mparams.split_mode == llama::SplitMode::Tensor {
+        return Err(FitError::Fit(
+            "llama_params_fit is not implemented for SPLIT_MODE_TENSOR, abort".into(),
+        ));
+    }
     crate::log_trc!("{F}: getting device memory data for initial parameters:\n");
     let (used, total, n_ctx_train) = measure(Path::new(&p.model), mparams, cparams)?;
     let n_streams = if cparams.kv_unified {

@@ -173,6 +173,14 @@ pub fn device_buffer_sizes(b: &Buffer) -> Option<Vec<(String, usize)>> {
     )
 }
 
+/// The size ggml reports for a buffer: a meta buffer's is its largest member's (what one device
+/// holds), not the span of whole tensors it addresses.
+pub fn reported_size(b: &Buffer) -> usize {
+    device_buffer_sizes(b)
+        .and_then(|v| v.into_iter().map(|(_, s)| s).max())
+        .unwrap_or_else(|| b.size())
+}
+
 /// The meta buffer behind a tensor, if it is in one.
 pub fn meta_buffer_of(t: &Tensor) -> Option<&MetaBufferImpl> {
     t.buffer()?

@@ -31,13 +31,22 @@ pub fn as_meta_buft(b: &BufferTypeRef) -> Option<Arc<MetaBufferType>> {
 
 /// ggml_backend_meta_device: a device over `devs` whose statically allocated tensors are split
 /// as `split` says.
-pub fn meta_device(devs: Vec<DeviceRef>, split: Arc<StaticSplitFn>) -> Arc<MetaDevice> {
+/// The name and description of the meta device over `devs`: "Meta(" and the members' own,
+/// comma-separated. (The pinned ggml means the same but prints "Meta()": its constructor reads
+/// the vector it has just moved from.)
+pub fn meta_names(devs: &[DeviceRef]) -> (String, String) {
     let join = |f: &dyn Fn(&DeviceRef) -> String| {
         let v: Vec<String> = devs.iter().map(f).collect();
         format!("Meta({})", v.join(","))
     };
-    let name = join(&|d| d.name().to_string());
-    let description = join(&|d| d.description().to_string());
+    (
+        join(&|d| d.name().to_string()),
+        join(&|d| d.description().to_string()),
+    )
+}
+
+pub fn meta_device(devs: Vec<DeviceRef>, split: Arc<StaticSplitFn>) -> Arc<MetaDevice> {
+    let (name, description) = meta_names(&devs);
     let simple: Vec<BufferTypeRef> = devs.iter().map(|d| d.buffer_type()).collect();
     let buft_name = {
         let v: Vec<&str> = simple.iter().map(|b| b.name()).collect();
@@ -110,6 +119,20 @@ impl Device for MetaDevice {
     }
     fn buffer_type(&self) -> BufferTypeRef {
         self.buft.clone()
+    }
+    /// The members' pinned host memory where they all share one type (ggml: the host buffer
+    /// type of the meta device, so outputs and CPU compute buffers stay pinned), else none.
+    fn host_buffer_type(&self) -> Option<BufferTypeRef> {
+        let mut host: Option<BufferTypeRef> = None;
+        for d in &self.devs {
+            let h = d.host_buffer_type()?;
+            match &host {
+                None => host = Some(h),
+                Some(prev) if !same_buft(prev, &h) => return None,
+                Some(_) => {}
+            }
+        }
+        host
     }
     fn supports_op(&self, ctx: &Context, op: TensorId) -> bool {
         self.devs.iter().all(|d| d.supports_op(ctx, op))

@@ -13,8 +13,10 @@ mod slice;
 mod split;
 
 pub use backend::{MetaBackend, ReduceRecord};
-pub use buffer::{device_buffer_sizes, meta_buffer_of, MetaBufferImpl, MetaBufferType};
-pub use device::{as_meta_buft, meta_device, MetaDevice};
+pub use buffer::{
+    device_buffer_sizes, meta_buffer_of, reported_size, MetaBufferImpl, MetaBufferType,
+};
+pub use device::{as_meta_buft, meta_device, meta_names, MetaDevice};
 pub use plan::{build_plan, graph_uid, Plan, Subgraph};
 pub use reduce::{allreduce_fallback, n_reduce_steps, ReduceStep, TmpBuffers};
 pub use rules::{MetaError, Resolver, StateCache, StaticSplitFn};
