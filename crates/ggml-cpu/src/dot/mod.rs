@@ -11,11 +11,21 @@ mod q1q2;
 mod scalar;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_ggml;
 mod tq;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 #[cfg(target_arch = "x86_64")]
+mod x86_fp4;
+#[cfg(target_arch = "x86_64")]
 mod x86_iq;
+#[cfg(target_arch = "x86_64")]
+mod x86_iq1;
+#[cfg(target_arch = "x86_64")]
+mod x86_iq2;
+#[cfg(target_arch = "x86_64")]
+mod x86_iq3;
 #[cfg(target_arch = "x86_64")]
 mod x86_k23;
 

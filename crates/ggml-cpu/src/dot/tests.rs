@@ -172,20 +172,3 @@ fn q8_k_activations_equal_the_reference_quantizer() {
     ggml::quants::quantize_row_ref(Type::Q8K, &x, &mut want);
     assert_eq!(got, want);
 }
-
-#[test]
-fn iq_tq_fp4_simd_kernels_equal_scalar_bit_for_bit() {
-    // their SIMD code sums integers exactly and scales in the scalar order
-    for level in SimdLevel::available() {
-        for ty in [Type::Iq4Xs, Type::Mxfp4, Type::Tq1_0, Type::Tq2_0] {
-            let fast = traits_for(level, ty).unwrap();
-            let slow = scalar_traits(ty).unwrap();
-            for (k, n) in [256usize, 512, 2048].into_iter().enumerate() {
-                let (wq, aq, _) = operands(ty, n, 40 + k as u64);
-                let a = (fast.vec_dot)(n, &wq, &aq);
-                let b = (slow.vec_dot)(n, &wq, &aq);
-                assert_eq!(a.to_bits(), b.to_bits(), "{level:?} {ty} n={n}: {a} vs {b}");
-            }
-        }
-    }
-}
