@@ -1,12 +1,14 @@
-//! AVX2 dot products of MXFP4, NVFP4 and Q1_0 against Q8_0, ported from ggml's AVX2 code:
-//! exact i32 lanes per block, fused times the block's scales into 8 float lanes in ggml's
-//! order, hsum_float_8 at the end (MXFP4's odd last block in scalar f32, as ggml), so the
-//! results are llama.cpp's AVX2 digits.
+//! AVX2 dot products of MXFP4, NVFP4, Q1_0 and Q2_0 against Q8_0. The first three are ported
+//! from ggml's AVX2 code: exact i32 lanes per block, fused times the block's scales into 8
+//! float lanes in ggml's order, hsum_float_8 at the end (MXFP4's odd last block in scalar
+//! f32, as ggml). ggml has no x86 Q2_0 kernel (its AVX2 build runs the generic code), so Q2_0
+//! sums its integers with AVX2 and scales them in the generic code's f32 order. All four
+//! give llama.cpp's AVX2 digits.
 
 use std::arch::x86_64::*;
 
 use super::scalar::check;
-use super::x86::{h2f_f16c, hsum_ps, load32};
+use super::x86::{h2f_f16c, hsum_epi32, hsum_ps, load32};
 use super::x86_iq::{load16, lookup_nibbles, mul_add_epi8};
 use ggml::quants::{e8m0_to_fp32_half, ue4m3_to_fp32, KVALUES_MXFP4};
 
@@ -20,6 +22,12 @@ pub(super) fn nvfp4_avx2(n: usize, x: &[u8], y: &[u8]) -> f32 {
     let nb = check(n, 64, x, 36, y, 68);
     // SAFETY: as for MXFP4.
     unsafe { nvfp4_k2(nb, x, y) }
+}
+
+pub(super) fn q2_0_avx2(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let nb = check(n, 64, x, 18, y, 68);
+    // SAFETY: as for MXFP4.
+    unsafe { q2_0_k2(nb, x, y) }
 }
 
 pub(super) fn q1_0_avx2(n: usize, x: &[u8], y: &[u8]) -> f32 {
@@ -165,4 +173,56 @@ unsafe fn q1_0_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
         }
     }
     hsum_ps(acc)
+}
+
+/// Byte j reads packed byte j / 4 (the low lane codes 0..16, the high one 16..32).
+static CODE_BYTE: [u8; 32] = [
+    0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7,
+];
+/// The low bit of code j within its byte: 1 << 2 (j % 4).
+static CODE_LO: [u8; 32] = [
+    1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16, 64, 1, 4, 16,
+    64, 1, 4, 16, 64,
+];
+
+/// # Safety
+/// AVX2, FMA and F16C must be available; `x` and `y` must hold `nb` blocks.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn q2_0_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
+    let (px, py) = (x.as_ptr(), y.as_ptr());
+    let pick = load32(CODE_BYTE.as_ptr());
+    let lo = load32(CODE_LO.as_ptr());
+    let hi = _mm256_add_epi8(lo, lo);
+    let ones8 = _mm256_set1_epi8(1);
+    let ones16 = _mm256_set1_epi16(1);
+    let mut sumf = 0.0f32;
+    for i in 0..nb {
+        // SAFETY: block i (and its two Q8_0 blocks) are within the nb blocks checked.
+        unsafe {
+            let bx = px.add(18 * i);
+            let mut sumi = 0.0f32;
+            for k in 0..2 {
+                let yb = py.add(68 * i + 34 * k);
+                let packed = std::ptr::read_unaligned(bx.add(2 + 8 * k) as *const u64);
+                let b = _mm256_shuffle_epi8(_mm256_set1_epi64x(packed as i64), pick);
+                // code = bit_lo + 2 bit_hi, from the two compare masks (0 or -1)
+                let bit_lo = _mm256_cmpeq_epi8(_mm256_and_si256(b, lo), lo);
+                let bit_hi = _mm256_cmpeq_epi8(_mm256_and_si256(b, hi), hi);
+                let code = _mm256_sub_epi8(
+                    _mm256_sub_epi8(_mm256_setzero_si256(), bit_lo),
+                    _mm256_add_epi8(bit_hi, bit_hi),
+                );
+                let qy = load32(yb.add(2));
+                // sum of (code - 1) * y, the -1 as the sum of y taken off pair by pair
+                let pairs = _mm256_sub_epi16(
+                    _mm256_maddubs_epi16(code, qy),
+                    _mm256_maddubs_epi16(ones8, qy),
+                );
+                let s = hsum_epi32(_mm256_madd_epi16(pairs, ones16));
+                sumi += h2f_f16c(yb) * s as f32;
+            }
+            sumf += h2f_f16c(bx) * sumi;
+        }
+    }
+    sumf
 }

@@ -2,7 +2,7 @@
 //! (ggml-cpu/arch/x86/quants.c): the same exact integer lanes per super-block, scaled by d
 //! into 8 float lanes with one fma (GCC contracts TQ's `mul_ps` + `add_ps` into one), summed
 //! at the end as hsum_float_8 does, so the results are llama.cpp's AVX2 digits. The IQ2,
-//! IQ3, IQ1 and FP4/Q1_0 kernels live in their own files; this one holds the table.
+//! IQ3, IQ1 and FP4/Q1_0/Q2_0 kernels live in their own files; this one holds the table.
 
 use std::arch::x86_64::*;
 
@@ -30,6 +30,7 @@ pub(super) fn avx2_kernel(ty: Type) -> Option<VecDotFn> {
         Type::Mxfp4 => f::mxfp4_avx2,
         Type::Nvfp4 => f::nvfp4_avx2,
         Type::Q1_0 => f::q1_0_avx2,
+        Type::Q2_0 => f::q2_0_avx2,
         _ => return None,
     })
 }
