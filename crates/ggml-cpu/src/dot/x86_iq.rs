@@ -75,39 +75,51 @@ pub(super) fn load16(p: *const u8) -> __m128i {
     unsafe { _mm_loadu_si128(p as *const __m128i) }
 }
 
+/// The 8 exact i32 lanes of one IQ4_XS block (ggml's sumi1 + sumi2, the scales applied).
+///
+/// # Safety
+/// AVX2 must be available; `bx` and `by` point at one whole block each.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn iq4_xs_lanes(bx: *const u8, by: *const u8) -> __m256i {
+    // SAFETY: the caller's promise; every offset below stays inside the two blocks.
+    unsafe {
+        let table = load16(KVALUES_IQ4NL.as_ptr() as *const u8);
+        let mut sh = std::ptr::read_unaligned(bx.add(2) as *const u16);
+        let mut sumi1 = _mm256_setzero_si256();
+        let mut sumi2 = _mm256_setzero_si256();
+        for ib in (0..8).step_by(2) {
+            let qs = bx.add(8 + 16 * ib);
+            let q8 = by.add(4 + 32 * ib);
+            let q4b_1 = lookup_nibbles(load16(qs), table);
+            let q4b_2 = lookup_nibbles(load16(qs.add(16)), table);
+            let p16_1 = mul_add_epi8(q4b_1, load32(q8));
+            let p16_2 = mul_add_epi8(q4b_2, load32(q8.add(32)));
+            let sl = *bx.add(4 + ib / 2) as i16;
+            let ls1 = ((sl & 0xf) | ((sh << 4) & 0x30) as i16) - 32;
+            let ls2 = ((sl >> 4) | ((sh << 2) & 0x30) as i16) - 32;
+            sh >>= 4;
+            let p_1 = _mm256_madd_epi16(p16_1, _mm256_set1_epi16(ls1));
+            let p_2 = _mm256_madd_epi16(p16_2, _mm256_set1_epi16(ls2));
+            sumi1 = _mm256_add_epi32(p_1, sumi1);
+            sumi2 = _mm256_add_epi32(p_2, sumi2);
+        }
+        _mm256_add_epi32(sumi1, sumi2)
+    }
+}
+
 /// # Safety
 /// AVX2, FMA and F16C must be available; `x` and `y` must hold `nb` blocks.
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn iq4_xs_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
     let (px, py) = (x.as_ptr(), y.as_ptr());
-    let table = load16(KVALUES_IQ4NL.as_ptr() as *const u8);
     let mut accum = _mm256_setzero_ps();
     for ibl in 0..nb {
-        // SAFETY: block ibl of both operands is within the nb blocks the caller checked; every
-        // offset below stays inside its 136- or 292-byte block.
+        // SAFETY: block ibl of both operands is within the nb blocks the caller checked.
         unsafe {
             let (bx, by) = (px.add(136 * ibl), py.add(292 * ibl));
-            let mut sh = std::ptr::read_unaligned(bx.add(2) as *const u16);
-            let mut sumi1 = _mm256_setzero_si256();
-            let mut sumi2 = _mm256_setzero_si256();
-            for ib in (0..8).step_by(2) {
-                let qs = bx.add(8 + 16 * ib);
-                let q8 = by.add(4 + 32 * ib);
-                let q4b_1 = lookup_nibbles(load16(qs), table);
-                let q4b_2 = lookup_nibbles(load16(qs.add(16)), table);
-                let p16_1 = mul_add_epi8(q4b_1, load32(q8));
-                let p16_2 = mul_add_epi8(q4b_2, load32(q8.add(32)));
-                let sl = *bx.add(4 + ib / 2) as i16;
-                let ls1 = ((sl & 0xf) | ((sh << 4) & 0x30) as i16) - 32;
-                let ls2 = ((sl >> 4) | ((sh << 2) & 0x30) as i16) - 32;
-                sh >>= 4;
-                let p_1 = _mm256_madd_epi16(p16_1, _mm256_set1_epi16(ls1));
-                let p_2 = _mm256_madd_epi16(p16_2, _mm256_set1_epi16(ls2));
-                sumi1 = _mm256_add_epi32(p_1, sumi1);
-                sumi2 = _mm256_add_epi32(p_2, sumi2);
-            }
+            let sum = _mm256_cvtepi32_ps(iq4_xs_lanes(bx, by));
             let d = h2f_f16c(bx) * rdf32(by);
-            let sum = _mm256_cvtepi32_ps(_mm256_add_epi32(sumi1, sumi2));
             accum = _mm256_fmadd_ps(_mm256_set1_ps(d), sum, accum);
         }
     }

@@ -67,12 +67,57 @@ pub(super) fn rdf32(p: *const u8) -> f32 {
     f32::from_bits(rd32(p))
 }
 
+/// The 8 exact i32 lanes of one block (ggml's sumi1 + sumi2, the scales applied).
+///
+/// # Safety
+/// AVX2 must be available; `bx` and `by` point at one whole block each.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn iq2_xxs_lanes(bx: *const u8, by: *const u8) -> __m256i {
+    let s64 = |v: u32| KEVEN_SIGNS[(v & 127) as usize];
+    // SAFETY: the caller's promise; every offset below stays inside the two blocks.
+    unsafe {
+        let mut sumi1 = _mm256_setzero_si256();
+        let mut sumi2 = _mm256_setzero_si256();
+        for ib in 0..4 {
+            let q2 = bx.add(2 + 16 * ib);
+            let q8 = by.add(4 + 64 * ib);
+            let q8_1 = load32(q8);
+            let q8_2 = load32(q8.add(32));
+            let aux = [rd32(q2), rd32(q2.add(4)), rd32(q2.add(8)), rd32(q2.add(12))];
+            let g = |k: usize| IQ2XXS_GRID[*q2.add(k) as usize];
+            let q2_1 = set64(g(3), g(2), g(1), g(0));
+            let q2_2 = set64(g(11), g(10), g(9), g(8));
+            let s2_1 = set64(
+                s64(aux[1] >> 21),
+                s64(aux[1] >> 14),
+                s64(aux[1] >> 7),
+                s64(aux[1]),
+            );
+            let s2_2 = set64(
+                s64(aux[3] >> 21),
+                s64(aux[3] >> 14),
+                s64(aux[3] >> 7),
+                s64(aux[3]),
+            );
+            let dot1 = _mm256_maddubs_epi16(q2_1, _mm256_sign_epi8(q8_1, s2_1));
+            let dot2 = _mm256_maddubs_epi16(q2_2, _mm256_sign_epi8(q8_2, s2_2));
+            let ls1 = (aux[1] >> 28) as i16;
+            let ls2 = (aux[3] >> 28) as i16;
+            let p1 = _mm256_madd_epi16(dot1, _mm256_set1_epi16(2 * ls1 + 1));
+            let p2 = _mm256_madd_epi16(dot2, _mm256_set1_epi16(2 * ls2 + 1));
+            sumi1 = _mm256_add_epi32(sumi1, p1);
+            sumi2 = _mm256_add_epi32(sumi2, p2);
+        }
+        _mm256_add_epi32(sumi1, sumi2)
+    }
+}
+
 /// # Safety
 /// AVX2, FMA and F16C must be available; `x` and `y` must hold `nb` blocks.
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn iq2_xxs_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
     let (px, py) = (x.as_ptr(), y.as_ptr());
-    let s64 = |v: u32| KEVEN_SIGNS[(v & 127) as usize];
     let mut accumf = _mm256_setzero_ps();
     for i in 0..nb {
         // SAFETY: block i of both operands is within the nb blocks the caller checked; every
@@ -80,39 +125,8 @@ unsafe fn iq2_xxs_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
         unsafe {
             let (bx, by) = (px.add(66 * i), py.add(292 * i));
             let d = h2f_f16c(bx) * rdf32(by);
-            let mut sumi1 = _mm256_setzero_si256();
-            let mut sumi2 = _mm256_setzero_si256();
-            for ib in 0..4 {
-                let q2 = bx.add(2 + 16 * ib);
-                let q8 = by.add(4 + 64 * ib);
-                let q8_1 = load32(q8);
-                let q8_2 = load32(q8.add(32));
-                let aux = [rd32(q2), rd32(q2.add(4)), rd32(q2.add(8)), rd32(q2.add(12))];
-                let g = |k: usize| IQ2XXS_GRID[*q2.add(k) as usize];
-                let q2_1 = set64(g(3), g(2), g(1), g(0));
-                let q2_2 = set64(g(11), g(10), g(9), g(8));
-                let s2_1 = set64(
-                    s64(aux[1] >> 21),
-                    s64(aux[1] >> 14),
-                    s64(aux[1] >> 7),
-                    s64(aux[1]),
-                );
-                let s2_2 = set64(
-                    s64(aux[3] >> 21),
-                    s64(aux[3] >> 14),
-                    s64(aux[3] >> 7),
-                    s64(aux[3]),
-                );
-                let dot1 = _mm256_maddubs_epi16(q2_1, _mm256_sign_epi8(q8_1, s2_1));
-                let dot2 = _mm256_maddubs_epi16(q2_2, _mm256_sign_epi8(q8_2, s2_2));
-                let ls1 = (aux[1] >> 28) as i16;
-                let ls2 = (aux[3] >> 28) as i16;
-                let p1 = _mm256_madd_epi16(dot1, _mm256_set1_epi16(2 * ls1 + 1));
-                let p2 = _mm256_madd_epi16(dot2, _mm256_set1_epi16(2 * ls2 + 1));
-                sumi1 = _mm256_add_epi32(sumi1, p1);
-                sumi2 = _mm256_add_epi32(sumi2, p2);
-            }
-            let sum = _mm256_cvtepi32_ps(_mm256_add_epi32(sumi1, sumi2));
+            let lanes = iq2_xxs_lanes(bx, by);
+            let sum = _mm256_cvtepi32_ps(lanes);
             accumf = _mm256_fmadd_ps(_mm256_set1_ps(d), sum, accumf);
         }
     }
@@ -168,11 +182,13 @@ fn xs_signs(full: __m256i, shuffle: __m256i, bits: __m256i, q8: __m256i) -> __m2
     _mm256_sign_epi8(q8, _mm256_or_si256(s, _mm256_set1_epi8(1)))
 }
 
+/// The 8 exact i32 lanes of one block (ggml's sumi1 + sumi2, the scales applied).
+///
 /// # Safety
-/// AVX2, FMA and F16C must be available; `x` and `y` must hold `nb` blocks.
+/// AVX2 must be available; `bx` and `by` point at one whole block each.
+#[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn iq2_xs_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
-    let (px, py) = (x.as_ptr(), y.as_ptr());
+pub(super) unsafe fn iq2_xs_lanes(bx: *const u8, by: *const u8) -> __m256i {
     let bits = load32(BIT_SELECTOR.as_ptr());
     let shuf1 = load32(SIGN_SHUFFLE_1.as_ptr());
     let shuf2 = load32(SIGN_SHUFFLE_2.as_ptr());
@@ -180,6 +196,68 @@ unsafe fn iq2_xs_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
     let m511 = _mm256_set1_epi16(511);
     let m4 = _mm_set1_epi8(0xf);
     let m1 = _mm_set1_epi8(1);
+    // SAFETY: the caller's promise; every offset below stays inside the two blocks.
+    unsafe {
+        let aux64 = std::ptr::read_unaligned(bx.add(66) as *const u64);
+        let stmp = _mm_set1_epi64x(aux64 as i64);
+        let stmp = _mm_unpacklo_epi8(
+            _mm_and_si128(stmp, m4),
+            _mm_and_si128(_mm_srli_epi16(stmp, 4), m4),
+        );
+        let scales = _mm_add_epi8(_mm_slli_epi16(stmp, 1), m1);
+        let mut sumi1 = _mm256_setzero_si256();
+        let mut sumi2 = _mm256_setzero_si256();
+        for half in 0..2 {
+            let ib32 = 4 * half;
+            let q2_data = load32(bx.add(2 + 32 * half));
+            let mut gindex = [0u16; 16];
+            _mm256_storeu_si256(
+                gindex.as_mut_ptr() as *mut __m256i,
+                _mm256_and_si256(q2_data, m511),
+            );
+            let partial = _mm256_srli_epi16(q2_data, 9);
+            let upper = _mm256_srli_epi16(q2_data, 13);
+            let odd = _mm256_shuffle_epi8(helper, _mm256_xor_si256(partial, upper));
+            let full = _mm256_or_si256(partial, odd);
+
+            let q8 = by.add(4 + 128 * half);
+            let g = |k: usize| IQ2XS_GRID[gindex[k] as usize];
+            let q2_1 = set64(g(3), g(2), g(1), g(0));
+            let q2_2 = set64(g(7), g(6), g(5), g(4));
+            let q2_3 = set64(g(11), g(10), g(9), g(8));
+            let q2_4 = set64(g(15), g(14), g(13), g(12));
+
+            let lo = _mm256_castsi256_si128(full);
+            let hi = _mm256_extracti128_si256(full, 1);
+            let full1 = _mm256_set_m128i(lo, lo);
+            let full2 = _mm256_set_m128i(hi, hi);
+            let q8s_1 = xs_signs(full1, shuf1, bits, load32(q8));
+            let q8s_2 = xs_signs(full1, shuf2, bits, load32(q8.add(32)));
+            let q8s_3 = xs_signs(full2, shuf1, bits, load32(q8.add(64)));
+            let q8s_4 = xs_signs(full2, shuf2, bits, load32(q8.add(96)));
+
+            let dot1 = _mm256_maddubs_epi16(q2_1, q8s_1);
+            let dot2 = _mm256_maddubs_epi16(q2_2, q8s_2);
+            let dot3 = _mm256_maddubs_epi16(q2_3, q8s_3);
+            let dot4 = _mm256_maddubs_epi16(q2_4, q8s_4);
+
+            let sc = |k: usize| {
+                _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, load16(&SCALE_SHUFFLE[k])))
+            };
+            sumi1 = _mm256_add_epi32(sumi1, _mm256_madd_epi16(dot1, sc(ib32)));
+            sumi2 = _mm256_add_epi32(sumi2, _mm256_madd_epi16(dot2, sc(ib32 + 1)));
+            sumi1 = _mm256_add_epi32(sumi1, _mm256_madd_epi16(dot3, sc(ib32 + 2)));
+            sumi2 = _mm256_add_epi32(sumi2, _mm256_madd_epi16(dot4, sc(ib32 + 3)));
+        }
+        _mm256_add_epi32(sumi1, sumi2)
+    }
+}
+
+/// # Safety
+/// AVX2, FMA and F16C must be available; `x` and `y` must hold `nb` blocks.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn iq2_xs_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
+    let (px, py) = (x.as_ptr(), y.as_ptr());
     let mut accumf = _mm256_setzero_ps();
     for i in 0..nb {
         // SAFETY: block i of both operands is within the nb blocks the caller checked; every
@@ -187,58 +265,8 @@ unsafe fn iq2_xs_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
         unsafe {
             let (bx, by) = (px.add(74 * i), py.add(292 * i));
             let d = h2f_f16c(bx) * rdf32(by);
-            let aux64 = std::ptr::read_unaligned(bx.add(66) as *const u64);
-            let stmp = _mm_set1_epi64x(aux64 as i64);
-            let stmp = _mm_unpacklo_epi8(
-                _mm_and_si128(stmp, m4),
-                _mm_and_si128(_mm_srli_epi16(stmp, 4), m4),
-            );
-            let scales = _mm_add_epi8(_mm_slli_epi16(stmp, 1), m1);
-            let mut sumi1 = _mm256_setzero_si256();
-            let mut sumi2 = _mm256_setzero_si256();
-            for half in 0..2 {
-                let ib32 = 4 * half;
-                let q2_data = load32(bx.add(2 + 32 * half));
-                let mut gindex = [0u16; 16];
-                _mm256_storeu_si256(
-                    gindex.as_mut_ptr() as *mut __m256i,
-                    _mm256_and_si256(q2_data, m511),
-                );
-                let partial = _mm256_srli_epi16(q2_data, 9);
-                let upper = _mm256_srli_epi16(q2_data, 13);
-                let odd = _mm256_shuffle_epi8(helper, _mm256_xor_si256(partial, upper));
-                let full = _mm256_or_si256(partial, odd);
-
-                let q8 = by.add(4 + 128 * half);
-                let g = |k: usize| IQ2XS_GRID[gindex[k] as usize];
-                let q2_1 = set64(g(3), g(2), g(1), g(0));
-                let q2_2 = set64(g(7), g(6), g(5), g(4));
-                let q2_3 = set64(g(11), g(10), g(9), g(8));
-                let q2_4 = set64(g(15), g(14), g(13), g(12));
-
-                let lo = _mm256_castsi256_si128(full);
-                let hi = _mm256_extracti128_si256(full, 1);
-                let full1 = _mm256_set_m128i(lo, lo);
-                let full2 = _mm256_set_m128i(hi, hi);
-                let q8s_1 = xs_signs(full1, shuf1, bits, load32(q8));
-                let q8s_2 = xs_signs(full1, shuf2, bits, load32(q8.add(32)));
-                let q8s_3 = xs_signs(full2, shuf1, bits, load32(q8.add(64)));
-                let q8s_4 = xs_signs(full2, shuf2, bits, load32(q8.add(96)));
-
-                let dot1 = _mm256_maddubs_epi16(q2_1, q8s_1);
-                let dot2 = _mm256_maddubs_epi16(q2_2, q8s_2);
-                let dot3 = _mm256_maddubs_epi16(q2_3, q8s_3);
-                let dot4 = _mm256_maddubs_epi16(q2_4, q8s_4);
-
-                let sc = |k: usize| {
-                    _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales, load16(&SCALE_SHUFFLE[k])))
-                };
-                sumi1 = _mm256_add_epi32(sumi1, _mm256_madd_epi16(dot1, sc(ib32)));
-                sumi2 = _mm256_add_epi32(sumi2, _mm256_madd_epi16(dot2, sc(ib32 + 1)));
-                sumi1 = _mm256_add_epi32(sumi1, _mm256_madd_epi16(dot3, sc(ib32 + 2)));
-                sumi2 = _mm256_add_epi32(sumi2, _mm256_madd_epi16(dot4, sc(ib32 + 3)));
-            }
-            let sum = _mm256_cvtepi32_ps(_mm256_add_epi32(sumi1, sumi2));
+            let lanes = iq2_xs_lanes(bx, by);
+            let sum = _mm256_cvtepi32_ps(lanes);
             accumf = _mm256_fmadd_ps(_mm256_set1_ps(d), sum, accumf);
         }
     }
@@ -270,15 +298,59 @@ fn scale_shuffle_k4(i: usize) -> __m256i {
     _mm256_set1_epi16(b | ((b + 1) << 8))
 }
 
+/// The 8 exact i32 lanes of one block (ggml's sumi1 + sumi2, the scales applied).
+///
+/// # Safety
+/// AVX2 must be available; `bx` and `by` point at one whole block each.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(super) unsafe fn iq2_s_lanes(bx: *const u8, by: *const u8) -> __m256i {
+    let m4 = _mm_set1_epi8(0xf);
+    let m1 = _mm_set1_epi8(1);
+    let mask1 = load32(SIGN_BYTE_MASK.as_ptr());
+    let mask2 = load32(BIT_SELECTOR.as_ptr());
+    // SAFETY: the caller's promise; every offset below stays inside the two blocks.
+    unsafe {
+        let qs = bx.add(2);
+        let signs = bx.add(34);
+        let qh = bx.add(66);
+        let aux64 = std::ptr::read_unaligned(bx.add(74) as *const u64);
+        let both = _mm_set_epi64x((aux64 >> 4) as i64, aux64 as i64);
+        let scales8 = _mm_add_epi8(_mm_slli_epi16(_mm_and_si128(both, m4), 1), m1);
+        // i16 order: 0 2 4 .. 14 in the low lane, 1 3 .. 15 in the high one
+        let scales16 = _mm256_cvtepi8_epi16(scales8);
+        let mut sumi1 = _mm256_setzero_si256();
+        let mut sumi2 = _mm256_setzero_si256();
+        for ib32 in (0..8).step_by(2) {
+            let q8 = by.add(4 + 32 * ib32);
+            let q8_1 = load32(q8);
+            let q8_2 = load32(q8.add(32));
+            let q = qs.add(4 * ib32);
+            let h = |k: usize| *qh.add(ib32 + k) as usize;
+            let g = |j: usize, k: usize, sh: u32| {
+                IQ2S_GRID[*q.add(j) as usize | ((h(k) << sh) & 0x300)]
+            };
+            let q2_1 = set64(g(3, 0, 2), g(2, 0, 4), g(1, 0, 6), g(0, 0, 8));
+            let q2_2 = set64(g(7, 1, 2), g(6, 1, 4), g(5, 1, 6), g(4, 1, 8));
+            let sg = signs.add(4 * ib32);
+            let q8s_1 = apply_sign_bits(rd32(sg), q8_1, mask1, mask2);
+            let q8s_2 = apply_sign_bits(rd32(sg.add(4)), q8_2, mask1, mask2);
+            let dot1 = _mm256_maddubs_epi16(q2_1, q8s_1);
+            let dot2 = _mm256_maddubs_epi16(q2_2, q8s_2);
+            let sc1 = _mm256_shuffle_epi8(scales16, scale_shuffle_k4(ib32));
+            let sc2 = _mm256_shuffle_epi8(scales16, scale_shuffle_k4(ib32 + 1));
+            sumi1 = _mm256_add_epi32(sumi1, _mm256_madd_epi16(dot1, sc1));
+            sumi2 = _mm256_add_epi32(sumi2, _mm256_madd_epi16(dot2, sc2));
+        }
+        _mm256_add_epi32(sumi1, sumi2)
+    }
+}
+
 /// # Safety
 /// AVX2, FMA and F16C must be available; `x` and `y` must hold `nb` blocks.
 #[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn iq2_s_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
     let (px, py) = (x.as_ptr(), y.as_ptr());
-    let m4 = _mm_set1_epi8(0xf);
-    let m1 = _mm_set1_epi8(1);
-    let mask1 = load32(SIGN_BYTE_MASK.as_ptr());
-    let mask2 = load32(BIT_SELECTOR.as_ptr());
     let mut accumf = _mm256_setzero_ps();
     for i in 0..nb {
         // SAFETY: block i of both operands is within the nb blocks the caller checked; every
@@ -286,38 +358,8 @@ unsafe fn iq2_s_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
         unsafe {
             let (bx, by) = (px.add(82 * i), py.add(292 * i));
             let d = h2f_f16c(bx) * rdf32(by);
-            let qs = bx.add(2);
-            let signs = bx.add(34);
-            let qh = bx.add(66);
-            let aux64 = std::ptr::read_unaligned(bx.add(74) as *const u64);
-            let both = _mm_set_epi64x((aux64 >> 4) as i64, aux64 as i64);
-            let scales8 = _mm_add_epi8(_mm_slli_epi16(_mm_and_si128(both, m4), 1), m1);
-            // i16 order: 0 2 4 .. 14 in the low lane, 1 3 .. 15 in the high one
-            let scales16 = _mm256_cvtepi8_epi16(scales8);
-            let mut sumi1 = _mm256_setzero_si256();
-            let mut sumi2 = _mm256_setzero_si256();
-            for ib32 in (0..8).step_by(2) {
-                let q8 = by.add(4 + 32 * ib32);
-                let q8_1 = load32(q8);
-                let q8_2 = load32(q8.add(32));
-                let q = qs.add(4 * ib32);
-                let h = |k: usize| *qh.add(ib32 + k) as usize;
-                let g = |j: usize, k: usize, sh: u32| {
-                    IQ2S_GRID[*q.add(j) as usize | ((h(k) << sh) & 0x300)]
-                };
-                let q2_1 = set64(g(3, 0, 2), g(2, 0, 4), g(1, 0, 6), g(0, 0, 8));
-                let q2_2 = set64(g(7, 1, 2), g(6, 1, 4), g(5, 1, 6), g(4, 1, 8));
-                let sg = signs.add(4 * ib32);
-                let q8s_1 = apply_sign_bits(rd32(sg), q8_1, mask1, mask2);
-                let q8s_2 = apply_sign_bits(rd32(sg.add(4)), q8_2, mask1, mask2);
-                let dot1 = _mm256_maddubs_epi16(q2_1, q8s_1);
-                let dot2 = _mm256_maddubs_epi16(q2_2, q8s_2);
-                let sc1 = _mm256_shuffle_epi8(scales16, scale_shuffle_k4(ib32));
-                let sc2 = _mm256_shuffle_epi8(scales16, scale_shuffle_k4(ib32 + 1));
-                sumi1 = _mm256_add_epi32(sumi1, _mm256_madd_epi16(dot1, sc1));
-                sumi2 = _mm256_add_epi32(sumi2, _mm256_madd_epi16(dot2, sc2));
-            }
-            let sum = _mm256_cvtepi32_ps(_mm256_add_epi32(sumi1, sumi2));
+            let lanes = iq2_s_lanes(bx, by);
+            let sum = _mm256_cvtepi32_ps(lanes);
             accumf = _mm256_fmadd_ps(_mm256_set1_ps(d), sum, accumf);
         }
     }

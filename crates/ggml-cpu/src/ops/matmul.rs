@@ -136,6 +136,11 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // K-quant weights follow llama.cpp's repacked Q4_K and tiled K-quant kernels likewise
     let flat = a.ne[2] == 1 && a.ne[3] == 1;
     let kplan = ktile::plan(a.ty, nr0, flat, b.ne[1], b.ty);
+    // IQ weights times >= 8 columns: llama.cpp's tiled path (ggml-cpu/tiled), not its dot
+    let tiled_iq = (b.ne[1] >= 8 && matches!(b.ty, Type::F32 | Type::Q8K))
+        .then(|| crate::dot::tiled_iq_kernel(a.ty))
+        .flatten();
+    let row_dot = tiled_iq.unwrap_or(tr.vec_dot);
     // float weights: llamafile's tinyBLAS order where llama.cpp runs it, ggml's dot otherwise
     let float_tiles = gemm::tinyblas_shape(nr0, k, b.ne[1]);
     let tile_kind = match (a.ty, tr.vec_dot_type) {
@@ -332,7 +337,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                 let order = kp.order(i11, b.ne[1]);
                                 ktile::dot(kp, order, k / 256, x.as_ptr(), y.as_ptr())
                             } else {
-                                (tr.vec_dot)(k, x, y)
+                                row_dot(k, x, y)
                             };
                         }
                         for ir0 in iir0..e0 {
