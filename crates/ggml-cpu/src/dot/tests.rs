@@ -172,3 +172,27 @@ fn q8_k_activations_equal_the_reference_quantizer() {
     ggml::quants::quantize_row_ref(Type::Q8K, &x, &mut want);
     assert_eq!(got, want);
 }
+
+#[test]
+fn tiled_iq_order_is_the_same_dot_product() {
+    // llama.cpp's tiled order for IQ weights (its exact digits: tests/tests/perplexity_iq.rs)
+    let mut covered = 0;
+    for ty in TYPES {
+        let Some(tiled) = tiled_iq_kernel(ty) else {
+            continue;
+        };
+        covered += 1;
+        let slow = scalar_traits(ty).unwrap();
+        for (k, n) in [256usize, 4096, 256 * 7].into_iter().enumerate() {
+            let (wq, aq, _) = operands(ty, n, 60 + k as u64);
+            let a = tiled(n, &wq, &aq);
+            let b = (slow.vec_dot)(n, &wq, &aq);
+            let tol = 2e-5 * b.abs().max(1.0) * (n as f32).sqrt();
+            assert!((a - b).abs() <= tol, "{ty} n={n}: tiled {a} vs scalar {b}");
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if SimdLevel::available().contains(&SimdLevel::Avx2) {
+        assert_eq!(covered, 8, "the eight IQ types llama.cpp tiles");
+    }
+}
