@@ -78,6 +78,12 @@ unsafe fn mxfp4_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
     sumf
 }
 
+/// ue4m3_to_fp32 of every byte, looked up instead of recomputed four times per block.
+fn ue4m3_table() -> &'static [f32; 256] {
+    static T: std::sync::OnceLock<[f32; 256]> = std::sync::OnceLock::new();
+    T.get_or_init(|| std::array::from_fn(|b| ue4m3_to_fp32(b as u8)))
+}
+
 /// # Safety
 /// AVX2, FMA and F16C must be available; `x` and `y` must hold `nb` blocks.
 #[target_feature(enable = "avx2,fma,f16c")]
@@ -86,6 +92,7 @@ unsafe fn nvfp4_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
     let table = load16(KVALUES_MXFP4.as_ptr() as *const u8);
     let m4b = _mm_set1_epi8(0x0f);
     let mone = _mm256_set1_epi16(1);
+    let ue = ue4m3_table();
     let mut accum = _mm256_setzero_ps();
     for ib in 0..nb {
         // SAFETY: block ib (and Q8_0 blocks 2ib, 2ib + 1) are within the nb blocks checked.
@@ -112,10 +119,10 @@ unsafe fn nvfp4_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
             let p_2 = _mm256_madd_epi16(mul_add_epi8(q4_23, load32(y1.add(2))), mone);
             let dy0 = h2f_f16c(y0);
             let dy1 = h2f_f16c(y1);
-            let s0 = ue4m3_to_fp32(*bx) * dy0;
-            let s1 = ue4m3_to_fp32(*bx.add(1)) * dy0;
-            let s2 = ue4m3_to_fp32(*bx.add(2)) * dy1;
-            let s3 = ue4m3_to_fp32(*bx.add(3)) * dy1;
+            let s0 = ue[*bx as usize] * dy0;
+            let s1 = ue[*bx.add(1) as usize] * dy0;
+            let s2 = ue[*bx.add(2) as usize] * dy1;
+            let s3 = ue[*bx.add(3) as usize] * dy1;
             let scales01 = _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0));
             let scales23 = _mm256_set_m128(_mm_set1_ps(s3), _mm_set1_ps(s2));
             accum = _mm256_fmadd_ps(scales01, _mm256_cvtepi32_ps(p_1), accum);
