@@ -1,10 +1,15 @@
 // Runs llama.cpp's own dot products on the cases that ggml-cpu's tests_ggml writes (see
 // tests/fixtures/vec-dot-avx2/README.md): for each case, ggml_vec_dot_<name> (the kernel of
 // the build, AVX2 here) and ggml_vec_dot_<name>_generic, printed as f32 bits.
+//
+// With `--bench ROWS`, each case's x holds ROWS weight rows and the kernel of the build is
+// timed over all of them against the one activation row (one thread, best of 3 runs of at
+// least 0.2 s): printed as "name n ns-per-row" (crates/ggml-cpu/benches/vec_dot_ggml.rs).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef void (*vec_dot_t)(int, float *, size_t, const void *, size_t, const void *, size_t, int);
 
@@ -39,12 +44,48 @@ static uint8_t *part(FILE *f, uint32_t *len) {
     return p;
 }
 
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+static double bench(vec_dot_t fn, uint32_t n, const uint8_t *x, size_t row, int rows,
+                    const uint8_t *y) {
+    double best = 1e30;
+    volatile float sink = 0;
+    for (int run = 0; run < 3; run++) {
+        double start = now(), el;
+        long passes = 0;
+        do {
+            for (int r = 0; r < rows; r++) {
+                float s;
+                fn(n, &s, 0, x + r * row, 0, y, 0, 1);
+                sink += s;
+            }
+            passes++;
+        } while ((el = now() - start) < 0.2);
+        if (el / passes < best) best = el / passes;
+    }
+    (void)sink;
+    return best / rows * 1e9;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 2) { fprintf(stderr, "usage: %s CASES\n", argv[0]); return 1; }
-    FILE *f = fopen(argv[1], "rb");
-    if (!f) { perror(argv[1]); return 1; }
+    int rows = 0;
+    const char *path = argc == 2 ? argv[1] : NULL;
+    if (argc == 4 && strcmp(argv[1], "--bench") == 0) {
+        rows = atoi(argv[2]);
+        path = rows > 0 ? argv[3] : NULL;
+    }
+    if (!path) {
+        fprintf(stderr, "usage: %s [--bench ROWS] CASES\n", argv[0]);
+        return 1;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) { perror(path); return 1; }
     ggml_cpu_init();
-    printf("# name n ggml_avx2_bits ggml_generic_bits\n");
+    if (!rows) printf("# name n ggml_avx2_bits ggml_generic_bits\n");
     uint32_t len;
     uint8_t *name;
     while ((name = part(f, &len)) != NULL) {
@@ -55,6 +96,12 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
             if (strcmp(table[i].name, (char *)name) == 0) k = (int)i;
         if (k < 0) { fprintf(stderr, "unknown kernel %s\n", name); return 1; }
+        if (rows) {
+            double ns = bench(table[k].fast, n, x, xl / rows, rows, y);
+            printf("%s %u %.1f\n", (char *)name, n, ns);
+            free(name); free(np); free(x); free(y);
+            continue;
+        }
         float a = 0, b = 0;
         table[k].fast(n, &a, 0, x, 0, y, 0, 1);
         table[k].generic(n, &b, 0, x, 0, y, 0, 1);
