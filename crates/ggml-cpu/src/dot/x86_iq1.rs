@@ -52,7 +52,11 @@ pub(super) unsafe fn iq1_s_lanes(bx: *const u8, by: *const u8) -> (__m256i, i32)
             let qs = bx.add(2 + 4 * ib);
             let h0 = rd16(bx.add(34 + 2 * ib)) as usize;
             let h1 = rd16(bx.add(36 + 2 * ib)) as usize;
-            let g = |k: usize, idx_hi: usize| IQ1S_GRID[*qs.add(k) as usize | idx_hi];
+            // SAFETY (of the unchecked lookup): a byte or'ed with bits 8..10 is below 2048,
+            // the grid's length
+            let g = |k: usize, idx_hi: usize| {
+                *IQ1S_GRID.get_unchecked(*qs.add(k) as usize | (idx_hi & 0x700))
+            };
             let q1b_1 = set64(
                 g(3, (h0 >> 1) & 0x700),
                 g(2, (h0 << 2) & 0x700),
@@ -132,7 +136,11 @@ pub(super) unsafe fn iq1_m_lanes(bx: *const u8, by: *const u8) -> (__m256i, __m2
             let qs = bx.add(4 * ib);
             let qh = bx.add(32 + 2 * ib);
             let h = |k: usize| *qh.add(k) as usize;
-            let g = |k: usize, idx_hi: usize| IQ1S_GRID[*qs.add(k) as usize | idx_hi];
+            // SAFETY (of the unchecked lookup): a byte or'ed with bits 8..10 is below 2048,
+            // the grid's length
+            let g = |k: usize, idx_hi: usize| {
+                *IQ1S_GRID.get_unchecked(*qs.add(k) as usize | (idx_hi & 0x700))
+            };
             let q1b_1 = set64(
                 g(3, (h(1) << 4) & 0x700),
                 g(2, (h(1) << 8) & 0x700),
@@ -145,12 +153,9 @@ pub(super) unsafe fn iq1_m_lanes(bx: *const u8, by: *const u8) -> (__m256i, __m2
                 g(5, (h(2) << 4) & 0x700),
                 g(4, (h(2) << 8) & 0x700),
             );
+            // all ones (-1) where the delta bit is set, else +1 bytes; without a branch
             let dl = |k: usize, m: usize| {
-                if h(k) & m != 0 {
-                    u64::MAX
-                } else {
-                    0x0101_0101_0101_0101
-                }
+                0u64.wrapping_sub((h(k) & m != 0) as u64) | 0x0101_0101_0101_0101
             };
             let delta1 = set64(dl(1, 0x80), dl(1, 0x08), dl(0, 0x80), dl(0, 0x08));
             let delta2 = set64(dl(3, 0x80), dl(3, 0x08), dl(2, 0x80), dl(2, 0x08));
