@@ -11,13 +11,25 @@ mod q1q2;
 mod scalar;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_ggml;
 mod tq;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 #[cfg(target_arch = "x86_64")]
+mod x86_fp4;
+#[cfg(target_arch = "x86_64")]
 mod x86_iq;
 #[cfg(target_arch = "x86_64")]
+mod x86_iq1;
+#[cfg(target_arch = "x86_64")]
+mod x86_iq2;
+#[cfg(target_arch = "x86_64")]
+mod x86_iq3;
+#[cfg(target_arch = "x86_64")]
 mod x86_k23;
+#[cfg(target_arch = "x86_64")]
+mod x86_tiled;
 
 use std::sync::OnceLock;
 
@@ -282,6 +294,21 @@ pub fn traits_for(level: SimdLevel, ty: Type) -> Option<CpuTypeTraits> {
         tr.vec_dot = f;
     }
     Some(tr)
+}
+
+/// For IQ weights times batches of >= 8 columns, llama.cpp's x86 build runs its tiled matmul
+/// instead of the dot product: the function (same arguments) that gives its float order, or
+/// None where the dot product is what it runs.
+pub fn tiled_iq_kernel(ty: Type) -> Option<VecDotFn> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        x86_tiled::kernel(ty)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = ty;
+        None
+    }
 }
 
 static TABLE: OnceLock<Vec<(Type, CpuTypeTraits)>> = OnceLock::new();

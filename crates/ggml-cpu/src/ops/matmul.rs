@@ -121,7 +121,13 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // Q5_0 weights with Q8_0 activations
     // llama.cpp repacks 2-D Q4_0 weights with rows % 8 == 0 on AVX2 CPUs (q4_0_8x8) and its
     // repacked kernels sum in another order than the plain dot product: follow them
-    let q4_repacked = a.ty == Type::Q4_0
+    // (IQ4_NL likewise: iq4_nl_8x8, the same kernels with a lookup table)
+    let repacked_elem = match a.ty {
+        Type::Q4_0 => Some(qtile::QElem::Q4_0Repacked),
+        Type::Iq4Nl => Some(qtile::QElem::Iq4NlRepacked),
+        _ => None,
+    };
+    let q4_repacked = repacked_elem.is_some()
         && tr.vec_dot_type == Type::Q8_0
         && qtile::available()
         && nr0 % 8 == 0
@@ -130,10 +136,15 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // K-quant weights follow llama.cpp's repacked Q4_K and tiled K-quant kernels likewise
     let flat = a.ne[2] == 1 && a.ne[3] == 1;
     let kplan = ktile::plan(a.ty, nr0, flat, b.ne[1], b.ty);
+    // IQ weights times >= 8 columns: llama.cpp's tiled path (ggml-cpu/tiled), not its dot
+    let tiled_iq = (b.ne[1] >= 8 && matches!(b.ty, Type::F32 | Type::Q8K))
+        .then(|| crate::dot::tiled_iq_kernel(a.ty))
+        .flatten();
+    let row_dot = tiled_iq.unwrap_or(tr.vec_dot);
     // float weights: llamafile's tinyBLAS order where llama.cpp runs it, ggml's dot otherwise
     let float_tiles = gemm::tinyblas_shape(nr0, k, b.ne[1]);
     let tile_kind = match (a.ty, tr.vec_dot_type) {
-        _ if q4_repacked => Some(Tile::Quant(qtile::QElem::Q4_0Repacked)),
+        _ if q4_repacked => repacked_elem.map(Tile::Quant),
         _ if kplan.is_some() => kplan.map(Tile::KQuant),
         (Type::F32, Type::F32) if gemm::available(gemm::Elem::F32) && float_tiles => {
             Some(Tile::Float(gemm::Elem::F32))
@@ -320,12 +331,13 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                 prefetch(a.row_ptr(ir0 + prefetch_rows, i02, i03), arow);
                             }
                             tmp[ir0 - iir0] = if q4_repacked {
-                                qtile::q4_0_repacked_dot(k / 32, x.as_ptr(), y.as_ptr())
+                                let e = repacked_elem.unwrap_or(qtile::QElem::Q4_0Repacked);
+                                qtile::repacked_dot(e, k / 32, x.as_ptr(), y.as_ptr())
                             } else if let Some(kp) = kplan {
                                 let order = kp.order(i11, b.ne[1]);
                                 ktile::dot(kp, order, k / 256, x.as_ptr(), y.as_ptr())
                             } else {
-                                (tr.vec_dot)(k, x, y)
+                                row_dot(k, x, y)
                             };
                         }
                         for ir0 in iir0..e0 {

@@ -3,8 +3,9 @@
 //! columns and each activation block once for RM rows. Every cell is accumulated exactly as
 //! the AVX2 dot kernels do (per block: f32(dx) * f32(dy) times the exact integer block sum,
 //! fused into 8 f32 lanes, summed across lanes at the end), so a tile's results equal the
-//! dot products of those kernels. The exception is `QElem::Q4_0Repacked`, which follows
-//! llama.cpp's repacked q4_0_8x8 gemm/gemv instead.
+//! dot products of those kernels. The exceptions are `QElem::Q4_0Repacked` and
+//! `QElem::Iq4NlRepacked`, which follow llama.cpp's repacked q4_0_8x8 / iq4_nl_8x8 gemm/gemv
+//! instead.
 
 use super::gemm::RM;
 #[cfg(test)]
@@ -19,6 +20,9 @@ pub(crate) enum QElem {
     /// gemm/gemv take the exact integer sum of each block and fuse it, times f32(dx) * f32(dy),
     /// into one f32 accumulator per output in block order.
     Q4_0Repacked,
+    /// IQ4_NL weights that llama.cpp repacks likewise (iq4_nl_8x8): the same gemm/gemv as
+    /// Q4_0's (one template), the nibbles looked up in kvalues_iq4nl instead of less 8.
+    Iq4NlRepacked,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -91,7 +95,8 @@ unsafe fn run<const R: usize, const C: usize>(
             (QElem::Q4_0, true) => x86::q4_0_vnni(nb, a, b, out),
             (QElem::Q5_0, false) => x86::q5_0(nb, a, b, out),
             (QElem::Q5_0, true) => x86::q5_0_vnni(nb, a, b, out),
-            (QElem::Q4_0Repacked, _) => x86::q4_0_repacked(nb, a, b, out),
+            (QElem::Q4_0Repacked, _) => x86::q4_b32_repacked::<R, C, false>(nb, a, b, out),
+            (QElem::Iq4NlRepacked, _) => x86::q4_b32_repacked::<R, C, true>(nb, a, b, out),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -101,15 +106,15 @@ unsafe fn run<const R: usize, const C: usize>(
     }
 }
 
-/// One Q4_0 row times one Q8_0 column over `nb` blocks in the order of
-/// `QElem::Q4_0Repacked` (llama.cpp's gemv for repacked Q4_0).
+/// One Q4_0 (or IQ4_NL) row times one Q8_0 column over `nb` blocks in the order of
+/// `QElem::Q4_0Repacked` (`QElem::Iq4NlRepacked`): llama.cpp's gemv for repacked weights.
 ///
 /// # Safety
-/// `available()` must hold; x covers nb Q4_0 blocks and y nb Q8_0 blocks.
-pub(crate) unsafe fn q4_0_repacked_dot(nb: usize, x: *const u8, y: *const u8) -> f32 {
+/// `available()` must hold; x covers nb blocks of `e` and y nb Q8_0 blocks.
+pub(crate) unsafe fn repacked_dot(e: QElem, nb: usize, x: *const u8, y: *const u8) -> f32 {
     let mut out = [0.0f32];
     // SAFETY: the caller's promise.
-    unsafe { run::<1, 1>(QElem::Q4_0Repacked, nb, &[x], &[y], &mut out) };
+    unsafe { run::<1, 1>(e, nb, &[x], &[y], &mut out) };
     out[0]
 }
 
@@ -146,6 +151,17 @@ mod x86 {
             _mm256_and_si256(both, _mm256_set1_epi8(0x0F)),
             _mm256_set1_epi8(8),
         )
+    }
+
+    /// IQ4_NL's 32 values of a block: the nibbles looked up in kvalues_iq4nl.
+    #[inline(always)]
+    unsafe fn unpack_iq4_nl(p: *const u8) -> __m256i {
+        let table = _mm_loadu_si128(ggml::quants::KVALUES_IQ4NL.as_ptr() as *const __m128i);
+        let b = _mm_loadu_si128(p as *const __m128i);
+        let m = _mm_set1_epi8(0x0F);
+        let lo = _mm_shuffle_epi8(table, _mm_and_si128(b, m));
+        let hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(b, 4), m));
+        _mm256_set_m128i(hi, lo)
     }
 
     /// |x| . sign(y, x) summed in pairs to 8 i32 (no saturation for |values| <= 127)
@@ -201,10 +217,12 @@ mod x86 {
         };
     }
 
+    /// The repacked Q4_0 (`NL` false) or IQ4_NL (`NL` true) order.
+    ///
     /// # Safety
     /// The CPU supports AVX2 and FMA; pointers cover nb blocks.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn q4_0_repacked<const R: usize, const C: usize>(
+    pub unsafe fn q4_b32_repacked<const R: usize, const C: usize, const NL: bool>(
         nb: usize,
         a: &[*const u8; R],
         b: &[*const u8; C],
@@ -228,7 +246,11 @@ mod x86 {
             for r in 0..R {
                 let xb = a[r].add(18 * ib);
                 dx[r] = scale(xb);
-                qx[r] = unpack_q4(xb.add(2));
+                qx[r] = if NL {
+                    unpack_iq4_nl(xb.add(2))
+                } else {
+                    unpack_q4(xb.add(2))
+                };
                 ax[r] = _mm256_sign_epi8(qx[r], qx[r]);
             }
             let dxv = _mm_loadu_ps(dx.as_ptr());
@@ -292,54 +314,72 @@ mod tests {
     use ggml::Type;
 
     #[test]
-    fn repacked_q4_0_sums_whole_blocks_into_one_accumulator() {
+    fn repacked_q4_0_and_iq4_nl_sum_whole_blocks_into_one_accumulator() {
         if !available() {
             return;
         }
         let k = 32 * 9;
         let nb = k / 32;
-        let tr = traits_for(SimdLevel::Avx2, Type::Q4_0).expect("traits");
-        let quant = |ty: Type, seed: usize| -> Vec<u8> {
-            let v: Vec<f32> = (0..k)
-                .map(|i| (((i * 37 + seed * 11) % 101) as f32 - 50.0) / 7.0)
-                .collect();
-            let mut out = vec![0u8; ty.row_size(k as i64)];
-            if ty == Type::Q8_0 {
-                (tr.from_float)(&v, &mut out);
-            } else {
-                ggml::quants::quantize_row_ref(ty, &v, &mut out);
-            }
-            out
-        };
-        let half = |p: &[u8]| crate::fp::f16_to_f32(u16::from_le_bytes([p[0], p[1]]));
-        // llama.cpp's q4_0_8x8 order: exact integer block sum, then one FMA per block
-        let reference = |x: &[u8], y: &[u8]| -> f32 {
-            let mut acc = 0.0f32;
-            for ib in 0..nb {
-                let (xb, yb) = (&x[18 * ib..18 * ib + 18], &y[34 * ib..34 * ib + 34]);
-                let mut isum = 0i32;
-                for j in 0..16 {
-                    let (lo, hi) = ((xb[2 + j] & 0x0F) as i32 - 8, (xb[2 + j] >> 4) as i32 - 8);
-                    isum += lo * yb[2 + j] as i8 as i32 + hi * yb[18 + j] as i8 as i32;
+        fn nl(q: u8) -> i32 {
+            ggml::quants::KVALUES_IQ4NL[q as usize] as i32
+        }
+        fn q4(q: u8) -> i32 {
+            q as i32 - 8
+        }
+        type Value = fn(u8) -> i32;
+        let kinds: [(Type, QElem, Value); 2] = [
+            (Type::Q4_0, QElem::Q4_0Repacked, q4),
+            (Type::Iq4Nl, QElem::Iq4NlRepacked, nl),
+        ];
+        for (ty, elem, value) in kinds {
+            let tr = traits_for(SimdLevel::Avx2, ty).expect("traits");
+            let quant = |ty: Type, seed: usize| -> Vec<u8> {
+                let v: Vec<f32> = (0..k)
+                    .map(|i| (((i * 37 + seed * 11) % 101) as f32 - 50.0) / 7.0)
+                    .collect();
+                let mut out = vec![0u8; ty.row_size(k as i64)];
+                if ty == Type::Q8_0 {
+                    (tr.from_float)(&v, &mut out);
+                } else {
+                    ggml::quants::quantize_row_ref(ty, &v, &mut out);
                 }
-                acc = (isum as f32).mul_add(half(xb) * half(yb), acc);
-            }
-            acc
-        };
-        let rows: Vec<Vec<u8>> = (0..RM).map(|r| quant(Type::Q4_0, r)).collect();
-        let cols: Vec<Vec<u8>> = (0..RN).map(|c| quant(Type::Q8_0, 20 + c)).collect();
-        let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
-        let b: [*const u8; RN] = std::array::from_fn(|c| cols[c].as_ptr());
-        let mut out = [0.0f32; RM * RN];
-        // SAFETY: available() holds and every pointer covers nb blocks.
-        unsafe { tile(QElem::Q4_0Repacked, nb, &a, &b, &mut out) };
-        for r in 0..RM {
-            for c in 0..RN {
-                let want = reference(&rows[r], &cols[c]);
-                assert_eq!(out[r * RN + c].to_bits(), want.to_bits(), "row {r} col {c}");
-                // SAFETY: as above.
-                let one = unsafe { q4_0_repacked_dot(nb, rows[r].as_ptr(), cols[c].as_ptr()) };
-                assert_eq!(one.to_bits(), want.to_bits(), "gemv row {r} col {c}");
+                out
+            };
+            let half = |p: &[u8]| crate::fp::f16_to_f32(u16::from_le_bytes([p[0], p[1]]));
+            // llama.cpp's q4_0_8x8 / iq4_nl_8x8 order: exact integer block sum, then one FMA
+            // per block
+            let reference = |x: &[u8], y: &[u8]| -> f32 {
+                let mut acc = 0.0f32;
+                for ib in 0..nb {
+                    let (xb, yb) = (&x[18 * ib..18 * ib + 18], &y[34 * ib..34 * ib + 34]);
+                    let mut isum = 0i32;
+                    for j in 0..16 {
+                        let (lo, hi) = (value(xb[2 + j] & 0x0F), value(xb[2 + j] >> 4));
+                        isum += lo * yb[2 + j] as i8 as i32 + hi * yb[18 + j] as i8 as i32;
+                    }
+                    acc = (isum as f32).mul_add(half(xb) * half(yb), acc);
+                }
+                acc
+            };
+            let rows: Vec<Vec<u8>> = (0..RM).map(|r| quant(ty, r)).collect();
+            let cols: Vec<Vec<u8>> = (0..RN).map(|c| quant(Type::Q8_0, 20 + c)).collect();
+            let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
+            let b: [*const u8; RN] = std::array::from_fn(|c| cols[c].as_ptr());
+            let mut out = [0.0f32; RM * RN];
+            // SAFETY: available() holds and every pointer covers nb blocks.
+            unsafe { tile(elem, nb, &a, &b, &mut out) };
+            for r in 0..RM {
+                for c in 0..RN {
+                    let want = reference(&rows[r], &cols[c]);
+                    assert_eq!(
+                        out[r * RN + c].to_bits(),
+                        want.to_bits(),
+                        "{ty} row {r} col {c}"
+                    );
+                    // SAFETY: as above.
+                    let one = unsafe { repacked_dot(elem, nb, rows[r].as_ptr(), cols[c].as_ptr()) };
+                    assert_eq!(one.to_bits(), want.to_bits(), "{ty} gemv row {r} col {c}");
+                }
             }
         }
     }

@@ -5,7 +5,10 @@
 //! The reference outputs come from llama.cpp built for x86 with AVX2 (GGML_NATIVE on a CPU
 //! without AVX-512), so on such a CPU our kernels keep llama.cpp's float order and give its
 //! digits: the dot products (`dot::x86`, `dot::x86_k23`: ggml's AVX2 accumulators and
-//! reductions, e.g. GGML_F32x8_REDUCE for F32/F16), the Q8_0/Q8_1/Q8_K activation quantizers,
+//! reductions, e.g. GGML_F32x8_REDUCE for F32/F16; `dot::x86_iq*`, `dot::x86_fp4`: the IQ, TQ,
+//! MXFP4, NVFP4 and Q1_0 kernels of ggml's x86 quants.c, whose bits `dot::tests_ggml` checks
+//! against llama.cpp's own functions; ggml has no AVX2 Q2_0 kernel, so its scalar code is the
+//! order there), the Q8_0/Q8_1/Q8_K activation quantizers,
 //! the register tiles that follow llama.cpp's repacked and tiled kernels (`ops::qtile` for
 //! Q4_0 / Q8_0 / Q5_0, `ops::ktile` for the K-quants, `ops::gemm` for F32/F16 as tinyBLAS
 //! sums), FLASH_ATTN_EXT (one query row: ggml's online softmax with the f16 accumulator and
@@ -13,7 +16,8 @@
 //! product), SILU/SWIGLU/SOFT_MAX (ggml_v_expf), RMS_NORM and the f16 conversions (F16C).
 //!
 //! Not llama.cpp's digits: the AVX-512 variants (they follow ggml's AVX-512 code where one
-//! exists, but no reference log was made with it), NEON (ggml's ARM kernels sum in another
+//! exists, but no reference log was made with it; the IQ/TQ/FP4 types run their AVX2 kernels
+//! there, as ggml's AVX-512 build compiles the same AVX2 code for them), NEON (ggml's ARM kernels sum in another
 //! order), and the scalar kernels of a CPU without AVX2/FMA, which are the portable
 //! definitions every SIMD kernel is tested against (equal up to summation order).
 
