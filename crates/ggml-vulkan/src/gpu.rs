@@ -5,10 +5,25 @@
 use crate::instance::{self, Instance};
 use crate::pipelines::Pipelines;
 use ash::vk;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Uploads and downloads go through a host-visible staging buffer of at most this many bytes.
 const STAGING_MAX: usize = 16 << 20;
+
+/// How long one submission may run before the device counts as hung (GGML_VK_FENCE_TIMEOUT_S
+/// overrides it): a driver that never signals the fence is an error, not a hang.
+const FENCE_TIMEOUT_S: u64 = 600;
+
+fn fence_timeout() -> Duration {
+    let s = std::env::var("GGML_VK_FENCE_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .unwrap_or(FENCE_TIMEOUT_S);
+    Duration::from_secs(s)
+}
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
@@ -30,6 +45,11 @@ pub(crate) struct Gpu {
     pub mem_host: u32,
     pub pipelines: Pipelines,
     stream: Mutex<Stream>,
+    /// set once a submission failed or timed out: the stream's command buffer may still be in
+    /// use, so every later call fails at once with the first cause
+    lost: Mutex<Option<String>>,
+    lost_flag: AtomicBool,
+    fence_timeout: Duration,
 }
 
 pub(crate) struct Stream {
@@ -171,6 +191,9 @@ impl Gpu {
                 fence,
                 staging: None,
             }),
+            lost: Mutex::new(None),
+            lost_flag: AtomicBool::new(false),
+            fence_timeout: fence_timeout(),
         })
     }
 
@@ -208,6 +231,50 @@ impl Gpu {
 
     fn lock(&self) -> MutexGuard<'_, Stream> {
         self.stream.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cause of the failure that took the device out of use, if one did.
+    pub(crate) fn lost(&self) -> Option<String> {
+        if !self.lost_flag.load(Ordering::Acquire) {
+            return None;
+        }
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn mark_lost(&self, cause: &str) {
+        let mut l = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+        if l.is_none() {
+            *l = Some(cause.to_string());
+        }
+        self.lost_flag.store(true, Ordering::Release);
+    }
+
+    /// Waits for the stream's fence in one-second slices up to the timeout. A lost device is
+    /// VK_ERROR_DEVICE_LOST from the wait; a fence never signalled is reported after the
+    /// timeout. Either way the device is marked lost.
+    fn wait_fence(&self, fence: vk::Fence) -> Result<(), String> {
+        let start = Instant::now();
+        loop {
+            // SAFETY: the fence belongs to this device and was submitted with the queue.
+            let r = unsafe { self.device.wait_for_fences(&[fence], true, 1_000_000_000) };
+            match r {
+                Ok(()) => return Ok(()),
+                Err(vk::Result::TIMEOUT) if start.elapsed() < self.fence_timeout => continue,
+                Err(vk::Result::TIMEOUT) => {
+                    let e = format!(
+                        "vkWaitForFences: the device did not finish within {} s (set GGML_VK_FENCE_TIMEOUT_S for longer work)",
+                        self.fence_timeout.as_secs()
+                    );
+                    self.mark_lost(&e);
+                    return Err(e);
+                }
+                Err(e) => {
+                    let e = vk_err("vkWaitForFences", e);
+                    self.mark_lost(&e);
+                    return Err(e);
+                }
+            }
+        }
     }
 
     /// Allocates device memory of `mem_type` bound to a new storage/transfer buffer.
@@ -265,6 +332,10 @@ impl Gpu {
     }
 
     pub(crate) fn destroy_buffer(&self, buffer: vk::Buffer, memory: vk::DeviceMemory) {
+        if self.lost_flag.load(Ordering::Acquire) {
+            // a submission that timed out may still use it: leak rather than free in-use memory
+            return;
+        }
         // SAFETY: every submission that used the buffer has completed (the stream waits).
         unsafe {
             self.device.destroy_buffer(buffer, None);
@@ -288,6 +359,11 @@ impl Gpu {
         s: &mut Stream,
         f: impl FnOnce(&Gpu, &mut Stream) -> Result<(), String>,
     ) -> Result<(), String> {
+        if let Some(cause) = self.lost() {
+            return Err(format!(
+                "the device is out of use after an earlier failure ({cause})"
+            ));
+        }
         let d = &self.device;
         let begin = vk::CommandBufferBeginInfo::default()
             .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
@@ -311,15 +387,14 @@ impl Gpu {
         let cmds = [s.cmd];
         let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
         // SAFETY: the command buffer is fully recorded; the fence is unsignalled.
-        unsafe {
-            d.queue_submit(s.queue, &submit, s.fence)
-                .map_err(|e| vk_err("vkQueueSubmit", e))?;
-            // a lost device returns an error here instead of hanging
-            let waited = d.wait_for_fences(&[s.fence], true, u64::MAX);
-            let reset = d.reset_fences(&[s.fence]);
-            waited.map_err(|e| vk_err("vkWaitForFences", e))?;
-            reset.map_err(|e| vk_err("vkResetFences", e))?;
-        }
+        unsafe { d.queue_submit(s.queue, &submit, s.fence) }.map_err(|e| {
+            let e = vk_err("vkQueueSubmit", e);
+            self.mark_lost(&e);
+            e
+        })?;
+        self.wait_fence(s.fence)?;
+        // SAFETY: the fence has signalled, so no submission uses it.
+        unsafe { d.reset_fences(&[s.fence]) }.map_err(|e| vk_err("vkResetFences", e))?;
         Ok(())
     }
 
@@ -476,6 +551,10 @@ impl Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
+        if self.lost_flag.load(Ordering::Acquire) {
+            // waiting for idle could hang on a device that never finished: leak it instead
+            return;
+        }
         let s = self.stream.get_mut().unwrap_or_else(|e| e.into_inner());
         // SAFETY: nothing is in flight (every submission was waited for); objects are destroyed
         // once, the device last.

@@ -72,11 +72,29 @@ impl ggml::backend::BufferImpl for Placeholder {
     fn size(&self) -> usize {
         self.size
     }
-    fn set(&self, _addr: usize, _data: &[u8]) {}
-    fn get(&self, _addr: usize, out: &mut [u8]) {
-        out.fill(0);
+    fn set(
+        &self,
+        _addr: usize,
+        _data: &[u8],
+    ) -> std::result::Result<(), ggml::backend::BackendError> {
+        Ok(())
     }
-    fn memset(&self, _addr: usize, _value: u8, _size: usize) {}
+    fn get(
+        &self,
+        _addr: usize,
+        out: &mut [u8],
+    ) -> std::result::Result<(), ggml::backend::BackendError> {
+        out.fill(0);
+        Ok(())
+    }
+    fn memset(
+        &self,
+        _addr: usize,
+        _value: u8,
+        _size: usize,
+    ) -> std::result::Result<(), ggml::backend::BackendError> {
+        Ok(())
+    }
 }
 
 /// Points `ids` into a placeholder buffer of `buft` (no memory is allocated).

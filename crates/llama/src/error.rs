@@ -70,6 +70,9 @@ pub enum LlamaError {
     /// A split model whose shards do not fit together (llama.cpp's own words).
     #[error("{0}")]
     Split(String),
+    /// A backend's read, write or copy failed (a lost device, a failed transfer).
+    #[error("{0}")]
+    Backend(#[from] ggml::backend::BackendError),
 }
 
 pub type Result<T> = std::result::Result<T, LlamaError>;

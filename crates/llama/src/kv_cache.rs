@@ -127,7 +127,7 @@ impl KvCache {
                 },
             )?;
             // empty cells are masked, but NaN garbage would still poison 0 * x in the kernels
-            buf.clear(0);
+            buf.clear(0)?;
             buf.set_usage(BufferUsage::Any);
             ggml::log_info!(
                 "llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n",
@@ -367,7 +367,10 @@ impl KvCache {
         self.head = 0;
         if data {
             for b in &self.buffers {
-                b.clear(0);
+                // llama_memory_clear has no error path: the cause is logged
+                if let Err(e) = b.clear(0) {
+                    ggml::log_error!("llama_kv_cache: clearing {} failed: {}\n", b.name(), e);
+                }
             }
         }
     }
