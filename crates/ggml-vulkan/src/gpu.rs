@@ -70,6 +70,20 @@ pub(crate) struct Staging {
 // SAFETY: the staging pointer is a persistent host mapping used only under the stream's mutex.
 unsafe impl Send for Stream {}
 
+/// A Vulkan result as Vulkan-Hpp names it (ErrorOutOfDeviceMemory), which ggml-vulkan prints.
+fn vk_result_name(e: vk::Result) -> String {
+    let upper = format!("{e:?}");
+    let mut out = String::new();
+    for word in upper.split('_') {
+        let mut c = word.chars();
+        if let Some(f) = c.next() {
+            out.push(f);
+            out.extend(c.flat_map(char::to_lowercase));
+        }
+    }
+    out
+}
+
 fn vk_err(what: &str, e: vk::Result) -> String {
     format!("{what}: {e:?}")
 }
@@ -298,18 +312,37 @@ impl Gpu {
                 .create_buffer(&info, None)
                 .map_err(|e| vk_err("vkCreateBuffer", e))?;
             let req = self.device.get_buffer_memory_requirements(buffer);
-            if req.memory_type_bits & (1 << mem_type) == 0 {
-                self.device.destroy_buffer(buffer, None);
-                return Err("no compatible memory type".into());
-            }
+            // as ggml-vulkan: a memory type only fits when its heap can hold the request (a
+            // driver such as lavapipe would otherwise hand out memory past its heap)
+            let props = Self::instance()
+                .instance
+                .get_physical_device_memory_properties(self.pd);
+            let heap = props.memory_types[mem_type as usize].heap_index as usize;
+            let fits = req.memory_type_bits & (1 << mem_type) != 0
+                && props.memory_heaps[heap].size >= req.size;
             let alloc = vk::MemoryAllocateInfo::default()
                 .allocation_size(req.size)
                 .memory_type_index(mem_type);
-            let memory = match self.device.allocate_memory(&alloc, None) {
+            let allocated = if fits {
+                self.device
+                    .allocate_memory(&alloc, None)
+                    .map_err(|e| format!("vk::Device::allocateMemory: {}", vk_result_name(e)))
+            } else {
+                Err("No suitable memory type found: ErrorOutOfDeviceMemory".to_string())
+            };
+            let memory = match allocated {
                 Ok(m) => m,
                 Err(e) => {
                     self.device.destroy_buffer(buffer, None);
-                    return Err(vk_err("vkAllocateMemory", e));
+                    // ggml-vulkan's own lines, on stderr
+                    let kind = if mem_type == self.mem_device {
+                        "Device memory"
+                    } else {
+                        "Memory"
+                    };
+                    eprintln!("ggml_vulkan: {kind} allocation of size {size} failed.");
+                    eprintln!("ggml_vulkan: {e}");
+                    return Err(e);
                 }
             };
             if let Err(e) = self.device.bind_buffer_memory(buffer, memory, 0) {
