@@ -66,10 +66,10 @@ fn run(ty: Type, k: i64, m: i64, n: i64, threads: usize, iters: usize) -> (f64, 
     let mut q = vec![0u8; ty.row_size(k)];
     ggml::quants::quantize_row_ref(ty, &row, &mut q);
     for r in 0..m as usize {
-        ggml::backend::set_tensor(&g.ctx[w], &q, r * q.len());
+        ggml::backend::set_tensor(&g.ctx[w], &q, r * q.len()).unwrap();
     }
     let xs: Vec<f32> = (0..k * n).map(|i| ((i % 97) as f32 / 48.0) - 1.0).collect();
-    tensor_set_f32(&g.ctx[x], &xs);
+    tensor_set_f32(&g.ctx[x], &xs).unwrap();
     let mut backend = ggml_cpu::CpuBackend::new(dev);
     backend.set_threads(threads);
     assert_eq!(backend.compute(&g.ctx, &g.nodes), Status::Success);

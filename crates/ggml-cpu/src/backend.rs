@@ -79,7 +79,7 @@ impl CpuBackend {
             }
             if let Err(msg) = check_node(ctx, id) {
                 ggml::log_error!("{}: {}\n", "ggml_graph_compute", msg);
-                return Status::Failed;
+                return Status::Failed(msg.to_string());
             }
         }
         let nth = self.n_threads.max(1);
@@ -139,18 +139,18 @@ impl CpuBackend {
             Ok(true) => {}
             Ok(false) => {
                 ggml::log_error!("{}: a compute thread panicked\n", "ggml_graph_compute");
-                return Status::Failed;
+                return Status::Failed("a compute thread panicked".into());
             }
             Err(e) => {
                 ggml::log_error!("{}: {}\n", "ggml_graph_compute", e);
-                return Status::Failed;
+                return Status::Failed(e.to_string());
             }
         }
         if aborted.load(Ordering::Relaxed) {
             Status::Aborted
         } else if error.load(Ordering::Relaxed) {
             ggml::log_error!("{}: an index was out of range\n", "ggml_graph_compute");
-            Status::Failed
+            Status::Failed("an index was out of range".into())
         } else {
             Status::Success
         }

@@ -1,8 +1,8 @@
 //! The fake GPU: its device, buffer type and backend.
 
 use ggml::backend::{
-    same_buft, Backend, BackendError, Buffer, BufferType, BufferTypeRef, Device, DeviceCaps,
-    DeviceKind, DeviceRef, Event, GraphView, HostBuffer, Status,
+    same_buft, Backend, BackendError, Buffer, BufferImpl, BufferType, BufferTypeRef, Device,
+    DeviceCaps, DeviceKind, DeviceRef, Event, GraphView, HostBuffer, Status,
 };
 use ggml::{Context, Tensor, TensorId};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,6 +14,47 @@ pub struct TestBufferType {
     pub name: String,
     pub alignment: usize,
     pub max_size: usize,
+    /// tensors the allocators announced through init_tensor, over every buffer of this type
+    pub init_tensor_calls: Arc<AtomicUsize>,
+}
+
+impl TestBufferType {
+    pub fn new(name: &str, alignment: usize, max_size: usize) -> TestBufferType {
+        TestBufferType {
+            name: name.to_string(),
+            alignment,
+            max_size,
+            init_tensor_calls: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+/// Host memory that counts the init_tensor calls it gets.
+struct TestMem {
+    mem: HostBuffer,
+    init_tensor_calls: Arc<AtomicUsize>,
+}
+
+impl BufferImpl for TestMem {
+    fn base(&self) -> usize {
+        self.mem.base()
+    }
+    fn size(&self) -> usize {
+        self.mem.size()
+    }
+    fn set(&self, addr: usize, data: &[u8]) -> Result<(), BackendError> {
+        self.mem.set(addr, data)
+    }
+    fn get(&self, addr: usize, out: &mut [u8]) -> Result<(), BackendError> {
+        self.mem.get(addr, out)
+    }
+    fn memset(&self, addr: usize, value: u8, size: usize) -> Result<(), BackendError> {
+        self.mem.memset(addr, value, size)
+    }
+    fn init_tensor(&self, _t: &Tensor) -> Result<(), BackendError> {
+        self.init_tensor_calls.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
 }
 
 impl BufferType for TestBufferType {
@@ -26,6 +67,10 @@ impl BufferType for TestBufferType {
             size,
             reason: "out of memory".into(),
         })?;
+        let mem = TestMem {
+            mem,
+            init_tensor_calls: self.init_tensor_calls.clone(),
+        };
         Ok(Arc::new(Buffer::new(self, Box::new(mem))))
     }
     fn alignment(&self) -> usize {
@@ -48,6 +93,10 @@ pub struct Counters {
     pub get_async_calls: AtomicUsize,
     pub cpy_async_calls: AtomicUsize,
     pub synchronize_calls: AtomicUsize,
+    /// events the device made (event_new)
+    pub events_created: AtomicUsize,
+    /// init_tensor calls on buffers of the device's own buffer type
+    pub init_tensor_calls: Arc<AtomicUsize>,
     pub events_recorded: AtomicUsize,
     pub event_waits: AtomicUsize,
     pub graph_computes: AtomicUsize,
@@ -76,6 +125,10 @@ pub struct TestDeviceConfig {
     pub events: bool,
     /// cpy_tensor_async succeeds (else the scheduler falls back to a synchronous copy)
     pub async_copy: bool,
+    /// set_tensor_async only queues the write, which happens at the next graph_compute or
+    /// synchronize (as a GPU's transfer queue would): the caller's bytes must stay valid until
+    /// then, as the contract says
+    pub defer_set_async: bool,
     /// the device can also read host buffers (a unified-memory device)
     pub reads_host: bool,
     pub alignment: usize,
@@ -100,6 +153,7 @@ impl TestDeviceConfig {
             offload_min_batch: Some(32),
             events: true,
             async_copy: false,
+            defer_set_async: false,
             reads_host: false,
             alignment: 128,
             max_size: usize::MAX,
@@ -126,18 +180,19 @@ pub struct TestDevice {
 
 impl TestDevice {
     pub fn new(cfg: TestDeviceConfig) -> Arc<TestDevice> {
+        let counters = Arc::new(Counters::default());
         let buft: BufferTypeRef = match &cfg.buft {
             Some(b) => b.clone(),
-            None => Arc::new(TestBufferType {
-                name: cfg.name.clone(),
-                alignment: cfg.alignment,
-                max_size: cfg.max_size,
-            }),
+            None => {
+                let mut t = TestBufferType::new(&cfg.name, cfg.alignment, cfg.max_size);
+                t.init_tensor_calls = counters.init_tensor_calls.clone();
+                Arc::new(t)
+            }
         };
         Arc::new(TestDevice {
             cfg,
             buft,
-            counters: Arc::new(Counters::default()),
+            counters,
         })
     }
 
@@ -151,6 +206,7 @@ impl TestDevice {
         Box::new(TestBackend {
             dev: self.clone(),
             inner,
+            pending: Vec::new(),
         })
     }
 }
@@ -187,6 +243,16 @@ impl Device for TestDevice {
     }
     fn buffer_type(&self) -> BufferTypeRef {
         self.buft.clone()
+    }
+    fn event_new(&self) -> Option<Arc<dyn Event>> {
+        if !self.cfg.events {
+            return None;
+        }
+        self.counters.events_created.fetch_add(1, Ordering::SeqCst);
+        Some(Arc::new(TestEvent {
+            counters: self.counters.clone(),
+            recorded: AtomicUsize::new(0),
+        }))
     }
     fn supports_op(&self, ctx: &Context, op: TensorId) -> bool {
         let t = &ctx[op];
@@ -243,19 +309,44 @@ fn host_view(ctx: &Context) -> Context {
     shadow
 }
 
-struct TestEvent {
+pub struct TestEvent {
     counters: Arc<Counters>,
+    /// how often this event was recorded
+    pub recorded: AtomicUsize,
 }
 
 impl Event for TestEvent {
-    fn synchronize(&self) {
-        self.counters.event_waits.fetch_add(1, Ordering::SeqCst);
+    fn synchronize(&self) -> Result<(), BackendError> {
+        // an event never recorded has nothing to wait for
+        if self.recorded.load(Ordering::SeqCst) > 0 {
+            self.counters.event_waits.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
 pub struct TestBackend {
     dev: Arc<TestDevice>,
     inner: Box<dyn Backend>,
+    /// writes queued by set_tensor_async with `defer_set_async`: (tensor, data address, length,
+    /// offset)
+    pending: Vec<(Tensor, usize, usize, usize)>,
+}
+
+impl TestBackend {
+    /// Performs the queued writes, reading the caller's bytes now.
+    fn flush(&mut self) -> Result<(), BackendError> {
+        for (t, ptr, len, offset) in std::mem::take(&mut self.pending) {
+            // SAFETY: set_tensor_async's contract keeps the bytes valid and unchanged until this
+            // backend's next synchronize; flush runs no later than that.
+            let data = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+            ggml::backend::set_tensor(&t, data, offset)?;
+        }
+        Ok(())
+    }
 }
 
 impl Backend for TestBackend {
@@ -266,6 +357,9 @@ impl Backend for TestBackend {
         self.dev.clone()
     }
     fn graph_compute(&mut self, graph: GraphView<'_>) -> Status {
+        if let Err(e) = self.flush() {
+            return Status::Failed(e.to_string());
+        }
         let c = &self.dev.counters;
         c.graph_computes.fetch_add(1, Ordering::SeqCst);
         c.computed
@@ -284,20 +378,36 @@ impl Backend for TestBackend {
             .optimize_calls
             .fetch_add(1, Ordering::SeqCst);
     }
-    fn synchronize(&mut self) {
+    fn synchronize(&mut self) -> Result<(), BackendError> {
         self.dev
             .counters
             .synchronize_calls
             .fetch_add(1, Ordering::SeqCst);
-        self.inner.synchronize();
+        self.flush()?;
+        self.inner.synchronize()
     }
-    fn set_tensor_async(&mut self, t: &Tensor, data: &[u8], offset: usize) {
+    fn set_tensor_async(
+        &mut self,
+        t: &Tensor,
+        data: &[u8],
+        offset: usize,
+    ) -> Result<(), BackendError> {
         let c = &self.dev.counters;
         c.set_async_calls.fetch_add(1, Ordering::SeqCst);
         c.set_async_bytes.fetch_add(data.len(), Ordering::SeqCst);
+        if self.dev.cfg.defer_set_async {
+            self.pending
+                .push((t.clone(), data.as_ptr() as usize, data.len(), offset));
+            return Ok(());
+        }
         ggml::backend::set_tensor(t, data, offset)
     }
-    fn get_tensor_async(&mut self, t: &Tensor, out: &mut [u8], offset: usize) {
+    fn get_tensor_async(
+        &mut self,
+        t: &Tensor,
+        out: &mut [u8],
+        offset: usize,
+    ) -> Result<(), BackendError> {
         self.dev
             .counters
             .get_async_calls
@@ -312,23 +422,21 @@ impl Backend for TestBackend {
         if !self.dev.cfg.async_copy {
             return false;
         }
-        ggml::backend::tensor_copy(src, dst);
-        true
+        ggml::backend::tensor_copy(src, dst).is_ok()
     }
-    fn event_record(&mut self) -> Option<Arc<dyn Event>> {
-        if !self.dev.cfg.events {
-            return None;
-        }
+    fn event_record(&mut self, ev: &Arc<dyn Event>) -> Result<(), BackendError> {
+        let Some(ev) = ev.as_any().downcast_ref::<TestEvent>() else {
+            return Err(BackendError::Other(format!(
+                "{}: an event of another device",
+                self.dev.cfg.name
+            )));
+        };
+        ev.recorded.fetch_add(1, Ordering::SeqCst);
         self.dev
             .counters
             .events_recorded
             .fetch_add(1, Ordering::SeqCst);
-        Some(Arc::new(TestEvent {
-            counters: self.dev.counters.clone(),
-        }))
-    }
-    fn event_wait(&mut self, ev: &Arc<dyn Event>) {
-        ev.synchronize()
+        Ok(())
     }
     fn set_n_threads(&mut self, n: usize) {
         self.inner.set_n_threads(n)

@@ -77,6 +77,6 @@ impl Backend for MockCpuBackend {
         self.dev.clone()
     }
     fn graph_compute(&mut self, _graph: GraphView<'_>) -> Status {
-        Status::Failed
+        Status::Failed("the mock CPU computes nothing".into())
     }
 }

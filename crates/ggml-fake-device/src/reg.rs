@@ -70,12 +70,17 @@ impl Comm for HostComm {
         }
         let mut sum = vec![0f32; tensors[0].nelements() as usize];
         for t in tensors {
-            for (s, v) in sum.iter_mut().zip(ggml::backend::tensor_to_f32(t)) {
+            let Ok(values) = ggml::backend::tensor_to_f32(t) else {
+                return false;
+            };
+            for (s, v) in sum.iter_mut().zip(values) {
                 *s += v;
             }
         }
         for t in tensors {
-            ggml::backend::tensor_set_f32(t, &sum);
+            if ggml::backend::tensor_set_f32(t, &sum).is_err() {
+                return false;
+            }
         }
         self.calls.fetch_add(1, Ordering::SeqCst);
         true

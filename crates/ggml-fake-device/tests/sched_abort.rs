@@ -41,8 +41,9 @@ fn an_abort_stops_the_graph_after_the_split_that_saw_it() {
     fill_weights(&toy.g);
     s.alloc_graph(&mut toy.g).unwrap();
     // the input lives in compute memory that a run reuses: set it before each one
-    let set_token =
-        |toy: &Toy| ggml::backend::set_tensor(&toy.g.ctx[toy.inp_tokens], &3i32.to_le_bytes(), 0);
+    let set_token = |toy: &Toy| {
+        ggml::backend::set_tensor(&toy.g.ctx[toy.inp_tokens], &3i32.to_le_bytes(), 0).unwrap()
+    };
     let gpu_splits = s.splits().iter().filter(|p| p.backend_id == GPU).count();
     let first_gpu = s.splits().iter().position(|p| p.backend_id == GPU);
     assert!(gpu_splits >= 2, "the toy graph has two GPU splits");

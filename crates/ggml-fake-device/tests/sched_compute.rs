@@ -44,7 +44,7 @@ fn cpu_sched() -> Sched {
 }
 
 fn set_token(g: &Graph, t: TensorId, token: i32) {
-    ggml::backend::set_tensor(&g.ctx[t], &token.to_le_bytes(), 0);
+    ggml::backend::set_tensor(&g.ctx[t], &token.to_le_bytes(), 0).unwrap();
 }
 
 fn bits(v: &[f32]) -> Vec<u32> {
@@ -63,7 +63,7 @@ fn reference_logits_sized(token: i32, d: i64) -> Vec<f32> {
     s.alloc_graph(&mut toy.g).unwrap();
     set_token(&toy.g, toy.inp_tokens, token);
     assert_eq!(s.graph_compute(&mut toy.g), Status::Success);
-    tensor_to_f32(&toy.g.ctx[toy.logits])
+    tensor_to_f32(&toy.g.ctx[toy.logits]).unwrap()
 }
 
 #[test]
@@ -85,7 +85,15 @@ fn gpu_and_cpu_splits_compute_the_same_bits_as_the_cpu_alone() {
         s.alloc_graph(&mut toy.g).unwrap();
         set_token(&toy.g, toy.inp_tokens, 3);
         assert_eq!(s.graph_compute(&mut toy.g), Status::Success);
-        let got = tensor_to_f32(&toy.g.ctx[toy.logits]);
+        let got = tensor_to_f32(&toy.g.ctx[toy.logits]).unwrap();
+        // every tensor placed in the GPU's memory went through its buffer's init_tensor
+        let on_gpu = toy
+            .g
+            .ctx
+            .ids()
+            .filter(|&t| toy.g.ctx[t].buffer().is_some_and(|b| b.name() == "GPU0"))
+            .count();
+        assert!(on_gpu > 0 && Counters::get(&counters.init_tensor_calls) >= on_gpu);
         assert_eq!(
             bits(&got),
             bits(&want),
@@ -110,7 +118,9 @@ fn the_eval_callback_sees_the_nodes_it_asks_for_with_their_values() {
             let name = ctx[t].name.clone();
             let wanted = name == "add-0" || name == "ffn-1";
             if !ask && wanted {
-                seen.lock().unwrap().push((name, tensor_to_f32(&ctx[t])));
+                seen.lock()
+                    .unwrap()
+                    .push((name, tensor_to_f32(&ctx[t]).unwrap()));
             }
             !ask || wanted
         })
@@ -185,7 +195,7 @@ fn moe_experts_in_host_memory_are_copied_only_where_used() {
             .flat_map(|t| used[t % 3])
             .flat_map(|i: i32| i.to_le_bytes())
             .collect();
-        ggml::backend::set_tensor(&g.ctx[ids], &v, 0);
+        ggml::backend::set_tensor(&g.ctx[ids], &v, 0).unwrap();
     };
 
     let mut s = cpu_sched();
@@ -193,7 +203,7 @@ fn moe_experts_in_host_memory_are_copied_only_where_used() {
     s.alloc_graph(&mut g).unwrap();
     set_inputs(&g, b, ids);
     assert_eq!(s.graph_compute(&mut g), Status::Success);
-    let want = tensor_to_f32(&g.ctx[mm]);
+    let want = tensor_to_f32(&g.ctx[mm]).unwrap();
 
     let (mut s, counters, _) = gpu_sched(TestDeviceConfig::gpu("GPU0"), false);
     let (mut g, b, ids, mm, _w2) = build();
@@ -206,7 +216,7 @@ fn moe_experts_in_host_memory_are_copied_only_where_used() {
     assert_eq!(s.cause(mm), "1.off");
     set_inputs(&g, b, ids);
     assert_eq!(s.graph_compute(&mut g), Status::Success);
-    assert_eq!(bits(&tensor_to_f32(&g.ctx[mm])), bits(&want));
+    assert_eq!(bits(&tensor_to_f32(&g.ctx[mm]).unwrap()), bits(&want));
     // experts 1-2 in one run, 5 in another, each with 512 bytes of tail padding; the user
     // inputs b and ids are copied whole by the synchronous path, not set_tensor_async
     let expert = (K * M * 4) as usize;
@@ -244,7 +254,10 @@ fn pipeline_copies_rotate_and_copy_0_returns_after_a_synchronize() {
         set_token(&toy.g, toy.inp_tokens, 7);
         assert_eq!(s.graph_compute(&mut toy.g), Status::Success);
         let want = &want[(d / 64) as usize];
-        assert_eq!(bits(&tensor_to_f32(&toy.g.ctx[toy.logits])), bits(want));
+        assert_eq!(
+            bits(&tensor_to_f32(&toy.g.ctx[toy.logits]).unwrap()),
+            bits(want)
+        );
         let attn0 = toy.g.ctx.find("attn-0").unwrap();
         let read = toy.g.ctx.name(toy.g.ctx[attn0].src[1].unwrap()).to_string();
         (s.cur_copy(), read)
@@ -265,12 +278,14 @@ fn pipeline_copies_rotate_and_copy_0_returns_after_a_synchronize() {
     s.reset();
     assert_eq!(run(&mut s, 64), copy(1));
     s.reset();
-    s.synchronize();
+    s.synchronize().unwrap();
     assert_eq!(run(&mut s, 64), copy(0));
     assert!(
         Counters::get(&counters.events_recorded) >= 4,
         "each GPU split records its event"
     );
+    // the events are the scheduler's, made once per (backend, copy), as ggml's events[b][c]
+    assert_eq!(Counters::get(&counters.events_created), 4);
     // four copies of the crossing tensor live in the GPU's compute buffer
     assert!(s.get_buffer_size(GPU) >= 4 * 256);
 }
@@ -314,14 +329,14 @@ fn moe_ids_are_read_back_once_per_ids_tensor() {
             .flat_map(|t| if t % 2 == 0 { [0, 3] } else { [4, 0] })
             .flat_map(|i: i32| i.to_le_bytes())
             .collect();
-        ggml::backend::set_tensor(&g.ctx[ids], &v, 0);
+        ggml::backend::set_tensor(&g.ctx[ids], &v, 0).unwrap();
     };
     let mut s = cpu_sched();
     let (mut g, b, ids, h3, _w) = build();
     s.alloc_graph(&mut g).unwrap();
     set_inputs(&g, b, ids);
     assert_eq!(s.graph_compute(&mut g), Status::Success);
-    let want = tensor_to_f32(&g.ctx[h3]);
+    let want = tensor_to_f32(&g.ctx[h3]).unwrap();
 
     let (mut s, counters, _) = gpu_sched(TestDeviceConfig::gpu("GPU0"), false);
     let (mut g, b, ids, h3, _w) = build();
@@ -329,7 +344,7 @@ fn moe_ids_are_read_back_once_per_ids_tensor() {
     assert_eq!(s.n_splits(), 3);
     set_inputs(&g, b, ids);
     assert_eq!(s.graph_compute(&mut g), Status::Success);
-    assert_eq!(bits(&tensor_to_f32(&g.ctx[h3])), bits(&want));
+    assert_eq!(bits(&tensor_to_f32(&g.ctx[h3]).unwrap()), bits(&want));
     let expert = (K * K * 4) as usize;
     assert_eq!(
         Counters::get(&counters.set_async_bytes),
@@ -338,4 +353,75 @@ fn moe_ids_are_read_back_once_per_ids_tensor() {
     // split 1 reads the original ids on the CPU (its copy comes later in the same split), split 2
     // reads the GPU copy, split 3 reuses what split 2 read
     assert_eq!(Counters::get(&counters.get_async_calls), 1);
+}
+
+#[test]
+fn moe_expert_staging_outlives_a_deferred_set_tensor_async() {
+    const K: i64 = 32;
+    const N_EXPERT: i64 = 8;
+    const T: i64 = 32;
+    // gate, up, down: three expert matmuls on the same routing, each its own split (a new
+    // foreign weight cuts the split), each copying experts 0 and 3..4 only
+    let build = || {
+        let mut ctx = Context::new();
+        let e: Vec<TensorId> = (0..3)
+            .map(|i| {
+                let t = ctx.new_tensor_3d(Type::F32, K, K, N_EXPERT);
+                ctx.set_name(t, &format!("exps{i}.weight"))
+            })
+            .collect();
+        let w = place_weights(&mut ctx, &e, &cpu_buft());
+        let b = ctx.new_tensor_3d(Type::F32, K, 1, T);
+        ctx.set_name(b, "b");
+        ctx.set_input(b);
+        let ids = ctx.new_tensor_2d(Type::I32, 2, T);
+        ctx.set_name(ids, "ids");
+        ctx.set_input(ids);
+        let h1 = ctx.mul_mat_id(e[0], b, ids);
+        let h2 = ctx.mul_mat_id(e[1], h1, ids);
+        let h3 = ctx.mul_mat_id(e[2], h2, ids);
+        ctx.set_output(h3);
+        let mut g = Graph::new(ctx);
+        g.build_forward_expand(h3);
+        for &t in &e {
+            fill_by_name(&g.ctx, t);
+        }
+        (g, b, ids, h3, w)
+    };
+    let set_inputs = |g: &Graph, b: TensorId, ids: TensorId| {
+        fill_by_name(&g.ctx, b);
+        let v: Vec<u8> = (0..T)
+            .flat_map(|t| if t % 2 == 0 { [0, 3] } else { [4, 0] })
+            .flat_map(|i: i32| i.to_le_bytes())
+            .collect();
+        ggml::backend::set_tensor(&g.ctx[ids], &v, 0).unwrap();
+    };
+    let mut s = cpu_sched();
+    let (mut g, b, ids, h3, _w) = build();
+    s.alloc_graph(&mut g).unwrap();
+    set_inputs(&g, b, ids);
+    assert_eq!(s.graph_compute(&mut g), Status::Success);
+    let want = tensor_to_f32(&g.ctx[h3]).unwrap();
+
+    // the GPU writes the expert bytes only at its next graph_compute or synchronize: the
+    // scheduler's staging must still hold them then
+    let cfg = TestDeviceConfig {
+        defer_set_async: true,
+        ..TestDeviceConfig::gpu("GPU0")
+    };
+    let (mut s, counters, _) = gpu_sched(cfg, false);
+    let (mut g, b, ids, h3, _w) = build();
+    s.alloc_graph(&mut g).unwrap();
+    assert_eq!(s.n_splits(), 3);
+    set_inputs(&g, b, ids);
+    assert_eq!(s.graph_compute(&mut g), Status::Success);
+    assert_eq!(bits(&tensor_to_f32(&g.ctx[h3]).unwrap()), bits(&want));
+    assert!(Counters::get(&counters.set_async_calls) > 0);
+    // a second graph: the staging of the first was freed at its synchronize
+    let (mut g, b, ids, h3, _w) = build();
+    s.reset();
+    s.alloc_graph(&mut g).unwrap();
+    set_inputs(&g, b, ids);
+    assert_eq!(s.graph_compute(&mut g), Status::Success);
+    assert_eq!(bits(&tensor_to_f32(&g.ctx[h3]).unwrap()), bits(&want));
 }

@@ -133,7 +133,12 @@ fn encode(ty: Type, vals: &[f32]) -> Vec<u8> {
     }
 }
 
-fn fill_inputs(ctx: &Context, leafs: &[TensorId], inits: &[(TensorId, Init)], rng: &mut Rng) {
+fn fill_inputs(
+    ctx: &Context,
+    leafs: &[TensorId],
+    inits: &[(TensorId, Init)],
+    rng: &mut Rng,
+) -> Result<(), String> {
     for &id in leafs {
         let t = &ctx[id];
         if t.view_src.is_some() || t.data.is_none() {
@@ -148,8 +153,9 @@ fn fill_inputs(ctx: &Context, leafs: &[TensorId], inits: &[(TensorId, Init)], rn
         let n: usize = shape.iter().product();
         let vals = init_values(&init, n, shape[0], rng, shape);
         // leafs are contiguous roots: their bytes are the rows in order
-        ggml::backend::set_tensor(t, &encode(t.ty, &vals), 0);
+        ggml::backend::set_tensor(t, &encode(t.ty, &vals), 0).map_err(|e| e.to_string())?;
     }
+    Ok(())
 }
 
 fn nmse(out: &[f64], expect: &[f64]) -> f64 {
@@ -188,12 +194,16 @@ pub fn run_case(
         return Outcome::Fail(format!("allocation: {e}"));
     }
     let mut rng = Rng::new(seed_of(&case.desc));
-    fill_inputs(&graph.ctx, &graph.leafs, &built.init, &mut rng);
+    if let Err(e) = fill_inputs(&graph.ctx, &graph.leafs, &built.init, &mut rng) {
+        return Outcome::Fail(format!("inputs: {e}"));
+    }
 
     let mut expect = Shadow::default();
     for &l in &graph.leafs {
         if graph.ctx[l].view_src.is_none() {
-            expect.load(&graph.ctx, l);
+            if let Err(e) = expect.load(&graph.ctx, l) {
+                return Outcome::Fail(format!("reading inputs: {e}"));
+            }
         }
     }
     for &n in &graph.nodes {
@@ -205,14 +215,19 @@ pub fn run_case(
         ctx: &graph.ctx,
         nodes: &graph.nodes,
     });
-    backend.synchronize();
+    let synced = backend.synchronize();
     if status != Status::Success {
-        return Outcome::Fail(format!("graph_compute returned {status:?}"));
+        return Outcome::Fail(format!("graph_compute returned {status}"));
+    }
+    if let Err(e) = synced {
+        return Outcome::Fail(format!("synchronize: {e}"));
     }
     let mut got = Shadow::default();
     for id in graph.ctx.ids() {
         if graph.ctx[id].view_src.is_none() && graph.ctx[id].data.is_some() {
-            got.load(&graph.ctx, id);
+            if let Err(e) = got.load(&graph.ctx, id) {
+                return Outcome::Fail(format!("reading results: {e}"));
+            }
         }
     }
     let (o, e) = (

@@ -90,11 +90,12 @@ pub fn decode(ty: Type, bytes: &[u8]) -> Vec<f64> {
 
 impl Shadow {
     /// Copies a root tensor's current bytes (from its backend buffer) into the shadow.
-    pub fn load(&mut self, ctx: &Context, id: TensorId) {
+    pub fn load(&mut self, ctx: &Context, id: TensorId) -> Result<(), ggml::backend::BackendError> {
         let t = &ctx[id];
         let mut bytes = vec![0u8; t.nbytes()];
-        ggml::backend::get_tensor(t, &mut bytes, 0);
+        ggml::backend::get_tensor(t, &mut bytes, 0)?;
         self.mem.insert(id.0, decode(t.ty, &bytes));
+        Ok(())
     }
 
     fn root_mem(&mut self, ctx: &Context, root: TensorId) -> &mut Vec<f64> {

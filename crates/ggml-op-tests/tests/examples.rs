@@ -5,7 +5,7 @@ use ggml::{Context, Graph, Type};
 use ggml_op_tests::alloc::alloc_ctx;
 
 fn f32s(t: &ggml::Tensor) -> Vec<f32> {
-    tensor_to_f32(t)
+    tensor_to_f32(t).unwrap()
 }
 
 #[test]
@@ -24,10 +24,10 @@ fn example2_strides_and_transposed_view() {
     let dev = ggml_cpu::device();
     alloc_ctx(&mut g.ctx, &dev.buffer_type()).expect("alloc");
     let values: Vec<f32> = (0..12).map(|i| i as f32).collect();
-    tensor_set_f32(&g.ctx[m], &values);
+    tensor_set_f32(&g.ctx[m], &values).unwrap();
     // element (i0 = 2, i1 = 1) is at byte 2*4 + 1*16 = 24 and holds 6
     let mut b = [0u8; 4];
-    get_tensor(&g.ctx[m], &mut b, 24);
+    get_tensor(&g.ctx[m], &mut b, 24).unwrap();
     assert_eq!(f32::from_le_bytes(b), 6.0);
     assert_eq!(ggml_cpu::compute_graph(&g, 2), Status::Success);
     let rows = f32s(&g.ctx[c]);
@@ -60,11 +60,11 @@ fn example2_ffn_gate_sizes_and_q8_0_copy() {
     g.build_forward_expand(back);
     alloc_ctx(&mut g.ctx, &ggml_cpu::device().buffer_type()).expect("alloc");
     let vals: Vec<f32> = (0..256 * 704).map(|i| ((i as f32) * 0.37).sin()).collect();
-    tensor_set_f32(&g.ctx[src], &vals);
+    tensor_set_f32(&g.ctx[src], &vals).unwrap();
     assert_eq!(ggml_cpu::compute_graph(&g, 2), Status::Success);
     assert_eq!(g.ctx[dst].nbytes(), 191_488);
     let mut q = vec![0u8; 191_488];
-    get_tensor(&g.ctx[dst], &mut q, 0);
+    get_tensor(&g.ctx[dst], &mut q, 0).unwrap();
     let got = f32s(&g.ctx[back]);
     let max_err = got
         .iter()
@@ -99,12 +99,12 @@ fn example3_graph_computed_twice_with_new_inputs() {
     assert_eq!(names(&g.leafs), ["a", "x", "b"]);
     assert_eq!(g.nodes, vec![x2, ax2, f]);
     alloc_ctx(&mut g.ctx, &ggml_cpu::device().buffer_type()).expect("alloc");
-    tensor_set_f32(&g.ctx[a], &[3.0]);
-    tensor_set_f32(&g.ctx[b], &[4.0]);
+    tensor_set_f32(&g.ctx[a], &[3.0]).unwrap();
+    tensor_set_f32(&g.ctx[b], &[4.0]).unwrap();
     let dev = ggml_cpu::device();
     let mut backend = dev.clone().init_backend().expect("backend");
     for (input, want) in [(2.0f32, 16.0f32), (5.0, 79.0)] {
-        set_tensor(&g.ctx[x], &input.to_le_bytes(), 0);
+        set_tensor(&g.ctx[x], &input.to_le_bytes(), 0).unwrap();
         let st = backend.graph_compute(GraphView {
             ctx: &g.ctx,
             nodes: &g.nodes,

@@ -234,9 +234,9 @@ fn forward(log: &str, flash_attn: bool) {
     g.build_forward_expand(logits);
 
     alloc_ctx(&mut g.ctx, &dev.buffer_type()).expect("alloc");
-    set_tensor(&g.ctx[tokens], &6023i32.to_le_bytes(), 0);
-    set_tensor(&g.ctx[pos], &0i32.to_le_bytes(), 0);
-    set_tensor(&g.ctx[kv_idx], &0i64.to_le_bytes(), 0);
+    set_tensor(&g.ctx[tokens], &6023i32.to_le_bytes(), 0).unwrap();
+    set_tensor(&g.ctx[pos], &0i32.to_le_bytes(), 0).unwrap();
+    set_tensor(&g.ctx[kv_idx], &0i64.to_le_bytes(), 0).unwrap();
     let mask_bytes: Vec<u8> = (0..n_ctx as usize)
         .flat_map(|j| match (flash_attn, j) {
             (true, 0) => 0u16.to_le_bytes().to_vec(),
@@ -248,10 +248,10 @@ fn forward(log: &str, flash_attn: bool) {
     let v_rows: Vec<u8> = (0..head_dim * n_head_kv)
         .flat_map(|i| (i * n_ctx).to_le_bytes())
         .collect();
-    set_tensor(&g.ctx[v_idx], &v_rows, 0);
-    set_tensor(&g.ctx[mask], &mask_bytes, 0);
+    set_tensor(&g.ctx[v_idx], &v_rows, 0).unwrap();
+    set_tensor(&g.ctx[mask], &mask_bytes, 0).unwrap();
     for &cache in &caches {
-        ggml::backend::memset_tensor(&g.ctx[cache], 0, 0, g.ctx[cache].nbytes());
+        ggml::backend::memset_tensor(&g.ctx[cache], 0, 0, g.ctx[cache].nbytes()).unwrap();
     }
 
     let mut backend = ggml_cpu::CpuBackend::new(dev);
@@ -274,7 +274,7 @@ fn forward(log: &str, flash_attn: bool) {
             continue;
         };
         let vals = if g.ctx[t].is_contiguous() {
-            tensor_to_f32(&g.ctx[t])
+            tensor_to_f32(&g.ctx[t]).unwrap()
         } else {
             panic!("{name} is not contiguous")
         };
@@ -298,6 +298,6 @@ fn forward(log: &str, flash_attn: bool) {
         worst.0, worst.1
     );
     assert!(checked >= 40, "only {checked} tensors were compared");
-    let logits = tensor_to_f32(&g.ctx[logits]);
+    let logits = tensor_to_f32(&g.ctx[logits]).unwrap();
     assert_eq!(logits.len(), 151936);
 }

@@ -91,13 +91,13 @@ fn cpu_copies_quantize_like_the_quantizers() {
         g.build_forward_expand(c);
         alloc_ctx(&mut g.ctx, &ggml_cpu::device().buffer_type()).expect("alloc");
         let src = synthetic(3 * n as usize, 1.0);
-        tensor_set_f32(&g.ctx[a], &src);
+        tensor_set_f32(&g.ctx[a], &src).unwrap();
         assert_eq!(
             ggml_cpu::compute_graph(&g, 2),
             ggml::backend::Status::Success
         );
         let mut got = vec![0u8; g.ctx[b].nbytes()];
-        get_tensor(&g.ctx[b], &mut got, 0);
+        get_tensor(&g.ctx[b], &mut got, 0).unwrap();
         let mut want = vec![0u8; got.len()];
         ggml::quants::quantize_row_ref(ty, &src, &mut want);
         assert_eq!(got, want, "{ty}");

@@ -45,6 +45,51 @@ void main() {
         for (uint c = 0; c < NCOLS; c++) {
             acc[c] = 0.0;
         }
+#if TYPE == T_Q4_0
+        // the CPU backend's order for Q4_0 (llama.cpp's repacked q4_0_8x8 gemv and gemm on
+        // AVX2): the exact integer sum of each block against the Q8_0 codes, then one fused
+        // multiply-add of it times f32(dx) * f32(dy) into the accumulator, in block order, so
+        // the result is the CPU's to the bit
+        for (uint kb = 0; kb < p.ne00; kb += 32) {
+            uint bw = row + (kb / 32) * 18;
+            float dx = q_half(bw);
+            for (uint c = 0; c < ncols; c++) {
+                uint base = col + kb * p.nb10 + c * p.nb11;
+                vec2 blk = act_block(base, p.nb10);
+                int isum = 0;
+                for (uint i = 0; i < 16; i++) {
+                    uint q = q_u8(bw + 2 + i);
+                    int a0 = int(roundEven(b[base + i * p.nb10] * blk.x));
+                    int a1 = int(roundEven(b[base + (i + 16) * p.nb10] * blk.x));
+                    isum += (int(q & 0xFu) - 8) * a0 + (int(q >> 4) - 8) * a1;
+                }
+                acc[c] = fma(float(isum), dx * blk.y, acc[c]);
+            }
+        }
+#elif TYPE == T_Q8_0
+        // the CPU backend's order for Q8_0 (ggml's AVX2 vec_dot_q8_0_q8_0 and its tiles): lane
+        // j of 8 f32 accumulators takes the exact integer sum of products 4j..4j+3 of each
+        // block, fused times f32(dx) * f32(dy); the lanes are summed at the end as
+        // hsum_float_8 does
+        for (uint c = 0; c < ncols; c++) {
+            float l[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+            for (uint kb = 0; kb < p.ne00; kb += 32) {
+                uint bw = row + (kb / 32) * 34;
+                uint base = col + kb * p.nb10 + c * p.nb11;
+                vec2 blk = act_block(base, p.nb10);
+                float dd = q_half(bw) * blk.y;
+                for (uint j = 0; j < 8; j++) {
+                    int isum = 0;
+                    for (uint t = 0; t < 4; t++) {
+                        uint k = 4 * j + t;
+                        isum += q_i8(bw + 2 + k) * int(roundEven(b[base + k * p.nb10] * blk.x));
+                    }
+                    l[j] = fma(dd, float(isum), l[j]);
+                }
+            }
+            acc[c] = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+        }
+#else
         for (uint kb = 0; kb < p.ne00; kb += ACT_QB) {
             vec2 blk[NCOLS];
             for (uint c = 0; c < ncols; c++) {
@@ -58,6 +103,7 @@ void main() {
                 }
             }
         }
+#endif
         for (uint c = 0; c < ncols; c++) {
             d[p.offd + i01 + (j0 + c) * p.nb1 + i12 * p.nb2 + i13 * p.nb3] = acc[c];
         }

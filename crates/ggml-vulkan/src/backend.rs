@@ -4,7 +4,7 @@
 use crate::device::VkDevice;
 use crate::ops;
 use ash::vk;
-use ggml::backend::{Backend, DeviceRef, GraphView, Status};
+use ggml::backend::{Backend, BackendError, DeviceRef, GraphView, Status};
 use ggml::Tensor;
 use std::sync::Arc;
 
@@ -30,8 +30,9 @@ impl Backend for VkBackend {
             match ops::plan(gpu, graph.ctx, n) {
                 Ok(d) => work.push((n, d)),
                 Err(e) => {
-                    ggml::log_error!("ggml_vulkan: {} ({}): {e}\n", t.name, t.op.desc());
-                    return Status::Failed;
+                    let e = format!("ggml_vulkan: {} ({}): {e}", t.name, t.op.desc());
+                    ggml::log_error!("{e}\n");
+                    return Status::Failed(e);
                 }
             }
         }
@@ -44,8 +45,13 @@ impl Backend for VkBackend {
                 Ok(p) => pipelines.push(p),
                 Err(e) => {
                     let t = &graph.ctx[*n];
-                    ggml::log_error!("ggml_vulkan: op {} ({}): {e}\n", t.op.desc(), t.name);
-                    return Status::Failed;
+                    let e = format!(
+                        "ggml_vulkan: pipeline of op {} ({}) failed: {e}",
+                        t.op.desc(),
+                        t.name
+                    );
+                    ggml::log_error!("{e}\n");
+                    return Status::Failed(e);
                 }
             }
         }
@@ -109,9 +115,21 @@ impl Backend for VkBackend {
         match r {
             Ok(()) => Status::Success,
             Err(e) => {
-                ggml::log_error!("ggml_vulkan: graph on {} failed: {e}\n", gpu.name);
-                Status::Failed
+                let e = format!("ggml_vulkan: graph on {} failed: {e}", gpu.name);
+                ggml::log_error!("{e}\n");
+                Status::Failed(e)
             }
+        }
+    }
+    /// Every call completed before it returned; what is left to report is a device taken out
+    /// of use by an earlier failure.
+    fn synchronize(&mut self) -> Result<(), BackendError> {
+        match self.dev.gpu.lost() {
+            Some(cause) => Err(BackendError::Other(format!(
+                "{}: device out of use: {cause}",
+                self.dev.gpu.name
+            ))),
+            None => Ok(()),
         }
     }
     fn cpy_tensor_async(&mut self, src: &Tensor, dst: &Tensor) -> bool {

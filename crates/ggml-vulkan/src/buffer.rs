@@ -65,12 +65,10 @@ pub(crate) struct DeviceMem {
 }
 
 impl DeviceMem {
-    fn report(&self, what: &str, r: Result<(), String>) {
-        // the buffer interface has no error path: a failed transfer is logged, and a lost
-        // device then fails the next graph computation
-        if let Err(e) = r {
-            ggml::log_error!("ggml_vulkan: {what} on {} failed: {e}\n", self.gpu.name);
-        }
+    fn report(&self, what: &str, len: usize, r: Result<(), String>) -> Result<(), BackendError> {
+        r.map_err(|e| {
+            BackendError::Other(format!("{what} of {len} bytes on {}: {e}", self.gpu.name))
+        })
     }
 }
 
@@ -81,17 +79,30 @@ impl BufferImpl for DeviceMem {
     fn size(&self) -> usize {
         self.size
     }
-    fn set(&self, addr: usize, data: &[u8]) {
-        self.report("write", self.gpu.write(self.buffer, addr - self.base, data));
+    fn set(&self, addr: usize, data: &[u8]) -> Result<(), BackendError> {
+        let r = self.gpu.write(self.buffer, addr - self.base, data);
+        self.report("write", data.len(), r)
     }
-    fn get(&self, addr: usize, out: &mut [u8]) {
-        self.report("read", self.gpu.read(self.buffer, addr - self.base, out));
+    fn get(&self, addr: usize, out: &mut [u8]) -> Result<(), BackendError> {
+        let r = self.gpu.read(self.buffer, addr - self.base, out);
+        self.report("read", out.len(), r)
     }
-    fn memset(&self, addr: usize, value: u8, size: usize) {
-        self.report(
-            "memset",
-            self.gpu.fill(self.buffer, addr - self.base, value, size),
-        );
+    fn memset(&self, addr: usize, value: u8, size: usize) -> Result<(), BackendError> {
+        let r = self.gpu.fill(self.buffer, addr - self.base, value, size);
+        self.report("memset", size, r)
+    }
+    /// A device-side copy when `src` is in this device's memory too (as ggml-vulkan's
+    /// buffer cpy_tensor); otherwise the caller goes through the host.
+    fn cpy_tensor(&self, src: &ggml::Tensor, dst: &ggml::Tensor) -> Result<bool, BackendError> {
+        let (Some((sm, so)), Some((dm, doff))) = (device_mem(src), device_mem(dst)) else {
+            return Ok(false);
+        };
+        if !Arc::ptr_eq(&sm.gpu, &self.gpu) || !std::ptr::eq(dm, self) {
+            return Ok(false);
+        }
+        let n = src.nbytes();
+        let r = self.gpu.copy(sm.buffer, so, dm.buffer, doff, n);
+        self.report("copy", n, r).map(|()| true)
     }
     fn as_any(&self) -> Option<&dyn std::any::Any> {
         Some(self)

@@ -5,10 +5,25 @@
 use crate::instance::{self, Instance};
 use crate::pipelines::Pipelines;
 use ash::vk;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 /// Uploads and downloads go through a host-visible staging buffer of at most this many bytes.
 const STAGING_MAX: usize = 16 << 20;
+
+/// How long one submission may run before the device counts as hung (GGML_VK_FENCE_TIMEOUT_S
+/// overrides it): a driver that never signals the fence is an error, not a hang.
+const FENCE_TIMEOUT_S: u64 = 600;
+
+fn fence_timeout() -> Duration {
+    let s = std::env::var("GGML_VK_FENCE_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .unwrap_or(FENCE_TIMEOUT_S);
+    Duration::from_secs(s)
+}
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Limits {
@@ -30,6 +45,11 @@ pub(crate) struct Gpu {
     pub mem_host: u32,
     pub pipelines: Pipelines,
     stream: Mutex<Stream>,
+    /// set once a submission failed or timed out: the stream's command buffer may still be in
+    /// use, so every later call fails at once with the first cause
+    lost: Mutex<Option<String>>,
+    lost_flag: AtomicBool,
+    fence_timeout: Duration,
 }
 
 pub(crate) struct Stream {
@@ -49,6 +69,20 @@ pub(crate) struct Staging {
 
 // SAFETY: the staging pointer is a persistent host mapping used only under the stream's mutex.
 unsafe impl Send for Stream {}
+
+/// A Vulkan result as Vulkan-Hpp names it (ErrorOutOfDeviceMemory), which ggml-vulkan prints.
+fn vk_result_name(e: vk::Result) -> String {
+    let upper = format!("{e:?}");
+    let mut out = String::new();
+    for word in upper.split('_') {
+        let mut c = word.chars();
+        if let Some(f) = c.next() {
+            out.push(f);
+            out.extend(c.flat_map(char::to_lowercase));
+        }
+    }
+    out
+}
 
 fn vk_err(what: &str, e: vk::Result) -> String {
     format!("{what}: {e:?}")
@@ -171,6 +205,9 @@ impl Gpu {
                 fence,
                 staging: None,
             }),
+            lost: Mutex::new(None),
+            lost_flag: AtomicBool::new(false),
+            fence_timeout: fence_timeout(),
         })
     }
 
@@ -210,6 +247,50 @@ impl Gpu {
         self.stream.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The cause of the failure that took the device out of use, if one did.
+    pub(crate) fn lost(&self) -> Option<String> {
+        if !self.lost_flag.load(Ordering::Acquire) {
+            return None;
+        }
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn mark_lost(&self, cause: &str) {
+        let mut l = self.lost.lock().unwrap_or_else(|e| e.into_inner());
+        if l.is_none() {
+            *l = Some(cause.to_string());
+        }
+        self.lost_flag.store(true, Ordering::Release);
+    }
+
+    /// Waits for the stream's fence in one-second slices up to the timeout. A lost device is
+    /// VK_ERROR_DEVICE_LOST from the wait; a fence never signalled is reported after the
+    /// timeout. Either way the device is marked lost.
+    fn wait_fence(&self, fence: vk::Fence) -> Result<(), String> {
+        let start = Instant::now();
+        loop {
+            // SAFETY: the fence belongs to this device and was submitted with the queue.
+            let r = unsafe { self.device.wait_for_fences(&[fence], true, 1_000_000_000) };
+            match r {
+                Ok(()) => return Ok(()),
+                Err(vk::Result::TIMEOUT) if start.elapsed() < self.fence_timeout => continue,
+                Err(vk::Result::TIMEOUT) => {
+                    let e = format!(
+                        "vkWaitForFences: the device did not finish within {} s (set GGML_VK_FENCE_TIMEOUT_S for longer work)",
+                        self.fence_timeout.as_secs()
+                    );
+                    self.mark_lost(&e);
+                    return Err(e);
+                }
+                Err(e) => {
+                    let e = vk_err("vkWaitForFences", e);
+                    self.mark_lost(&e);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
     /// Allocates device memory of `mem_type` bound to a new storage/transfer buffer.
     pub(crate) fn create_buffer(
         &self,
@@ -231,18 +312,37 @@ impl Gpu {
                 .create_buffer(&info, None)
                 .map_err(|e| vk_err("vkCreateBuffer", e))?;
             let req = self.device.get_buffer_memory_requirements(buffer);
-            if req.memory_type_bits & (1 << mem_type) == 0 {
-                self.device.destroy_buffer(buffer, None);
-                return Err("no compatible memory type".into());
-            }
+            // as ggml-vulkan: a memory type only fits when its heap can hold the request (a
+            // driver such as lavapipe would otherwise hand out memory past its heap)
+            let props = Self::instance()
+                .instance
+                .get_physical_device_memory_properties(self.pd);
+            let heap = props.memory_types[mem_type as usize].heap_index as usize;
+            let fits = req.memory_type_bits & (1 << mem_type) != 0
+                && props.memory_heaps[heap].size >= req.size;
             let alloc = vk::MemoryAllocateInfo::default()
                 .allocation_size(req.size)
                 .memory_type_index(mem_type);
-            let memory = match self.device.allocate_memory(&alloc, None) {
+            let allocated = if fits {
+                self.device
+                    .allocate_memory(&alloc, None)
+                    .map_err(|e| format!("vk::Device::allocateMemory: {}", vk_result_name(e)))
+            } else {
+                Err("No suitable memory type found: ErrorOutOfDeviceMemory".to_string())
+            };
+            let memory = match allocated {
                 Ok(m) => m,
                 Err(e) => {
                     self.device.destroy_buffer(buffer, None);
-                    return Err(vk_err("vkAllocateMemory", e));
+                    // ggml-vulkan's own lines, on stderr
+                    let kind = if mem_type == self.mem_device {
+                        "Device memory"
+                    } else {
+                        "Memory"
+                    };
+                    eprintln!("ggml_vulkan: {kind} allocation of size {size} failed.");
+                    eprintln!("ggml_vulkan: {e}");
+                    return Err(e);
                 }
             };
             if let Err(e) = self.device.bind_buffer_memory(buffer, memory, 0) {
@@ -265,6 +365,10 @@ impl Gpu {
     }
 
     pub(crate) fn destroy_buffer(&self, buffer: vk::Buffer, memory: vk::DeviceMemory) {
+        if self.lost_flag.load(Ordering::Acquire) {
+            // a submission that timed out may still use it: leak rather than free in-use memory
+            return;
+        }
         // SAFETY: every submission that used the buffer has completed (the stream waits).
         unsafe {
             self.device.destroy_buffer(buffer, None);
@@ -288,6 +392,11 @@ impl Gpu {
         s: &mut Stream,
         f: impl FnOnce(&Gpu, &mut Stream) -> Result<(), String>,
     ) -> Result<(), String> {
+        if let Some(cause) = self.lost() {
+            return Err(format!(
+                "the device is out of use after an earlier failure ({cause})"
+            ));
+        }
         let d = &self.device;
         let begin = vk::CommandBufferBeginInfo::default()
             .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
@@ -311,15 +420,14 @@ impl Gpu {
         let cmds = [s.cmd];
         let submit = [vk::SubmitInfo::default().command_buffers(&cmds)];
         // SAFETY: the command buffer is fully recorded; the fence is unsignalled.
-        unsafe {
-            d.queue_submit(s.queue, &submit, s.fence)
-                .map_err(|e| vk_err("vkQueueSubmit", e))?;
-            // a lost device returns an error here instead of hanging
-            let waited = d.wait_for_fences(&[s.fence], true, u64::MAX);
-            let reset = d.reset_fences(&[s.fence]);
-            waited.map_err(|e| vk_err("vkWaitForFences", e))?;
-            reset.map_err(|e| vk_err("vkResetFences", e))?;
-        }
+        unsafe { d.queue_submit(s.queue, &submit, s.fence) }.map_err(|e| {
+            let e = vk_err("vkQueueSubmit", e);
+            self.mark_lost(&e);
+            e
+        })?;
+        self.wait_fence(s.fence)?;
+        // SAFETY: the fence has signalled, so no submission uses it.
+        unsafe { d.reset_fences(&[s.fence]) }.map_err(|e| vk_err("vkResetFences", e))?;
         Ok(())
     }
 
@@ -476,6 +584,10 @@ impl Gpu {
 
 impl Drop for Gpu {
     fn drop(&mut self) {
+        if self.lost_flag.load(Ordering::Acquire) {
+            // waiting for idle could hang on a device that never finished: leak it instead
+            return;
+        }
         let s = self.stream.get_mut().unwrap_or_else(|e| e.into_inner());
         // SAFETY: nothing is in flight (every submission was waited for); objects are destroyed
         // once, the device last.

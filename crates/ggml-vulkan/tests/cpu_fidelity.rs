@@ -32,8 +32,8 @@ fn run(
     let bv: Vec<f32> = (0..k * n).map(|_| next()).collect();
     let mut q = vec![0u8; wty.row_size(k) * m as usize];
     ggml::quants::quantize_row_ref(wty, &av, &mut q);
-    ggml::backend::set_tensor(&g.ctx[a], &q, 0);
-    ggml::backend::tensor_set_f32(&g.ctx[b], &bv);
+    ggml::backend::set_tensor(&g.ctx[a], &q, 0).unwrap();
+    ggml::backend::tensor_set_f32(&g.ctx[b], &bv).unwrap();
     assert_eq!(
         backend.graph_compute(GraphView {
             ctx: &g.ctx,
@@ -41,7 +41,7 @@ fn run(
         }),
         ggml::backend::Status::Success
     );
-    ggml::backend::tensor_to_f32(&g.ctx[d])
+    ggml::backend::tensor_to_f32(&g.ctx[d]).unwrap()
 }
 
 #[test]

@@ -18,6 +18,46 @@ pub fn tensors_size(ctx: &Context, ids: &[TensorId], buft: &BufferTypeRef) -> us
         .sum()
 }
 
+/// As ggml_backend_alloc_ctx_tensors_from_buft: `ids` in consecutive runs of at most the
+/// buffer type's max size (a tensor larger than that alone), one buffer per run. A failed
+/// allocation logs ggml's line and returns the buffer type's error.
+pub fn alloc_tensors_split(
+    ctx: &mut Context,
+    ids: &[TensorId],
+    buft: &BufferTypeRef,
+    what: &str,
+) -> Result<Vec<Arc<Buffer>>> {
+    let (align, max) = (buft.alignment(), buft.max_size());
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    let mut cur = 0usize;
+    let mut start = 0usize;
+    for (i, &t) in ids.iter().enumerate() {
+        let n = pad(buft.alloc_size(&ctx[t]), align);
+        if cur > 0 && cur + n > max {
+            runs.push((start, i));
+            start = i;
+            cur = 0;
+        }
+        cur += n;
+    }
+    if start < ids.len() {
+        runs.push((start, ids.len()));
+    }
+    let mut out = Vec::with_capacity(runs.len());
+    for (a, b) in runs {
+        let size = tensors_size(ctx, &ids[a..b], buft);
+        let buf = alloc_tensors(ctx, &ids[a..b], buft, what).inspect_err(|_| {
+            ggml::log_error!(
+                "alloc_tensor_range: failed to allocate {} buffer of size {}\n",
+                buft.name(),
+                size
+            );
+        })?;
+        out.push(buf);
+    }
+    Ok(out)
+}
+
 /// Allocates one buffer for `ids` and points each tensor into it.
 pub fn alloc_tensors(
     ctx: &mut Context,
@@ -72,11 +112,29 @@ impl ggml::backend::BufferImpl for Placeholder {
     fn size(&self) -> usize {
         self.size
     }
-    fn set(&self, _addr: usize, _data: &[u8]) {}
-    fn get(&self, _addr: usize, out: &mut [u8]) {
-        out.fill(0);
+    fn set(
+        &self,
+        _addr: usize,
+        _data: &[u8],
+    ) -> std::result::Result<(), ggml::backend::BackendError> {
+        Ok(())
     }
-    fn memset(&self, _addr: usize, _value: u8, _size: usize) {}
+    fn get(
+        &self,
+        _addr: usize,
+        out: &mut [u8],
+    ) -> std::result::Result<(), ggml::backend::BackendError> {
+        out.fill(0);
+        Ok(())
+    }
+    fn memset(
+        &self,
+        _addr: usize,
+        _value: u8,
+        _size: usize,
+    ) -> std::result::Result<(), ggml::backend::BackendError> {
+        Ok(())
+    }
 }
 
 /// Points `ids` into a placeholder buffer of `buft` (no memory is allocated).

@@ -55,7 +55,7 @@ impl ControlVector {
                 .inspect_err(|_| {
                     ggml::log_error!("init: failed to allocate buffer for control vector\n")
                 })?;
-            buf.clear(0);
+            buf.clear(0)?;
             self._buffers.push(buf);
         }
         Ok(())
@@ -107,7 +107,7 @@ impl Context {
                     .iter()
                     .flat_map(|x| x.to_le_bytes())
                     .collect();
-                set_tensor(&self.cvec.ctx[id], &bytes, 0);
+                set_tensor(&self.cvec.ctx[id], &bytes, 0)?;
             }
         }
         Ok(())

@@ -9,18 +9,8 @@ use crate::graph::BuiltGraph;
 use crate::kv_cache::{KvCache, SlotInfo};
 use crate::kv_memory::MemSlot;
 use crate::perf::{cfloat, PerfContextData};
-use ggml::backend::{set_tensor, Status};
+use ggml::backend::{set_tensor, BackendError, Status};
 use ggml::Type;
-
-/// The number of ggml's enum ggml_status, which llama.cpp's messages print.
-fn status_code(s: Status) -> i32 {
-    match s {
-        Status::Success => 0,
-        Status::Aborted => 1,
-        Status::Failed => -1,
-        Status::AllocFailed => -2,
-    }
-}
 
 fn i32_bytes(v: &[i32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
@@ -120,7 +110,7 @@ impl Context {
                 self.n_outputs = 0;
                 return match status {
                     Status::Aborted => 2,
-                    Status::AllocFailed => -2,
+                    Status::AllocFailed(_) => -2,
                     _ => -3,
                 };
             }
@@ -170,12 +160,16 @@ impl Context {
             let mut built = self.build_graph(p);
             if let Err(e) = self.sched.alloc_graph(&mut built.graph) {
                 ggml::log_error!("process_ubatch: failed to allocate graph: {}\n", e);
-                return Status::AllocFailed;
+                return Status::AllocFailed(e.to_string());
             }
             self.prev = Some(built);
         }
         let built = self.prev.take().expect("graph built or reused above");
-        self.set_inputs(&built, ub, slot, n_outputs);
+        if let Err(e) = self.set_inputs(&built, ub, slot, n_outputs) {
+            ggml::log_error!("process_ubatch: failed to set the graph inputs: {}\n", e);
+            self.prev = Some(built);
+            return Status::Failed(e.to_string());
+        }
         let n_threads = if ub.n_tokens() > 1 {
             self.cparams.n_threads_batch
         } else {
@@ -189,18 +183,22 @@ impl Context {
         if status != Status::Success {
             ggml::log_error!(
                 "graph_compute: ggml_backend_sched_graph_compute_async failed with error {}\n",
-                status_code(status)
+                status.code()
             );
             ggml::log_error!(
                 "process_ubatch: failed to compute graph, compute status: {}\n",
-                status_code(status)
+                status.code()
             );
             return status;
         }
         if let (true, true, Some(e)) = (n_outputs > 0, self.cparams.embeddings, built.embd) {
             let n_embd = self.model.hparams.n_embd as usize;
             let mut bytes = vec![0u8; n_outputs * n_embd * 4];
-            ggml::backend::get_tensor(&built.graph.ctx[e], &mut bytes, 0);
+            if let Err(e) = ggml::backend::get_tensor(&built.graph.ctx[e], &mut bytes, 0) {
+                ggml::log_error!("process_ubatch: failed to read the embeddings: {}\n", e);
+                self.prev = Some(built);
+                return Status::Failed(e.to_string());
+            }
             let dst = &mut self.embd[out_row * n_embd..(out_row + n_outputs) * n_embd];
             for (d, c) in dst.iter_mut().zip(bytes.chunks_exact(4)) {
                 *d = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
@@ -210,7 +208,11 @@ impl Context {
             let t = &built.graph.ctx[built.logits];
             let n_vocab = self.model.hparams.n_vocab as usize;
             let mut bytes = vec![0u8; n_outputs * n_vocab * 4];
-            ggml::backend::get_tensor(t, &mut bytes, 0);
+            if let Err(e) = ggml::backend::get_tensor(t, &mut bytes, 0) {
+                ggml::log_error!("process_ubatch: failed to read the logits: {}\n", e);
+                self.prev = Some(built);
+                return Status::Failed(e.to_string());
+            }
             let dst = &mut self.logits[out_row * n_vocab..(out_row + n_outputs) * n_vocab];
             for (d, c) in dst.iter_mut().zip(bytes.chunks_exact(4)) {
                 *d = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
@@ -220,19 +222,25 @@ impl Context {
         Status::Success
     }
 
-    fn set_inputs(&self, g: &BuiltGraph, ub: &Ubatch, slot: &MemSlot, n_outputs: usize) {
+    fn set_inputs(
+        &self,
+        g: &BuiltGraph,
+        ub: &Ubatch,
+        slot: &MemSlot,
+        n_outputs: usize,
+    ) -> Result<(), BackendError> {
         let ctx = &g.graph.ctx;
         let live = |t: Option<ggml::TensorId>| t.filter(|&t| ctx[t].data.is_some());
         if let Some(t) = live(g.inputs.tokens) {
-            set_tensor(&ctx[t], &i32_bytes(&ub.token), 0);
+            set_tensor(&ctx[t], &i32_bytes(&ub.token), 0)?;
         }
         if let Some(t) = live(g.inputs.pos) {
-            set_tensor(&ctx[t], &i32_bytes(&ub.pos), 0);
+            set_tensor(&ctx[t], &i32_bytes(&ub.pos), 0)?;
         }
         if let Some(t) = live(g.inputs.attn_scale) {
             let scales = crate::graph::attn_temp_scales(&self.model.hparams, &ub.pos);
             let bytes: Vec<u8> = scales.iter().flat_map(|x| x.to_le_bytes()).collect();
-            set_tensor(&ctx[t], &bytes, 0);
+            set_tensor(&ctx[t], &bytes, 0)?;
         }
         let i = &g.inputs;
         self.set_cache_inputs(
@@ -241,10 +249,10 @@ impl Context {
             &self.kv.base,
             &slot.base,
             [i.k_idxs, i.v_idxs, i.kq_mask],
-        );
+        )?;
         if let (Some(cache), Some(s)) = (self.kv.swa.as_ref(), slot.swa.as_ref()) {
             let ins = [i.k_idxs_swa, i.v_idxs_swa, i.kq_mask_swa];
-            self.set_cache_inputs(g, ub, cache, s, ins);
+            self.set_cache_inputs(g, ub, cache, s, ins)?;
         }
         if let Some(t) = live(g.inputs.out_ids) {
             let n_tokens = ub.n_tokens();
@@ -258,8 +266,9 @@ impl Context {
                     .map(|i| i as i32)
                     .collect()
             };
-            set_tensor(&ctx[t], &i32_bytes(&ids), 0);
+            set_tensor(&ctx[t], &i32_bytes(&ids), 0)?;
         }
+        Ok(())
     }
 
     /// The K/V indices and the mask of one cache.
@@ -270,15 +279,15 @@ impl Context {
         kv: &KvCache,
         slot: &SlotInfo,
         [k_idxs, v_idxs, kq_mask]: [Option<ggml::TensorId>; 3],
-    ) {
+    ) -> Result<(), BackendError> {
         let ctx = &g.graph.ctx;
         let live = |t: Option<ggml::TensorId>| t.filter(|&t| ctx[t].data.is_some());
         if let Some(t) = live(k_idxs) {
-            set_tensor(&ctx[t], &i64_bytes(&kv.k_idxs(slot)), 0);
+            set_tensor(&ctx[t], &i64_bytes(&kv.k_idxs(slot)), 0)?;
         }
         if let Some(t) = live(v_idxs) {
             let n_embd_v = self.model.hparams.n_embd_v_gqa_max() as usize;
-            set_tensor(&ctx[t], &i64_bytes(&kv.v_idxs(slot, n_embd_v)), 0);
+            set_tensor(&ctx[t], &i64_bytes(&kv.v_idxs(slot, n_embd_v)), 0)?;
         }
         if let Some(t) = live(kq_mask) {
             let n_kv = ctx[t].ne[0] as usize;
@@ -291,8 +300,9 @@ impl Context {
             } else {
                 mask.iter().flat_map(|x| x.to_le_bytes()).collect()
             };
-            set_tensor(&ctx[t], &bytes, 0);
+            set_tensor(&ctx[t], &bytes, 0)?;
         }
+        Ok(())
     }
 
     /// Logits of the i-th token of the last batch (negative: counted from the last output).

@@ -70,6 +70,13 @@ pub enum LlamaError {
     /// A split model whose shards do not fit together (llama.cpp's own words).
     #[error("{0}")]
     Split(String),
+    /// A buffer of the context that could not be allocated, in llama.cpp's words ("failed to
+    /// allocate buffer for kv cache"); the cause was logged where it arose.
+    #[error("failed to allocate buffer for {0}")]
+    BufferAlloc(String),
+    /// A backend's read, write or copy failed (a lost device, a failed transfer).
+    #[error("{0}")]
+    Backend(#[from] ggml::backend::BackendError),
 }
 
 pub type Result<T> = std::result::Result<T, LlamaError>;

@@ -121,29 +121,37 @@ impl KvCache {
                 );
                 continue;
             }
-            let buf = crate::buffers::alloc_tensors(&mut ctx, ids, buft, "kv cache").inspect_err(
-                |_| {
-                    ggml::log_error!("llama_kv_cache: failed to allocate buffer for kv cache\n");
-                },
-            )?;
-            // empty cells are masked, but NaN garbage would still poison 0 * x in the kernels
-            buf.clear(0);
-            buf.set_usage(BufferUsage::Any);
+            let meta = ggml::meta::as_meta_buft(buft).is_some();
+            // a device's buffers are at most its max size, as ggml allocates a context's tensors
+            let bufs = if meta {
+                crate::buffers::alloc_tensors(&mut ctx, ids, buft, "kv cache").map(|b| vec![b])
+            } else {
+                crate::buffers::alloc_tensors_split(&mut ctx, ids, buft, "kv cache")
+            }
+            .map_err(|_| LlamaError::BufferAlloc("kv cache".into()))?;
+            let total: usize = bufs.iter().map(|b| ggml::meta::reported_size(b)).sum();
+            for buf in &bufs {
+                // empty cells are masked, but NaN garbage would still poison 0 * x in the kernels
+                buf.clear(0)?;
+                buf.set_usage(BufferUsage::Any);
+            }
             ggml::log_info!(
                 "llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n",
-                buf.name(),
-                ggml::meta::reported_size(&buf) as f64 / MIB
+                buft.name(),
+                total as f64 / MIB
             );
             // the heads each device of a meta buffer holds
-            for (name, size) in ggml::meta::device_buffer_sizes(&buf).unwrap_or_default() {
-                ggml::log_info!(
-                    "llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n",
-                    name,
-                    size as f64 / MIB
-                );
+            if let (true, Some(buf)) = (meta, bufs.first()) {
+                for (name, size) in ggml::meta::device_buffer_sizes(buf).unwrap_or_default() {
+                    ggml::log_info!(
+                        "llama_kv_cache: {:>10} KV buffer size = {:8.2} MiB\n",
+                        name,
+                        size as f64 / MIB
+                    );
+                }
             }
-            sizes.push((buf.name().to_string(), ggml::meta::reported_size(&buf)));
-            buffers.push(buf);
+            sizes.push((buft.name().to_string(), total));
+            buffers.extend(bufs);
         }
         let size_k: usize = layers.iter().map(|&(k, _)| ctx[k].nbytes()).sum();
         let size_v: usize = layers.iter().map(|&(_, v)| ctx[v].nbytes()).sum();
@@ -367,7 +375,10 @@ impl KvCache {
         self.head = 0;
         if data {
             for b in &self.buffers {
-                b.clear(0);
+                // llama_memory_clear has no error path: the cause is logged
+                if let Err(e) = b.clear(0) {
+                    ggml::log_error!("llama_kv_cache: clearing {} failed: {}\n", b.name(), e);
+                }
             }
         }
     }

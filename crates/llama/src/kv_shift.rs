@@ -86,11 +86,11 @@ impl Context {
         self.sched
             .alloc_graph(&mut g)
             .map_err(|e| LlamaError::Compute(e.to_string()))?;
-        set_tensor(&g.ctx[shift], &data, 0);
+        set_tensor(&g.ctx[shift], &data, 0)?;
         let status = self.sched.graph_compute(&mut g);
         self.sched.reset();
         if status != Status::Success {
-            return Err(LlamaError::Compute(format!("K-shift graph: {status:?}")));
+            return Err(LlamaError::Compute(format!("K-shift graph: {status}")));
         }
         let kv = if swa {
             self.kv.swa.as_mut().expect("checked by the caller")

@@ -102,7 +102,11 @@ fn occupied_ranges(kv: &KvCache) -> Vec<(usize, usize)> {
 fn read_into(t: &ggml::Tensor, offset: usize, len: usize, out: &mut Vec<u8>) {
     let start = out.len();
     out.resize(start + len, 0);
-    get_tensor(t, &mut out[start..], offset);
+    // the state writer has no error path (llama.cpp aborts here): zeros and the cause logged
+    if let Err(e) = get_tensor(t, &mut out[start..], offset) {
+        ggml::log_error!("state_write_data: reading {} failed: {}\n", t.name, e);
+        out[start..].fill(0);
+    }
 }
 
 impl KvCache {
@@ -260,7 +264,7 @@ impl KvCache {
             }
             buf.resize(cell_count * row, 0);
             r.bytes(&mut buf)?;
-            set_tensor(k, &buf, 0);
+            set_tensor(k, &buf, 0)?;
         }
         for (il, &(_, v)) in self.layer_indices().into_iter().zip(self.layers.iter()) {
             let v = &self.ctx[v];
@@ -289,7 +293,7 @@ impl KvCache {
                 }
                 buf.resize(cell_count * row, 0);
                 r.bytes(&mut buf)?;
-                set_tensor(v, &buf, 0);
+                set_tensor(v, &buf, 0)?;
             } else {
                 let el = v.ty.type_size();
                 let el_ref = r.u32()? as usize;
@@ -316,7 +320,7 @@ impl KvCache {
                 buf.resize(cell_count * el, 0);
                 for j in 0..n_embd_v {
                     r.bytes(&mut buf)?;
-                    set_tensor(v, &buf, j * size * el);
+                    set_tensor(v, &buf, j * size * el)?;
                 }
             }
         }

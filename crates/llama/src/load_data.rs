@@ -162,7 +162,7 @@ impl Reader {
                     if got < n {
                         return Err(short());
                     }
-                    buffer.set(addr + done, &tmp[..n]);
+                    buffer.set(addr + done, &tmp[..n])?;
                     done += n;
                 }
             }
@@ -196,7 +196,7 @@ impl Reader {
                             return self.copy_into(path, buffer, addr + done, pos, size - done);
                         }
                     }
-                    buffer.set(addr + done, &buf[lead..lead + n]);
+                    buffer.set(addr + done, &buf[lead..lead + n])?;
                     done += n;
                 }
             }
@@ -390,7 +390,7 @@ pub fn allocate_and_load(
                         .ok_or_else(|| LlamaError::TensorOutOfBounds {
                             name: t.name.clone(),
                         })?;
-                    d.buffer.set(d.addr, src);
+                    d.buffer.set(d.addr, src)?;
                 }
                 Some(r) => r.copy_into(
                     &shard.path,
@@ -402,7 +402,7 @@ pub fn allocate_and_load(
             }
             if params.check_tensors {
                 let mut data = vec![0u8; size];
-                d.buffer.get(d.addr, &mut data);
+                d.buffer.get(d.addr, &mut data)?;
                 if let Some(why) = crate::validate::find_invalid(t.ty, &data, t.ne[0] as u64) {
                     return Err(LlamaError::InvalidData {
                         name: t.name.clone(),

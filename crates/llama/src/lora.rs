@@ -244,7 +244,7 @@ impl LoraAdapter {
                     info.name
                 )));
             }
-            set_tensor(&ctx[id], file.tensor_data(info), 0);
+            set_tensor(&ctx[id], file.tensor_data(info), 0)?;
         }
         ggml::log_info!("{F}: loaded {} tensors from lora file\n", ab.len() * 2);
         let adapter = LoraAdapter {

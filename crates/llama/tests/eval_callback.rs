@@ -25,7 +25,7 @@ fn shape(ne: &[i64; 4]) -> String {
 fn tensor_sum(ctx: &GgmlContext, t: TensorId) -> f64 {
     let x = &ctx[t];
     let mut bytes = vec![0u8; x.nbytes()];
-    ggml::backend::get_tensor(x, &mut bytes, 0);
+    ggml::backend::get_tensor(x, &mut bytes, 0).unwrap();
     let mut sum = 0.0f64;
     for i3 in 0..x.ne[3] as usize {
         for i2 in 0..x.ne[2] as usize {

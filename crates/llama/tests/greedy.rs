@@ -332,7 +332,7 @@ fn embeddings_are_the_hidden_states_behind_the_logits() {
     let out = &w[w.find("output.weight").unwrap()];
     for row in [0usize, 26300, 151935] {
         let mut bytes = vec![0u8; 256 * 4];
-        ggml::backend::get_tensor(out, &mut bytes, row * 256 * 4);
+        ggml::backend::get_tensor(out, &mut bytes, row * 256 * 4).unwrap();
         let dot: f32 = bytes
             .chunks_exact(4)
             .zip(&e)

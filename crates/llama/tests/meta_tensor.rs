@@ -353,7 +353,7 @@ fn the_eval_callback_sees_every_node_gathered_whole() {
         }
         let x = &ctx[t];
         let mut bytes = vec![0u8; x.nbytes()];
-        ggml::backend::get_tensor(x, &mut bytes, 0);
+        ggml::backend::get_tensor(x, &mut bytes, 0).unwrap();
         let finite = x.ty != ggml::Type::F32
             || bytes
                 .chunks_exact(4)
@@ -397,7 +397,7 @@ fn node_values(model: Arc<Model>, prompt: &[i32]) -> Nodes {
         if x.ty == ggml::Type::F32 && x.is_contiguous() {
             sink.lock()
                 .unwrap()
-                .push((x.name.clone(), ggml::backend::tensor_to_f32(x)));
+                .push((x.name.clone(), ggml::backend::tensor_to_f32(x).unwrap()));
         }
         true
     });

@@ -43,8 +43,10 @@ pub fn node_text(g: &ggml::Context, id: ggml::TensorId, o: &CallbackOptions) -> 
     );
     if !t.ty.is_quantized() && is_printable(t.ty) && t.data.is_some() {
         let mut data = vec![0u8; t.nbytes()];
-        ggml::backend::get_tensor(t, &mut data, 0);
-        match values_block(&data, t.ty, &t.ne, &t.nb, o.n) {
+        let read = ggml::backend::get_tensor(t, &mut data, 0).map_err(|e| e.to_string());
+        match read
+            .and_then(|()| values_block(&data, t.ty, &t.ne, &t.nb, o.n).map_err(|e| e.to_string()))
+        {
             Ok(v) => text += &v,
             Err(e) => text += &format!("    ({e})\n"),
         }

@@ -12,7 +12,10 @@ fn bytes_of(g: &Graph, id: TensorId) -> Option<Vec<u8>> {
     let t = &g[id];
     t.data.as_ref()?;
     let mut b = vec![0u8; t.nbytes()];
-    ggml::backend::get_tensor(t, &mut b, 0);
+    if let Err(e) = ggml::backend::get_tensor(t, &mut b, 0) {
+        ggml::log_error!("imatrix: reading {} failed: {}\n", t.name, e);
+        return None;
+    }
     Some(b)
 }
 

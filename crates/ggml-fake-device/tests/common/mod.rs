@@ -157,7 +157,7 @@ pub fn fill_by_name(ctx: &Context, t: TensorId) {
             ((h >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.25
         })
         .collect();
-    ggml::backend::tensor_set_f32(tensor, &vals);
+    ggml::backend::tensor_set_f32(tensor, &vals).unwrap();
 }
 
 /// Fills every allocated F32 leaf of the graph (the weights).

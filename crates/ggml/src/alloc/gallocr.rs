@@ -463,9 +463,10 @@ impl Gallocr {
                 if let Some(d) = ctx[vs].data.clone() {
                     let offs = ctx[t].view_offs;
                     ctx[t].data = Some(TensorData {
-                        buffer: d.buffer,
+                        buffer: d.buffer.clone(),
                         addr: d.addr + offs,
                     });
+                    return buffer_init_tensor(&d.buffer, &ctx[t]);
                 }
             }
             return true;
@@ -496,7 +497,7 @@ impl Gallocr {
             buffer: chunk.clone(),
             addr,
         });
-        true
+        buffer_init_tensor(chunk, &ctx[t])
     }
 
     /// Gives every tensor of the graph its memory from the last plan; with a single buffer the
@@ -566,5 +567,16 @@ impl Gallocr {
 
     pub fn buffer_type(&self, i: usize) -> &BufferTypeRef {
         &self.bufts[i]
+    }
+}
+
+/// The buffer's init_tensor hook; a failure is logged and fails the allocation.
+fn buffer_init_tensor(buf: &crate::backend::Buffer, t: &crate::tensor::Tensor) -> bool {
+    match buf.init_tensor(t) {
+        Ok(()) => true,
+        Err(e) => {
+            crate::log_error!("ggml_gallocr_init_tensor: {}: {}\n", t.name, e);
+            false
+        }
     }
 }

@@ -66,6 +66,7 @@ impl Tallocr {
             buffer: self.buffer.clone(),
             addr,
         });
+        self.buffer.init_tensor(&ctx[t])?;
         Ok(())
     }
 }
@@ -140,9 +141,10 @@ pub fn alloc_ctx_tensors_set(
             if let Some(d) = ctx[vs].data.clone() {
                 let offs = ctx[t].view_offs;
                 ctx[t].data = Some(TensorData {
-                    buffer: d.buffer,
+                    buffer: d.buffer.clone(),
                     addr: d.addr + offs,
                 });
+                d.buffer.init_tensor(&ctx[t])?;
             }
         }
     }

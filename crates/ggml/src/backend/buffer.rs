@@ -35,13 +35,26 @@ pub fn same_buft(a: &BufferTypeRef, b: &BufferTypeRef) -> bool {
     std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
-/// The memory behind a buffer.
+/// The memory behind a buffer (ggml_backend_buffer_i). Transfers return the device's error
+/// (a lost device, a failed staging map) instead of logging it.
 pub trait BufferImpl: Send + Sync {
     fn base(&self) -> usize;
     fn size(&self) -> usize;
-    fn set(&self, addr: usize, data: &[u8]);
-    fn get(&self, addr: usize, out: &mut [u8]);
-    fn memset(&self, addr: usize, value: u8, size: usize);
+    fn set(&self, addr: usize, data: &[u8]) -> Result<(), BackendError>;
+    fn get(&self, addr: usize, out: &mut [u8]) -> Result<(), BackendError>;
+    fn memset(&self, addr: usize, value: u8, size: usize) -> Result<(), BackendError>;
+    /// Called once for each tensor (views included) the allocators place in this buffer, after
+    /// its address is set (ggml_backend_buffer_init_tensor): a backend that keeps per-tensor
+    /// state or must clear padding does it here.
+    fn init_tensor(&self, _t: &Tensor) -> Result<(), BackendError> {
+        Ok(())
+    }
+    /// Copy `src` (any buffer) into `dst` (a tensor of this buffer) without the host, where
+    /// the backend can (ggml_backend_buffer_i::cpy_tensor); Ok(false) declines and the caller
+    /// copies through the host.
+    fn cpy_tensor(&self, _src: &Tensor, _dst: &Tensor) -> Result<bool, BackendError> {
+        Ok(false)
+    }
     /// Tensor-level access for memory whose layout depends on the tensor (the meta device's
     /// buffers hold each tensor as N slices); None for plain memory.
     fn tensor_io(&self) -> Option<&dyn TensorIo> {
@@ -56,9 +69,15 @@ pub trait BufferImpl: Send + Sync {
 
 /// Reads and writes of whole tensors, for buffers that cannot serve them by address alone.
 pub trait TensorIo: Send + Sync {
-    fn set_tensor(&self, t: &Tensor, data: &[u8], offset: usize);
-    fn get_tensor(&self, t: &Tensor, out: &mut [u8], offset: usize);
-    fn memset_tensor(&self, t: &Tensor, value: u8, offset: usize, size: usize);
+    fn set_tensor(&self, t: &Tensor, data: &[u8], offset: usize) -> Result<(), BackendError>;
+    fn get_tensor(&self, t: &Tensor, out: &mut [u8], offset: usize) -> Result<(), BackendError>;
+    fn memset_tensor(
+        &self,
+        t: &Tensor,
+        value: u8,
+        offset: usize,
+        size: usize,
+    ) -> Result<(), BackendError>;
     fn as_any(&self) -> &dyn std::any::Any;
 }
 
@@ -101,25 +120,37 @@ impl Buffer {
     pub fn set_usage(&self, u: BufferUsage) {
         self.usage.store(u as u8, Ordering::Relaxed)
     }
-    fn check(&self, addr: usize, len: usize) {
+    fn check(&self, addr: usize, len: usize) -> Result<(), BackendError> {
         let (base, size) = (self.base(), self.size());
-        assert!(
-            addr >= base && addr + len <= base + size,
-            "access of {len} bytes at {addr:#x} outside buffer {} [{base:#x}, +{size})",
-            self.name()
-        );
+        let inside = addr >= base && addr.checked_add(len).is_some_and(|e| e <= base + size);
+        if !inside {
+            return Err(BackendError::Other(format!(
+                "access of {len} bytes at {addr:#x} outside buffer {} [{base:#x}, +{size})",
+                self.name()
+            )));
+        }
+        Ok(())
     }
-    pub fn set(&self, addr: usize, data: &[u8]) {
-        self.check(addr, data.len());
+    pub fn set(&self, addr: usize, data: &[u8]) -> Result<(), BackendError> {
+        self.check(addr, data.len())?;
         self.imp.set(addr, data)
     }
-    pub fn get(&self, addr: usize, out: &mut [u8]) {
-        self.check(addr, out.len());
+    pub fn get(&self, addr: usize, out: &mut [u8]) -> Result<(), BackendError> {
+        self.check(addr, out.len())?;
         self.imp.get(addr, out)
     }
-    pub fn memset(&self, addr: usize, value: u8, size: usize) {
-        self.check(addr, size);
+    pub fn memset(&self, addr: usize, value: u8, size: usize) -> Result<(), BackendError> {
+        self.check(addr, size)?;
         self.imp.memset(addr, value, size)
+    }
+    /// The buffer's hook for a tensor just placed in it (see [`BufferImpl::init_tensor`]).
+    pub fn init_tensor(&self, t: &Tensor) -> Result<(), BackendError> {
+        self.imp.init_tensor(t)
+    }
+    /// A copy into `dst` (a tensor of this buffer) by the buffer itself; Ok(false) when it
+    /// cannot, and the caller goes through the host.
+    pub fn cpy_tensor(&self, src: &Tensor, dst: &Tensor) -> Result<bool, BackendError> {
+        self.imp.cpy_tensor(src, dst)
     }
     pub fn tensor_io(&self) -> Option<&dyn TensorIo> {
         self.imp.tensor_io()
@@ -127,7 +158,7 @@ impl Buffer {
     pub fn imp_any(&self) -> Option<&dyn std::any::Any> {
         self.imp.as_any()
     }
-    pub fn clear(&self, value: u8) {
+    pub fn clear(&self, value: u8) -> Result<(), BackendError> {
         self.imp.memset(self.base(), value, self.size())
     }
 }
@@ -208,17 +239,20 @@ impl BufferImpl for HostBuffer {
     fn size(&self) -> usize {
         self.size
     }
-    fn set(&self, addr: usize, data: &[u8]) {
+    fn set(&self, addr: usize, data: &[u8]) -> Result<(), BackendError> {
         // SAFETY: Buffer::set bounds-checked addr..addr+len against this allocation.
-        unsafe { std::ptr::copy(data.as_ptr(), addr as *mut u8, data.len()) }
+        unsafe { std::ptr::copy(data.as_ptr(), addr as *mut u8, data.len()) };
+        Ok(())
     }
-    fn get(&self, addr: usize, out: &mut [u8]) {
+    fn get(&self, addr: usize, out: &mut [u8]) -> Result<(), BackendError> {
         // SAFETY: Buffer::get bounds-checked addr..addr+len against this allocation.
-        unsafe { std::ptr::copy(addr as *const u8, out.as_mut_ptr(), out.len()) }
+        unsafe { std::ptr::copy(addr as *const u8, out.as_mut_ptr(), out.len()) };
+        Ok(())
     }
-    fn memset(&self, addr: usize, value: u8, size: usize) {
+    fn memset(&self, addr: usize, value: u8, size: usize) -> Result<(), BackendError> {
         // SAFETY: Buffer::memset bounds-checked the range.
-        unsafe { std::ptr::write_bytes(addr as *mut u8, value, size) }
+        unsafe { std::ptr::write_bytes(addr as *mut u8, value, size) };
+        Ok(())
     }
 }
 

@@ -43,13 +43,56 @@ pub struct DeviceCaps {
     pub events: bool,
 }
 
-/// The result of a graph computation (ggml_status).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The result of a graph computation (ggml_status), with the cause of a failure as the
+/// backend saw it, so that it reaches the tool's error line.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Status {
     Success,
     Aborted,
-    Failed,
-    AllocFailed,
+    Failed(String),
+    AllocFailed(String),
+}
+
+impl Status {
+    /// The number of ggml's enum ggml_status, which llama.cpp's messages print.
+    pub fn code(&self) -> i32 {
+        match self {
+            Status::Success => 0,
+            Status::Aborted => 1,
+            Status::Failed(_) => -1,
+            Status::AllocFailed(_) => -2,
+        }
+    }
+    /// The cause of a failure; None for success and abort.
+    pub fn message(&self) -> Option<&str> {
+        match self {
+            Status::Failed(m) | Status::AllocFailed(m) => Some(m),
+            Status::Success | Status::Aborted => None,
+        }
+    }
+    pub fn is_success(&self) -> bool {
+        *self == Status::Success
+    }
+}
+
+impl From<BackendError> for Status {
+    fn from(e: BackendError) -> Status {
+        match e {
+            BackendError::Alloc { .. } => Status::AllocFailed(e.to_string()),
+            BackendError::Other(m) => Status::Failed(m),
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Status::Success => write!(f, "success"),
+            Status::Aborted => write!(f, "aborted"),
+            Status::Failed(m) => write!(f, "failed: {m}"),
+            Status::AllocFailed(m) => write!(f, "allocation failed: {m}"),
+        }
+    }
 }
 
 /// A subset of a graph's nodes, computed in order (a scheduler split or a whole graph).
@@ -90,6 +133,11 @@ pub trait Device: Send + Sync {
         let _ = owner;
         self.buffer_from_host_ptr(ptr, size)
     }
+    /// A new event of this device (ggml_backend_event_new), created once and recorded again and
+    /// again; None when the device has none (`caps().events` false).
+    fn event_new(&self) -> Option<Arc<dyn Event>> {
+        None
+    }
     fn supports_op(&self, ctx: &Context, op: TensorId) -> bool;
     fn supports_buft(&self, buft: &BufferTypeRef) -> bool;
     /// Whether an op whose weight lives in host memory is worth running here anyway
@@ -101,9 +149,12 @@ pub trait Device: Send + Sync {
 
 pub type DeviceRef = Arc<dyn Device>;
 
-/// A synchronisation point recorded on a backend's stream.
+/// A synchronisation point of one device, recorded on its backends' streams any number of
+/// times; waiting on an event never recorded returns at once.
 pub trait Event: Send + Sync {
-    fn synchronize(&self);
+    /// Blocks the host until the work before the event's last recording is done.
+    fn synchronize(&self) -> Result<(), BackendError>;
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// A command stream on one device.
@@ -113,24 +164,46 @@ pub trait Backend: Send {
     fn graph_compute(&mut self, graph: GraphView<'_>) -> Status;
     /// Reorder or fuse a split's nodes before it is computed (none by default).
     fn graph_optimize(&mut self, _ctx: &mut Context, _nodes: &mut Vec<TensorId>) {}
-    fn synchronize(&mut self) {}
-    /// Asynchronous writes and reads; the default is the buffer's synchronous path. The
-    /// caller may free or reuse `data` as soon as `set_tensor_async` returns (the scheduler's
-    /// staging does): a backend that transfers later must copy it first.
-    fn set_tensor_async(&mut self, t: &Tensor, data: &[u8], offset: usize) {
+    /// Waits until everything queued on this stream is done; a device error (a lost device)
+    /// is returned, not hidden.
+    fn synchronize(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+    /// Queues a write of `data` into `t` at `offset`; the default is the buffer's synchronous
+    /// path. As ggml_backend_tensor_set_async: `data` must stay valid and unchanged until this
+    /// backend's next `synchronize` returns (the scheduler keeps its staging until then); a
+    /// backend may read it at any time before that.
+    fn set_tensor_async(
+        &mut self,
+        t: &Tensor,
+        data: &[u8],
+        offset: usize,
+    ) -> Result<(), BackendError> {
         set_tensor(t, data, offset)
     }
-    fn get_tensor_async(&mut self, t: &Tensor, out: &mut [u8], offset: usize) {
+    /// Queues a read of `t` into `out`. The borrow ends with the call, so a backend that reads
+    /// later must complete the read before returning (the default is synchronous).
+    fn get_tensor_async(
+        &mut self,
+        t: &Tensor,
+        out: &mut [u8],
+        offset: usize,
+    ) -> Result<(), BackendError> {
         get_tensor(t, out, offset)
     }
     /// Copy src (owned by another backend) into dst on this stream; false if not supported.
     fn cpy_tensor_async(&mut self, _src: &Tensor, _dst: &Tensor) -> bool {
         false
     }
-    fn event_record(&mut self) -> Option<Arc<dyn Event>> {
-        None
+    /// Records `ev` (made by this backend's device) at the current point of the stream.
+    fn event_record(&mut self, _ev: &Arc<dyn Event>) -> Result<(), BackendError> {
+        Err(BackendError::Other(format!(
+            "{}: this backend has no events",
+            self.name()
+        )))
     }
-    fn event_wait(&mut self, ev: &Arc<dyn Event>) {
+    /// Makes this stream wait for `ev`; the default waits on the host.
+    fn event_wait(&mut self, ev: &Arc<dyn Event>) -> Result<(), BackendError> {
         ev.synchronize()
     }
     fn set_n_threads(&mut self, _n: usize) {}
@@ -167,100 +240,107 @@ pub trait Comm: Send {
     fn allreduce(&mut self, tensors: &[&Tensor]) -> bool;
 }
 
-fn buffer_of(t: &Tensor) -> &Arc<Buffer> {
-    match t.buffer() {
-        Some(b) => b,
-        None => panic!("tensor '{}' has no buffer", t.name),
+fn buffer_of(t: &Tensor) -> Result<&Arc<Buffer>, BackendError> {
+    t.buffer()
+        .ok_or_else(|| BackendError::Other(format!("tensor '{}' has no buffer", t.name)))
+}
+
+fn check_range(t: &Tensor, what: &str, offset: usize, len: usize) -> Result<(), BackendError> {
+    if offset.checked_add(len).is_none_or(|end| end > t.nbytes()) {
+        return Err(BackendError::Other(format!(
+            "{what}: {len} bytes at offset {offset} out of bounds of '{}' ({} bytes)",
+            t.name,
+            t.nbytes()
+        )));
     }
+    Ok(())
 }
 
 /// Write bytes into a tensor at `offset` (ggml_backend_tensor_set).
-pub fn set_tensor(t: &Tensor, data: &[u8], offset: usize) {
-    assert!(
-        offset + data.len() <= t.nbytes(),
-        "set_tensor: write out of bounds of '{}'",
-        t.name
-    );
-    if let Some(io) = buffer_of(t).tensor_io() {
+pub fn set_tensor(t: &Tensor, data: &[u8], offset: usize) -> Result<(), BackendError> {
+    check_range(t, "set_tensor", offset, data.len())?;
+    let buf = buffer_of(t)?;
+    if let Some(io) = buf.tensor_io() {
         return io.set_tensor(t, data, offset);
     }
-    buffer_of(t).set(t.addr() + offset, data);
+    buf.set(t.addr() + offset, data)
 }
 
 /// Read bytes of a tensor from `offset` (ggml_backend_tensor_get).
-pub fn get_tensor(t: &Tensor, out: &mut [u8], offset: usize) {
-    assert!(
-        offset + out.len() <= t.nbytes(),
-        "get_tensor: read out of bounds of '{}'",
-        t.name
-    );
-    if let Some(io) = buffer_of(t).tensor_io() {
+pub fn get_tensor(t: &Tensor, out: &mut [u8], offset: usize) -> Result<(), BackendError> {
+    check_range(t, "get_tensor", offset, out.len())?;
+    let buf = buffer_of(t)?;
+    if let Some(io) = buf.tensor_io() {
         return io.get_tensor(t, out, offset);
     }
-    buffer_of(t).get(t.addr() + offset, out);
+    buf.get(t.addr() + offset, out)
 }
 
 /// Fill a tensor's bytes with one value (ggml_backend_tensor_memset).
-pub fn memset_tensor(t: &Tensor, value: u8, offset: usize, size: usize) {
-    assert!(
-        offset + size <= t.nbytes(),
-        "memset_tensor: out of bounds of '{}'",
-        t.name
-    );
-    if let Some(io) = buffer_of(t).tensor_io() {
+pub fn memset_tensor(
+    t: &Tensor,
+    value: u8,
+    offset: usize,
+    size: usize,
+) -> Result<(), BackendError> {
+    check_range(t, "memset_tensor", offset, size)?;
+    let buf = buffer_of(t)?;
+    if let Some(io) = buf.tensor_io() {
         return io.memset_tensor(t, value, offset, size);
     }
-    buffer_of(t).memset(t.addr() + offset, value, size);
+    buf.memset(t.addr() + offset, value, size)
 }
 
-/// Copy src's bytes into dst (same size), through the host when the buffers differ.
-pub fn tensor_copy(src: &Tensor, dst: &Tensor) {
+/// Copy src's bytes into dst (same size) as ggml_backend_tensor_copy: host to host directly,
+/// else by dst's buffer when it can (a device-side copy), else through the host.
+pub fn tensor_copy(src: &Tensor, dst: &Tensor) -> Result<(), BackendError> {
     let n = src.nbytes();
-    assert_eq!(
-        n,
-        dst.nbytes(),
-        "tensor_copy: sizes differ ('{}' -> '{}')",
-        src.name,
-        dst.name
-    );
+    if n != dst.nbytes() {
+        return Err(BackendError::Other(format!(
+            "tensor_copy: sizes differ ('{}' {} bytes -> '{}' {} bytes)",
+            src.name,
+            n,
+            dst.name,
+            dst.nbytes()
+        )));
+    }
     if n == 0 {
-        return;
+        return Ok(());
     }
-    let (sb, db) = (buffer_of(src), buffer_of(dst));
-    if sb.tensor_io().is_some() || db.tensor_io().is_some() {
-        let mut tmp = vec![0u8; n];
-        get_tensor(src, &mut tmp, 0);
-        set_tensor(dst, &tmp, 0);
-        return;
-    }
-    if sb.is_host() && db.is_host() {
-        // SAFETY: both ranges were bounds-checked by nbytes against live host buffers that the
-        // tensors keep alive; ptr::copy tolerates overlap.
+    let (sb, db) = (buffer_of(src)?, buffer_of(dst)?);
+    let plain = sb.tensor_io().is_none() && db.tensor_io().is_none();
+    if plain && sb.is_host() && db.is_host() {
+        // SAFETY: both tensors are n bytes inside live host buffers that they keep alive;
+        // ptr::copy tolerates overlap.
         unsafe { std::ptr::copy(src.addr() as *const u8, dst.addr() as *mut u8, n) };
-        return;
+        return Ok(());
+    }
+    if plain && db.cpy_tensor(src, dst)? {
+        return Ok(());
     }
     let mut tmp = vec![0u8; n];
-    sb.get(src.addr(), &mut tmp);
-    db.set(dst.addr(), &tmp);
+    get_tensor(src, &mut tmp, 0)?;
+    set_tensor(dst, &tmp, 0)
 }
 
 /// Read a whole tensor as f32 values (the tensor must be F32 and contiguous).
-pub fn tensor_to_f32(t: &Tensor) -> Vec<f32> {
-    assert!(
-        t.ty == crate::Type::F32 && t.is_contiguous(),
-        "tensor_to_f32: '{}' is not contiguous f32",
-        t.name
-    );
+pub fn tensor_to_f32(t: &Tensor) -> Result<Vec<f32>, BackendError> {
+    if t.ty != crate::Type::F32 || !t.is_contiguous() {
+        return Err(BackendError::Other(format!(
+            "tensor_to_f32: '{}' is not contiguous f32",
+            t.name
+        )));
+    }
     let mut bytes = vec![0u8; t.nbytes()];
-    get_tensor(t, &mut bytes, 0);
-    bytes
+    get_tensor(t, &mut bytes, 0)?;
+    Ok(bytes
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+        .collect())
 }
 
 /// Write f32 values into a contiguous F32 tensor.
-pub fn tensor_set_f32(t: &Tensor, values: &[f32]) {
+pub fn tensor_set_f32(t: &Tensor, values: &[f32]) -> Result<(), BackendError> {
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    set_tensor(t, &bytes, 0);
+    set_tensor(t, &bytes, 0)
 }

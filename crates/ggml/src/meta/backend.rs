@@ -107,7 +107,7 @@ impl MetaBackend {
                 });
                 if st != Status::Success {
                     return Err(MetaError(format!(
-                        "subgraph {k} on {} failed: {st:?}",
+                        "subgraph {k} on {} failed: {st}",
                         b.name()
                     )));
                 }
@@ -128,7 +128,7 @@ impl MetaBackend {
             let tensors: Vec<Tensor> = plan.ctxs.iter().map(|c| c[id].clone()).collect();
             let computed: Vec<bool> = (0..n).map(|j| plan.computed[j][r]).collect();
             for b in self.backends.iter_mut() {
-                b.synchronize();
+                b.synchronize().map_err(|e| MetaError(e.to_string()))?;
             }
             let mut by_comm = false;
             if let Some(c) = self.comm.as_mut() {
@@ -180,14 +180,19 @@ impl Backend for MetaBackend {
             Ok(()) => Status::Success,
             Err(e) => {
                 crate::log_error!("ggml_backend_meta_graph_compute: {e}\n");
-                Status::Failed
+                Status::Failed(e.to_string())
             }
         }
     }
-    fn synchronize(&mut self) {
+    fn synchronize(&mut self) -> Result<(), crate::backend::BackendError> {
+        let mut first = Ok(());
         for b in self.backends.iter_mut() {
-            b.synchronize();
+            let r = b.synchronize();
+            if first.is_ok() {
+                first = r;
+            }
         }
+        first
     }
     fn set_n_threads(&mut self, n: usize) {
         for b in self.backends.iter_mut() {

@@ -267,7 +267,9 @@ impl MetaBufferImpl {
             let mut x = Tensor::new(t.ty, ne);
             x.nb = nb;
             let mut tmp = vec![0u8; x.nbytes()];
-            buf.get(addrs[j], &mut tmp);
+            if buf.get(addrs[j], &mut tmp).is_err() {
+                return false;
+            }
             for i3 in 0..ne[3] {
                 for i2 in 0..ne[2] {
                     for i1 in 0..ne[1] {
@@ -287,14 +289,14 @@ impl MetaBufferImpl {
         true
     }
 
-    fn fail(&self, t: &Tensor, what: &str, s: &SplitState) -> ! {
-        // a layout the loader or the graph should never produce: a programming error
-        panic!(
-            "{}",
+    fn fail(&self, t: &Tensor, what: &str, s: &SplitState) -> BackendError {
+        // a layout the loader or the graph should never produce
+        BackendError::Other(
             MetaError(format!(
                 "cannot {what} '{}' split as {s}: only contiguous tensors split once per device",
                 t.name
             ))
+            .to_string(),
         )
     }
 }
@@ -314,43 +316,58 @@ impl MetaBufferImpl {
         })
     }
 
-    fn write(&self, t: &Tensor, s: SplitState, addrs: Vec<usize>, data: &[u8], offset: usize) {
+    fn write(
+        &self,
+        t: &Tensor,
+        s: SplitState,
+        addrs: Vec<usize>,
+        data: &[u8],
+        offset: usize,
+    ) -> Result<(), BackendError> {
         if s.axis.dim().is_none() {
             for (j, (buf, &addr)) in self.bufs.iter().zip(&addrs).enumerate() {
                 if s.is_partial() && j > 0 {
                     // the sum over devices is the value: the first device holds it all
-                    buf.memset(addr + offset, 0, data.len());
+                    buf.memset(addr + offset, 0, data.len())?;
                 } else {
-                    buf.set(addr + offset, data);
+                    buf.set(addr + offset, data)?;
                 }
             }
-            return;
+            return Ok(());
         }
         let end = offset + data.len();
+        let mut r = Ok(());
         let ok = for_each_run(t, &s, self.n(), |j, full, so, len| {
             let (a, b) = (full.max(offset), (full + len).min(end));
-            if a < b {
-                self.bufs[j].set(addrs[j] + so + (a - full), &data[a - offset..b - offset]);
+            if a < b && r.is_ok() {
+                r = self.bufs[j].set(addrs[j] + so + (a - full), &data[a - offset..b - offset]);
             }
         });
         if !ok {
-            self.fail(t, "write", &s);
+            return Err(self.fail(t, "write", &s));
         }
+        r
     }
 
-    fn read(&self, t: &Tensor, s: SplitState, addrs: Vec<usize>, out: &mut [u8], offset: usize) {
+    fn read(
+        &self,
+        t: &Tensor,
+        s: SplitState,
+        addrs: Vec<usize>,
+        out: &mut [u8],
+        offset: usize,
+    ) -> Result<(), BackendError> {
         if s.is_mirrored() {
-            self.bufs[0].get(addrs[0] + offset, out);
-            return;
+            return self.bufs[0].get(addrs[0] + offset, out);
         }
         if s.is_partial() {
             if t.ty != crate::Type::F32 {
-                self.fail(t, "sum", &s);
+                return Err(self.fail(t, "sum", &s));
             }
             let mut acc = vec![0f32; out.len() / 4];
             let mut tmp = vec![0u8; out.len()];
             for (buf, &addr) in self.bufs.iter().zip(&addrs) {
-                buf.get(addr + offset, &mut tmp);
+                buf.get(addr + offset, &mut tmp)?;
                 for (a, c) in acc.iter_mut().zip(tmp.chunks_exact(4)) {
                     *a += f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
                 }
@@ -358,21 +375,23 @@ impl MetaBufferImpl {
             for (o, a) in out.chunks_exact_mut(4).zip(acc) {
                 o.copy_from_slice(&a.to_le_bytes());
             }
-            return;
+            return Ok(());
         }
         if !t.is_contiguous() && offset == 0 && self.gather_strided(t, &s, &addrs, out) {
-            return;
+            return Ok(());
         }
         let end = offset + out.len();
+        let mut r = Ok(());
         let ok = for_each_run(t, &s, self.n(), |j, full, so, len| {
             let (a, b) = (full.max(offset), (full + len).min(end));
-            if a < b {
-                self.bufs[j].get(addrs[j] + so + (a - full), &mut out[a - offset..b - offset]);
+            if a < b && r.is_ok() {
+                r = self.bufs[j].get(addrs[j] + so + (a - full), &mut out[a - offset..b - offset]);
             }
         });
         if !ok {
-            self.fail(t, "read", &s);
+            return Err(self.fail(t, "read", &s));
         }
+        r
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -384,36 +403,44 @@ impl MetaBufferImpl {
         value: u8,
         offset: usize,
         size: usize,
-    ) {
+    ) -> Result<(), BackendError> {
         if s.axis.dim().is_none() {
             for (buf, &addr) in self.bufs.iter().zip(&addrs) {
-                buf.memset(addr + offset, value, size);
+                buf.memset(addr + offset, value, size)?;
             }
-            return;
+            return Ok(());
         }
         let end = offset + size;
+        let mut r = Ok(());
         let ok = for_each_run(t, &s, self.n(), |j, full, so, len| {
             let (a, b) = (full.max(offset), (full + len).min(end));
-            if a < b {
-                self.bufs[j].memset(addrs[j] + so + (a - full), value, b - a);
+            if a < b && r.is_ok() {
+                r = self.bufs[j].memset(addrs[j] + so + (a - full), value, b - a);
             }
         });
         if !ok {
-            self.fail(t, "fill", &s);
+            return Err(self.fail(t, "fill", &s));
         }
+        r
     }
 }
 
 impl TensorIo for MetaBufferImpl {
-    fn set_tensor(&self, t: &Tensor, data: &[u8], offset: usize) {
+    fn set_tensor(&self, t: &Tensor, data: &[u8], offset: usize) -> Result<(), BackendError> {
         let (s, addrs) = self.placement(t);
         self.write(t, s, addrs, data, offset)
     }
-    fn get_tensor(&self, t: &Tensor, out: &mut [u8], offset: usize) {
+    fn get_tensor(&self, t: &Tensor, out: &mut [u8], offset: usize) -> Result<(), BackendError> {
         let (s, addrs) = self.placement(t);
         self.read(t, s, addrs, out, offset)
     }
-    fn memset_tensor(&self, t: &Tensor, value: u8, offset: usize, size: usize) {
+    fn memset_tensor(
+        &self,
+        t: &Tensor,
+        value: u8,
+        offset: usize,
+        size: usize,
+    ) -> Result<(), BackendError> {
         let (s, addrs) = self.placement(t);
         self.fill(t, s, addrs, value, offset, size)
     }
@@ -432,33 +459,35 @@ impl BufferImpl for MetaBufferImpl {
     // Untyped access by address: inside a static tensor (the loader writes weights by address)
     // it goes to that tensor's slices; a compute buffer is seen as mirrored, written to every
     // device and read from the first.
-    fn set(&self, addr: usize, data: &[u8]) {
+    fn set(&self, addr: usize, data: &[u8]) -> Result<(), BackendError> {
         if let Some((s, addrs, t, off)) = self.static_containing(addr) {
             return self.write(&t, s, addrs, data, off);
         }
         for j in 0..self.n() {
-            self.bufs[j].set(self.compute_addr(addr, j), data);
+            self.bufs[j].set(self.compute_addr(addr, j), data)?;
         }
+        Ok(())
     }
-    fn get(&self, addr: usize, out: &mut [u8]) {
+    fn get(&self, addr: usize, out: &mut [u8]) -> Result<(), BackendError> {
         if let Some((s, addrs, t, off)) = self.static_containing(addr) {
             return self.read(&t, s, addrs, out, off);
         }
-        self.bufs[0].get(self.compute_addr(addr, 0), out);
+        self.bufs[0].get(self.compute_addr(addr, 0), out)
     }
-    fn memset(&self, addr: usize, value: u8, size: usize) {
+    fn memset(&self, addr: usize, value: u8, size: usize) -> Result<(), BackendError> {
         if addr == META_BASE && size == self.size {
             for b in &self.bufs {
-                b.clear(value);
+                b.clear(value)?;
             }
-            return;
+            return Ok(());
         }
         if let Some((s, addrs, t, off)) = self.static_containing(addr) {
             return self.fill(&t, s, addrs, value, off, size);
         }
         for j in 0..self.n() {
-            self.bufs[j].memset(self.compute_addr(addr, j), value, size);
+            self.bufs[j].memset(self.compute_addr(addr, j), value, size)?;
         }
+        Ok(())
     }
     fn tensor_io(&self) -> Option<&dyn TensorIo> {
         Some(self)

@@ -88,8 +88,10 @@ fn push(
         buffer: buf,
     });
     if !backends[dst].cpy_tensor_async(&tensors[src], &staged) {
-        backends[src].synchronize();
-        backend::tensor_copy(&tensors[src], &staged);
+        backends[src]
+            .synchronize()
+            .map_err(|e| MetaError(e.to_string()))?;
+        backend::tensor_copy(&tensors[src], &staged).map_err(|e| MetaError(e.to_string()))?;
     }
     Ok(staged)
 }
@@ -105,7 +107,7 @@ fn add_into(backend: &mut dyn Backend, dst: &Tensor, staged: &Tensor) -> Result<
     }) {
         Status::Success => Ok(()),
         s => Err(MetaError(format!(
-            "reduce add of '{}' on {} failed: {s:?}",
+            "reduce add of '{}' on {} failed: {s}",
             dst.name,
             backend.name()
         ))),
@@ -130,7 +132,7 @@ pub fn allreduce_fallback(
         if !computed[j] {
             // ggml scales by 0 here (its own FIXME: 0 * NaN is NaN); clearing the bytes gives
             // the zero the sum needs whatever the memory held
-            backend::memset_tensor(t, 0, 0, t.nbytes());
+            backend::memset_tensor(t, 0, 0, t.nbytes()).map_err(|e| MetaError(e.to_string()))?;
             log.push(ReduceStep::Zero { dev: j });
         }
     }
@@ -171,8 +173,11 @@ pub fn allreduce_fallback(
     for dst in p..n {
         let src = dst - p;
         if !backends[dst].cpy_tensor_async(&tensors[src], &tensors[dst]) {
-            backends[src].synchronize();
-            backend::tensor_copy(&tensors[src], &tensors[dst]);
+            backends[src]
+                .synchronize()
+                .map_err(|e| MetaError(e.to_string()))?;
+            backend::tensor_copy(&tensors[src], &tensors[dst])
+                .map_err(|e| MetaError(e.to_string()))?;
         }
         log.push(ReduceStep::CopyBack { src, dst });
     }

@@ -13,28 +13,25 @@ use crate::Op;
 const EXPERT_TAIL_PADDING: usize = 512;
 
 impl Sched {
-    /// Waits on the host for backend b's last recorded event of the current copy, or for the
-    /// whole backend when it has no events.
-    fn event_synchronize(&mut self, b: usize) {
+    /// Waits on the host for backend b's event of the current copy, or for the whole backend
+    /// when it has no events.
+    fn event_synchronize(&mut self, b: usize) -> Result<(), String> {
         if self.events_enabled[b] {
-            // an event never recorded has nothing to wait for
             if let Some(ev) = &self.events[b][self.cur_copy] {
-                ev.synchronize();
+                return ev.synchronize().map_err(|e| e.to_string());
             }
-        } else {
-            self.backends[b].synchronize();
         }
+        self.backend_synchronize(b)
     }
 
-    /// Makes backend b's stream wait for its own last event of the current copy.
-    fn event_wait(&mut self, b: usize) {
+    /// Makes backend b's stream wait for its own event of the current copy.
+    fn event_wait(&mut self, b: usize) -> Result<(), String> {
         if self.events_enabled[b] {
             if let Some(ev) = &self.events[b][self.cur_copy] {
-                self.backends[b].event_wait(ev);
+                return self.backends[b].event_wait(ev).map_err(|e| e.to_string());
             }
-        } else {
-            self.backends[b].synchronize();
         }
+        self.backend_synchronize(b)
     }
 
     /// Copies only the experts the router picked, in runs of consecutive experts.
@@ -53,7 +50,7 @@ impl Sched {
         let n_expert = ctx[input].ne[2] as usize;
         let expert_size = ctx[input].nb[2];
         let input_backend = self.bid(input) as usize;
-        self.backends[input_backend].synchronize();
+        self.backend_synchronize(input_backend)?;
 
         // the ids may be an input of this split that has not been copied yet: read the original
         let mut ids_tensor = ctx[node].src[2].ok_or("MUL_MAT_ID without ids")?;
@@ -69,8 +66,10 @@ impl Sched {
         if *prev_ids != Some(ids_tensor) {
             let t = &ctx[ids_tensor];
             let mut bytes = vec![0u8; t.nbytes()];
-            self.backends[ids_backend].get_tensor_async(t, &mut bytes, 0);
-            self.backends[ids_backend].synchronize();
+            self.backends[ids_backend]
+                .get_tensor_async(t, &mut bytes, 0)
+                .map_err(|e| e.to_string())?;
+            self.backend_synchronize(ids_backend)?;
             used.clear();
             used.resize(n_expert, false);
             for i1 in 0..t.ne[1] as usize {
@@ -94,27 +93,32 @@ impl Sched {
             *prev_ids = Some(ids_tensor);
         }
 
-        let mut copy_run = |first: usize, last: usize| {
+        let mut copy_run = |first: usize, last: usize| -> Result<(), String> {
             let offset = first * expert_size;
             let padding = expert_size.min(EXPERT_TAIL_PADDING);
             let padding_end = if last < n_expert - 1 { padding } else { 0 };
             let mut tmp = vec![0u8; (last - first + 1) * expert_size + padding_end];
-            backend::get_tensor(&ctx[input], &mut tmp, offset);
-            self.backends[split_backend].set_tensor_async(&ctx[input_cpy], &tmp, offset);
+            backend::get_tensor(&ctx[input], &mut tmp, offset).map_err(|e| e.to_string())?;
+            self.backends[split_backend]
+                .set_tensor_async(&ctx[input_cpy], &tmp, offset)
+                .map_err(|e| e.to_string())?;
+            // the backend may read the bytes until it next synchronizes: keep them till then
+            self.staging[split_backend].push(tmp);
+            Ok(())
         };
         let mut run: Option<(usize, usize)> = None;
         for id in (0..n_expert).filter(|&i| used[i]) {
             run = match run {
                 Some((first, last)) if id == last + 1 => Some((first, id)),
                 Some((first, last)) => {
-                    copy_run(first, last);
+                    copy_run(first, last)?;
                     Some((id, id))
                 }
                 None => Some((id, id)),
             };
         }
         if let Some((first, last)) = run {
-            copy_run(first, last);
+            copy_run(first, last)?;
         }
         Ok(())
     }
@@ -136,12 +140,12 @@ impl Sched {
                 .ok_or("split input without a copy")?;
             if ctx[input].has_flag(flags::INPUT) {
                 // the caller may overwrite its input as soon as we return: copy it now
-                self.event_synchronize(split_backend);
-                backend::tensor_copy(&ctx[input], &ctx[input_cpy]);
+                self.event_synchronize(split_backend)?;
+                backend::tensor_copy(&ctx[input], &ctx[input_cpy]).map_err(|e| e.to_string())?;
                 continue;
             }
             // the split backend must be done reading the previous contents of the copy
-            self.event_wait(split_backend);
+            self.event_wait(split_backend)?;
             let buf = ctx[input]
                 .buffer()
                 .ok_or_else(|| format!("input {} has no memory", ctx[input].name))?;
@@ -163,9 +167,9 @@ impl Sched {
                     used,
                 )?;
             } else if !self.backends[split_backend].cpy_tensor_async(&ctx[input], &ctx[input_cpy]) {
-                self.backends[input_backend].synchronize();
-                self.event_synchronize(split_backend);
-                backend::tensor_copy(&ctx[input], &ctx[input_cpy]);
+                self.backend_synchronize(input_backend)?;
+                self.event_synchronize(split_backend)?;
+                backend::tensor_copy(&ctx[input], &ctx[input_cpy]).map_err(|e| e.to_string())?;
             }
         }
         Ok(())
@@ -180,14 +184,17 @@ impl Sched {
             let b = self.splits[split_id].backend_id;
             // the allocator may have reused memory across splits: the previous backend must be
             // done before a split without inputs (and so without a wait) starts
+            let mut ready = Ok(());
             if let Some(p) = prev_backend {
                 if self.splits[split_id].inputs.is_empty() && p != b {
-                    self.event_synchronize(p);
+                    ready = self.event_synchronize(p);
                 }
             }
-            if let Err(e) = self.copy_inputs(ctx, split_id, &mut prev_ids, &mut used) {
+            let ready =
+                ready.and_then(|()| self.copy_inputs(ctx, split_id, &mut prev_ids, &mut used));
+            if let Err(e) = ready {
                 crate::log_error!("{}: {}\n", "ggml_backend_sched_compute_splits", e);
-                return Status::Failed;
+                return Status::Failed(e);
             }
 
             let nodes = std::mem::take(&mut self.splits[split_id].nodes);
@@ -212,7 +219,10 @@ impl Sched {
                         if status != Status::Success {
                             break;
                         }
-                        backend.synchronize();
+                        if let Err(e) = backend.synchronize() {
+                            status = Status::Failed(e.to_string());
+                            break;
+                        }
                         if need && !cb(ctx, nodes[j1], false) {
                             break;
                         }
@@ -230,7 +240,11 @@ impl Sched {
             }
 
             if self.events_enabled[b] {
-                self.events[b][self.cur_copy] = self.backends[b].event_record();
+                if let Some(ev) = &self.events[b][self.cur_copy] {
+                    if let Err(e) = self.backends[b].event_record(ev) {
+                        return Status::Failed(e.to_string());
+                    }
+                }
             }
             prev_backend = Some(b);
         }

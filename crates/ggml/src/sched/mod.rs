@@ -61,6 +61,8 @@ pub enum SchedError {
     AlreadyAllocated,
     #[error("{0} buffer types given for {1} backends")]
     BuftCount(usize, usize),
+    #[error("{0}")]
+    Backend(String),
     #[error("unexpected graph reallocation (graph size = {graph_size}, nodes = {nodes}, leafs = {leafs}), debug_realloc = {debug_realloc}")]
     UnexpectedRealloc {
         graph_size: usize,
@@ -133,7 +135,10 @@ pub struct Sched {
     cur_copy: usize,
     next_copy: usize,
     events_enabled: Vec<bool>,
+    /// events[backend][copy], made once by the device (ggml's sched->events)
     events: Vec<Vec<Option<Arc<dyn Event>>>>,
+    /// bytes handed to a backend's set_tensor_async, kept until that backend synchronizes
+    staging: Vec<Vec<Vec<u8>>>,
     graph_inputs: Vec<TensorId>,
     graph_inputs_capacity: usize,
 
@@ -146,6 +151,15 @@ pub struct Sched {
     debug_realloc: i32,
     debug_graph_size: usize,
     debug_prev_graph_size: usize,
+}
+
+impl Drop for Sched {
+    fn drop(&mut self) {
+        // the staging must outlive any transfer still reading it
+        if self.staging.iter().any(|s| !s.is_empty()) {
+            let _ = self.synchronize();
+        }
+    }
 }
 
 fn env_int(name: &str) -> Option<i32> {
@@ -213,9 +227,22 @@ impl Sched {
             }
         }
         let n_copies = if parallel { MAX_COPIES } else { 1 };
-        let events_enabled = devs
+        let events: Vec<Vec<Option<Arc<dyn Event>>>> = devs
             .iter()
-            .map(|d| n_copies > 1 && d.caps().events)
+            .map(|d| {
+                (0..n_copies)
+                    .map(|_| {
+                        (n_copies > 1 && d.caps().events)
+                            .then(|| d.event_new())
+                            .flatten()
+                    })
+                    .collect()
+            })
+            .collect();
+        // a device that says it has events but makes none is synchronized instead
+        let events_enabled = events
+            .iter()
+            .map(|e| e.iter().all(Option::is_some) && n_copies > 1)
             .collect();
         let mut sched = Sched {
             is_reset: false,
@@ -240,7 +267,8 @@ impl Sched {
             cur_copy: 0,
             next_copy: 0,
             events_enabled,
-            events: vec![vec![None; n_copies]; n],
+            events,
+            staging: vec![Vec::new(); n],
             graph_inputs: Vec::new(),
             graph_inputs_capacity: MAX_SPLIT_INPUTS,
             callback_eval: None,
@@ -324,7 +352,7 @@ impl Sched {
     /// Splits the worst-case graph and sizes every compute buffer for it (then resets).
     pub fn reserve(&mut self, g: &mut Graph) -> Result<(), SchedError> {
         self.check_size(g)?;
-        self.synchronize();
+        self.synchronize().map_err(SchedError::Backend)?;
         self.split_graph(g)?;
         self.galloc
             .reserve_n(
@@ -343,7 +371,7 @@ impl Sched {
     pub fn reserve_size(&mut self, g: &mut Graph) -> Result<Vec<usize>, SchedError> {
         self.check_size(g)?;
         self.reset();
-        self.synchronize();
+        self.synchronize().map_err(SchedError::Backend)?;
         self.split_graph(g)?;
         self.galloc
             .reserve_n_size(
@@ -412,8 +440,8 @@ impl Sched {
                 }
             }
             // the inputs may move: wait for every backend without touching cur_copy
-            for b in &mut self.backends {
-                b.synchronize();
+            for b in 0..self.backends.len() {
+                self.backend_synchronize(b).map_err(SchedError::Backend)?;
             }
             if let Err(e) = self.galloc.reserve_n(
                 ctx,
@@ -445,8 +473,11 @@ impl Sched {
     /// Computes the graph (allocating it first unless alloc_graph was called) and waits.
     pub fn graph_compute(&mut self, g: &mut Graph) -> Status {
         let status = self.graph_compute_async(g);
-        self.synchronize();
-        status
+        let synced = self.synchronize();
+        match (status, synced) {
+            (Status::Success, Err(e)) => Status::Failed(e),
+            (status, _) => status,
+        }
     }
 
     pub fn graph_compute_async(&mut self, g: &mut Graph) -> Status {
@@ -456,7 +487,7 @@ impl Sched {
         if !self.is_alloc {
             if let Err(e) = self.alloc_graph(g) {
                 crate::log_error!("{}: {}\n", "ggml_backend_sched_graph_compute_async", e);
-                return Status::AllocFailed;
+                return Status::AllocFailed(e.to_string());
             }
         }
         self.compute_splits(&g.ctx)
@@ -464,13 +495,28 @@ impl Sched {
 
     /// Waits for every backend; while no graph is allocated the next graph uses copy 0, so a
     /// generation loop keeps one identical graph from token to token.
-    pub fn synchronize(&mut self) {
-        for b in &mut self.backends {
-            b.synchronize();
+    /// The first backend error is returned after every backend was waited for.
+    pub fn synchronize(&mut self) -> Result<(), String> {
+        let mut first = Ok(());
+        for b in 0..self.backends.len() {
+            let r = self.backend_synchronize(b);
+            if first.is_ok() {
+                first = r;
+            }
         }
         if !self.is_alloc {
             self.next_copy = 0;
         }
+        first
+    }
+
+    /// Waits for one backend, then frees the staging it may have been reading.
+    pub(super) fn backend_synchronize(&mut self, b: usize) -> Result<(), String> {
+        let r = self.backends[b]
+            .synchronize()
+            .map_err(|e| format!("{}: {e}", self.backends[b].name()));
+        self.staging[b].clear();
+        r
     }
 
     pub fn set_eval_callback(&mut self, cb: Option<EvalCallback>) {
