@@ -127,6 +127,8 @@ pub struct HParams {
     pub f_attn_temp_offset: f32,
     /// what the mixture-of-experts block of each architecture reads on top of n_expert*
     pub moe: crate::arch::moe::MoeHParams,
+    /// multi-head latent attention (deepseek2)
+    pub mla: crate::arch::deepseek2::MlaHParams,
 }
 
 /// Typed access to `<arch>.<key>` values.
@@ -314,9 +316,9 @@ impl HParams {
             .u32_opt("rope.scaling.original_context_length")?
             .unwrap_or(n_ctx_train);
         let rope_finetuned = k.bool_opt("rope.scaling.finetuned")?.unwrap_or(false);
-        let rope_yarn_log_mul = k
-            .f32_opt("rope.scaling.yarn_log_multiplier")?
-            .unwrap_or(0.0);
+        // read by the architectures that use it (llama.cpp's load_arch_hparams of mistral3,
+        // deepseek2): for the others it stays 0, whatever the file says
+        let rope_yarn_log_mul = 0.0;
         // required or not per architecture: its load_hparams checks
         let f_norm_rms_eps = k
             .f32_opt("attention.layer_norm_rms_epsilon")?
@@ -406,6 +408,7 @@ impl HParams {
             n_attn_temp_floor_scale: 0,
             f_attn_temp_offset: 0.0,
             moe: Default::default(),
+            mla: Default::default(),
         };
         arch.load_hparams(&k, &mut hp)?;
         hp.check_swa()?;
@@ -537,6 +540,7 @@ impl HParams {
             n_attn_temp_floor_scale: 0,
             f_attn_temp_offset: 0.0,
             moe: Default::default(),
+            mla: Default::default(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! llama-gguf-new: write a model with random weights of a chosen shape, for tests and for
 //! benchmarking a model shape without downloading it.
 
+mod deepseek2;
 mod dense;
 mod model;
 mod moe;
@@ -36,6 +37,11 @@ pub enum Arch {
     Mixtral,
     Olmoe,
     Deepseek,
+    /// DeepSeek-V2-Lite's layout (MLA, Q from attn_q, softmax router)
+    Deepseek2,
+    /// DeepSeek-V3's layout (MLA with low-rank Q, sigmoid router, selection bias)
+    #[value(name = "deepseek2-v3")]
+    Deepseek2V3,
 }
 
 impl Arch {
@@ -62,6 +68,7 @@ impl Arch {
             Arch::Mixtral => "llama",
             Arch::Olmoe => "olmoe",
             Arch::Deepseek => "deepseek",
+            Arch::Deepseek2 | Arch::Deepseek2V3 => "deepseek2",
         }
     }
 }

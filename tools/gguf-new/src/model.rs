@@ -137,6 +137,7 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
         },
     };
     crate::moe::check(&s)?;
+    crate::deepseek2::check(&s)?;
     for (name, v) in [
         ("layers", s.layers),
         ("embd", s.embd),
@@ -208,6 +209,12 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Vec<Spec> {
     for il in 0..s.layers {
         let p = |n: &str| format!("blk.{il}.{n}");
         out.push(vec(p("attn_norm.weight"), e, Init::Norm));
+        if crate::deepseek2::is_deepseek2(s.arch) {
+            out.extend(crate::deepseek2::attn_tensors(s, il, wtype));
+            out.push(vec(p("ffn_norm.weight"), e, Init::Norm));
+            out.extend(crate::moe::ffn_tensors(s, il, wtype));
+            continue;
+        }
         out.push(mat(p("attn_q.weight"), vec![e, e], std(e)));
         if matches!(s.arch, Arch::Qwen2 | Arch::Qwen2moe) {
             out.push(vec(p("attn_q.bias"), e, Init::Normal(0.02)));
@@ -290,7 +297,10 @@ fn kv_pairs(s: &Shape, name: &str, ftype: u32, vocab: Vocab) -> Vec<(String, Val
         ]);
     }
     // the dense architectures' own keys replace common ones of the same name
-    for (key, v) in crate::dense::kv(s) {
+    for (key, v) in crate::dense::kv(s)
+        .into_iter()
+        .chain(crate::deepseek2::kv(s))
+    {
         match kv.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = v,
             None => kv.push((key, v)),

@@ -43,9 +43,8 @@ pub struct MoeLayer {
     pub up_shexp: Option<TensorId>,
 }
 
-/// How router logits become expert probabilities (llama_expert_gating_func_type). The
-/// architectures here all use softmax; the others are build_moe_ffn's for the ones that read
-/// `expert_gating_func` (deepseek2 and later), which are not here yet.
+/// How router logits become expert probabilities (llama_expert_gating_func_type): softmax
+/// for most, sigmoid for DeepSeek V3 (deepseek2's `expert_gating_func` = 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(dead_code)]
 pub enum Gating {
@@ -67,6 +66,32 @@ pub struct MoeHParams {
     /// deepseek: expert_shared_count, leading_dense_block_count
     pub n_expert_shared: u32,
     pub n_layer_dense_lead: u32,
+    /// deepseek2: expert_weights_norm (false)
+    pub expert_weights_norm: bool,
+    /// deepseek2: expert_gating_func (llama_expert_gating_func_type; 0: none given)
+    pub expert_gating_func: u32,
+}
+
+impl Gating {
+    /// llama_expert_gating_func_type's values; 4 (sqrt-softplus) and others are not here.
+    pub(crate) fn from_id(id: u32) -> Option<Gating> {
+        match id {
+            1 => Some(Gating::Softmax),
+            2 => Some(Gating::Sigmoid),
+            3 => Some(Gating::SoftmaxWeight),
+            _ => None,
+        }
+    }
+
+    /// llama_expert_gating_func_name
+    pub(crate) fn name_of(id: u32) -> &'static str {
+        match id {
+            1 => "softmax",
+            2 => "sigmoid",
+            4 => "sqrtsoftplus",
+            _ => "unknown",
+        }
+    }
 }
 
 impl MoeHParams {
@@ -235,6 +260,21 @@ pub(crate) fn print_info(arch: &str, hp: &HParams) {
             p("n_expert_shared", hp.moe.n_expert_shared);
             let scale = format!("{:.1}", hp.moe.expert_weights_scale);
             ggml::log_info!("print_info: {:<22}= {}\n", "expert_weights_scale", scale);
+        }
+        "deepseek2" => {
+            let m = &hp.mla;
+            p("n_layer_dense_lead", hp.moe.n_layer_dense_lead);
+            p("n_lora_q", m.n_lora_q);
+            p("n_lora_kv", m.n_lora_kv);
+            p("n_embd_head_k_mla", m.n_embd_head_k_mla(hp));
+            p("n_embd_head_v_mla", m.n_embd_head_v_mla(hp));
+            p("n_ff_exp", hp.moe.n_ff_exp);
+            p("n_expert_shared", hp.moe.n_expert_shared);
+            let scale = format!("{:.1}", hp.moe.expert_weights_scale);
+            ggml::log_info!("print_info: {:<22}= {}\n", "expert_weights_scale", scale);
+            p("expert_weights_norm", hp.moe.expert_weights_norm as u32);
+            let gating = Gating::name_of(hp.moe.expert_gating_func);
+            ggml::log_info!("print_info: {:<22}= {}\n", "expert_gating_func", gating);
         }
         _ => {}
     }

@@ -6,6 +6,7 @@
 mod attn;
 pub(crate) use ffn::{FfnAct, FfnGate, GatedAct, NormType};
 mod ffn;
+mod mla;
 mod moe;
 pub(crate) use moe::MoeParams;
 
@@ -187,7 +188,11 @@ impl<'a> GraphBuilder<'a> {
     pub fn cache_tensor(&mut self, il: usize, v: bool) -> TensorId {
         let cache = self.kv.cache_of(il);
         let (k_id, v_id) = cache.layer(il).expect("every attention layer has a cache");
-        let id = if v { v_id } else { k_id };
+        let id = if v {
+            v_id.expect("only caches with values are asked for V")
+        } else {
+            k_id
+        };
         let key = (il, v);
         if let Some(&t) = self.cache.get(&key) {
             return t;
