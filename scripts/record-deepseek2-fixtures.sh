@@ -36,9 +36,27 @@ for A in deepseek2 deepseek2-v3; do
             "'$BIN/llama-perplexity' -m '$M' -f '$GPL' -c 128 --chunks 4 -t 2 \
                 < /dev/null > '$OUT/$A-$T.perplexity.log' 2>&1"
         if [ $T = f32 ]; then
+            # without flash attention: the kqv_mla decompression instead of fattn_mla
+            whole $OUT/$A-f32.nofa.greedy.log "graphs reused" sh -c \
+                "'$BIN/llama-completion' -m '$M' -p 'Once upon a time' -n 16 --temp 0 -no-cnv -c 256 -t 2 -lv 4 -fa off \
+                    < /dev/null > '$OUT/$A-f32.nofa.greedy.txt' 2> '$OUT/$A-f32.nofa.greedy.log'"
             whole $OUT/$A-f32.eval-callback.log "result_output" sh -c \
                 "'$BIN/llama-eval-callback' -m '$M' -p 'hi there' -n 1 --seed 1 -c 256 -t 2 \
                     < /dev/null > '$OUT/$A-f32.eval-callback.log' 2>&1"
         fi
     done
+done
+
+# mistral3 with Ministral 3's YaRN keys (tests/fixtures/archs/README.md)
+ARCHS=tests/fixtures/archs
+for T in f32 q8_0; do
+    M=$TMP/mistral3-yarn-$T.gguf
+    "$NEW" --arch mistral3 --layers 2 --embd 128 --heads 4 --heads-kv 2 --ff 256 --ctx 512 \
+        --vocab-size 1000 --type $T --seed 7 --quiet --yarn 4 -o "$M"
+    whole $ARCHS/mistral3-yarn-$T.greedy.log "graphs reused" sh -c \
+        "'$BIN/llama-completion' -m '$M' -p 'Once upon a time' -n 16 --temp 0 -no-cnv -c 256 -t 2 -lv 4 \
+            < /dev/null > '$ARCHS/mistral3-yarn-$T.greedy.txt' 2> '$ARCHS/mistral3-yarn-$T.greedy.log'"
+    whole $ARCHS/mistral3-yarn-$T.perplexity.log "Final estimate" sh -c \
+        "'$BIN/llama-perplexity' -m '$M' -f '$GPL' -c 128 --chunks 4 -t 2 \
+            < /dev/null > '$ARCHS/mistral3-yarn-$T.perplexity.log' 2>&1"
 done

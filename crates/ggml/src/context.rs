@@ -303,6 +303,14 @@ impl Context {
     pub fn clamp(&mut self, a: TensorId, min: f32, max: f32) -> TensorId {
         self.unary_like(Op::Clamp { min, max }, a, true)
     }
+    /// ggml_fill: a new tensor of a's shape with every element `c`.
+    pub fn fill(&mut self, a: TensorId, c: f32) -> TensorId {
+        assert!(
+            matches!(self[a].ty, Type::F32 | Type::F16) && self[a].is_contiguous(),
+            "fill: a must be a contiguous f32 or f16 tensor"
+        );
+        self.unary_like(Op::Fill { c }, a, false)
+    }
 
     /// GLU on the two halves of a's rows (`b` None) or on a and b (`glu_split`).
     pub fn glu(&mut self, a: TensorId, op: GluOp, swapped: bool) -> TensorId {

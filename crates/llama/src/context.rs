@@ -182,12 +182,12 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
         yarn_beta_fast: if params.yarn_beta_fast >= 0.0 {
             params.yarn_beta_fast
         } else {
-            32.0
+            hp.yarn_beta_fast
         },
         yarn_beta_slow: if params.yarn_beta_slow >= 0.0 {
             params.yarn_beta_slow
         } else {
-            1.0
+            hp.yarn_beta_slow
         },
         no_perf: params.no_perf,
         warmup: false,

@@ -101,6 +101,9 @@ pub struct HParams {
     pub rope_attn_factor: f32,
     pub n_ctx_orig_yarn: u32,
     pub rope_yarn_log_mul: f32,
+    /// YaRN's ramp (the context's defaults unless set; mistral3 reads them from the file)
+    pub yarn_beta_fast: f32,
+    pub yarn_beta_slow: f32,
     pub rope_finetuned: bool,
     /// the window of sliding-window layers (0: none)
     pub n_swa: u32,
@@ -390,6 +393,8 @@ impl HParams {
             rope_attn_factor: k.f32_opt("rope.scaling.attn_factor")?.unwrap_or(1.0),
             n_ctx_orig_yarn,
             rope_yarn_log_mul,
+            yarn_beta_fast: 32.0,
+            yarn_beta_slow: 1.0,
             rope_finetuned,
             n_swa: 0,
             swa_type: SwaType::None,
@@ -522,6 +527,8 @@ impl HParams {
             rope_attn_factor: 1.0,
             n_ctx_orig_yarn: 0,
             rope_yarn_log_mul: 0.0,
+            yarn_beta_fast: 32.0,
+            yarn_beta_slow: 1.0,
             rope_finetuned: false,
             n_swa: 0,
             swa_type: SwaType::None,

@@ -53,6 +53,10 @@ pub fn check(s: &Shape) -> Result<(), String> {
                 .into(),
         );
     }
+    let e = s.moe.experts;
+    if s.arch == Arch::Deepseek2V3 && (!e.is_multiple_of(4) || e < 8) {
+        return Err("deepseek2-v3 selects from 4 expert groups: --experts must be a multiple of 4, at least 8".into());
+    }
     if s.heads_kv != 1 {
         return Err("deepseek2 caches one latent per token: --heads-kv must be 1".into());
     }
@@ -91,6 +95,9 @@ pub fn kv(s: &Shape) -> Vec<(String, Value)> {
         kv.extend([
             (format!("{a}.expert_weights_norm"), Value::Bool(true)),
             u("expert_gating_func", 2),
+            // group-limited selection: 4 groups of the 8 experts, the best 2 kept
+            u("expert_group_count", 4),
+            u("expert_group_used_count", 2),
         ]);
     }
     kv

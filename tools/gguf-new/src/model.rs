@@ -28,6 +28,8 @@ pub struct Shape {
     /// --swa was given: architectures whose window is optional (olmo2) get one
     pub swa_set: bool,
     pub moe: crate::moe::MoeShape,
+    /// mistral3's YaRN factor (--yarn)
+    pub yarn: Option<f32>,
 }
 
 /// Known shapes. `tiny` is the reference model of make-tiny-model.py.
@@ -47,6 +49,7 @@ pub fn preset(name: &str) -> Option<Shape> {
             swa: 4096,
             swa_set: false,
             moe: Default::default(),
+            yarn: None,
         };
     Some(match name {
         "tiny" => s(Arch::Llama, 4, 256, 8, 2, 704, 4096, 151936, 500000.0, 1e-5),
@@ -135,7 +138,16 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
             shared: args.experts_shared.unwrap_or(base.moe.shared),
             dense_lead: args.dense_lead.unwrap_or(base.moe.dense_lead),
         },
+        yarn: args.yarn,
     };
+    if let Some(f) = s.yarn {
+        if s.arch != Arch::Mistral3 {
+            return Err("--yarn applies to mistral3 only".into());
+        }
+        if f.is_nan() || f <= 1.0 {
+            return Err("--yarn must be a factor above 1".into());
+        }
+    }
     crate::moe::check(&s)?;
     crate::deepseek2::check(&s)?;
     for (name, v) in [

@@ -133,10 +133,26 @@ pub(crate) fn check_counts(arch: &str, hp: &HParams) -> Result<()> {
         );
     }
     if hp.n_expert_groups > 1 {
-        return Err(LlamaError::Unsupported(format!(
-            "{arch}.expert_group_count = {}: grouped expert selection is not supported",
-            hp.n_expert_groups
-        )));
+        let (g, g_used) = (hp.n_expert_groups, hp.n_group_used);
+        if n % g != 0 {
+            return bad(
+                "expert_group_count",
+                format!("{g} does not divide expert_count = {n}"),
+            );
+        }
+        if g_used == 0 || g_used >= g {
+            return bad(
+                "expert_group_used_count",
+                format!("{g_used} must be at least 1 and below expert_group_count = {g}"),
+            );
+        }
+        // each group is scored by its two best experts
+        if n / g < 2 {
+            return bad(
+                "expert_group_count",
+                format!("{g} leaves fewer than 2 of the {n} experts in each group"),
+            );
+        }
     }
     Ok(())
 }
