@@ -321,13 +321,6 @@ fn kq_scale(hp: &HParams, attn_factor: f32, freq_scale: f32) -> f32 {
 
 fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
     let hp = &model.hparams;
-    let n_layer = hp.n_layer as usize;
-    let n_tokens = b.p.n_tokens as i64;
-    let n_head = hp.n_head(0) as i64;
-    let k_mla = hp.mla.n_embd_head_k_mla(hp) as i64;
-    let rot = hp.n_rot as i64;
-    let nope = k_mla - rot;
-    let kv_lora = hp.mla.n_lora_kv as i64;
     let tok_embd = model.tok_embd.expect("loaded models have token embeddings");
     let gating = Gating::from_id(hp.moe.expert_gating_func).expect("checked at load");
     let moe_p = MoeParams {
@@ -336,125 +329,23 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         w_scale: hp.moe.expert_weights_scale,
         gating,
     };
-    let need = |t: Option<TensorId>| t.expect("required at load");
     let kq_scale = kq_scale(hp, b.p.rope.attn_factor, b.p.rope.freq_scale);
 
-    let mut inp_l = b.build_inp_embd(tok_embd);
+    let inp_l = b.build_inp_embd(tok_embd);
     let attn_scale = (hp.f_attn_temp_scale != 0.0).then(|| b.build_inp_attn_scale());
     let inp_pos = b.build_inp_pos();
     b.build_attn_inp_k();
     let inp_out_ids = b.build_inp_out_ids();
 
-    for il in 0..n_layer {
-        let layer = &model.layers[il];
-        let a = &layer.mla;
-        let ili = il as i32;
-        let mut inp_sa = inp_l;
-        let mut cur = b.build_norm(inp_l, layer.attn_norm, None, NormType::Rms, ili);
-        b.cb(cur, "attn_norm", ili);
+    let attn = |b: &mut GraphBuilder, layer: &Layer, cur: TensorId, il: usize| {
+        build_mla(b, layer, cur, inp_pos, attn_scale, kq_scale, il)
+    };
+    let ffn = |b: &mut GraphBuilder, layer: &Layer, cur: TensorId, il: usize| {
+        super::deepseek::build_ffn(b, layer, cur, moe_p, il)
+    };
+    let cur = b.build_prenorm_layers(inp_l, inp_out_ids, attn, ffn);
 
-        // plain products, as deepseek2.cpp writes them (no LoRA on the attention weights)
-        let mut q = match layer.wq {
-            None => {
-                let wq_a = b.w(need(a.wq_a));
-                let mut q = b.g.ctx.mul_mat(wq_a, cur);
-                b.cb(q, "q", ili);
-                q = b.build_norm(q, a.attn_q_a_norm, None, NormType::Rms, ili);
-                b.cb(q, "q", ili);
-                let wq_b = b.w(need(a.wq_b));
-                q = b.g.ctx.mul_mat(wq_b, q);
-                q
-            }
-            Some(wq) => {
-                let wq = b.w(wq);
-                b.g.ctx.mul_mat(wq, cur)
-            }
-        };
-        b.cb(q, "q", ili);
-        q = b.g.ctx.reshape_3d(q, k_mla, n_head, n_tokens);
-        b.cb(q, "q", ili);
-
-        let wkv_a = b.w(need(a.wkv_a_mqa));
-        let kv_cmpr_pe = b.g.ctx.mul_mat(wkv_a, cur);
-        b.cb(kv_cmpr_pe, "kv_cmpr_pe", ili);
-        let ty = b.g.ctx[kv_cmpr_pe].ty;
-        let row = ty.row_size(kv_lora + rot);
-        let mut kv_cmpr = b.g.ctx.view_2d(kv_cmpr_pe, kv_lora, n_tokens, row, 0);
-        b.cb(kv_cmpr, "kv_cmpr", ili);
-        let off = ty.row_size(kv_lora);
-        let mut k_pe = b.g.ctx.view_3d(kv_cmpr_pe, rot, 1, n_tokens, row, row, off);
-        b.cb(k_pe, "k_pe", ili);
-        k_pe = b.rope(k_pe, inp_pos, None);
-        b.cb(k_pe, "k_pe", ili);
-        kv_cmpr = b.build_norm(kv_cmpr, a.attn_kv_a_norm, None, NormType::Rms, ili);
-        b.cb(kv_cmpr, "kv_cmpr", ili);
-
-        let (qty, qnb) = (b.g.ctx[q].ty, b.g.ctx[q].nb);
-        let mut q_nope =
-            b.g.ctx
-                .view_3d(q, nope, n_head, n_tokens, qnb[1], qnb[2], 0);
-        b.cb(q_nope, "q_nope", ili);
-        let q_pe =
-            b.g.ctx
-                .view_3d(q, rot, n_head, n_tokens, qnb[1], qnb[2], qty.row_size(nope));
-        b.cb(q_pe, "q_pe", ili);
-        let q_pe = b.rope(q_pe, inp_pos, None);
-        b.cb(q_pe, "q_pe", ili);
-        q_nope = b.g.ctx.permute(q_nope, 0, 2, 1, 3);
-        b.cb(q_nope, "q_nope_perm", ili);
-        let wk_b = b.w(need(a.wk_b));
-        let mut q_absorbed = b.g.ctx.mul_mat(wk_b, q_nope);
-        b.cb(q_absorbed, "q_nope_absorbed", ili);
-        q_absorbed = b.g.ctx.permute(q_absorbed, 0, 2, 1, 3);
-        b.cb(q_absorbed, "q_nope_absorbed_perm", ili);
-        // the rotated part last: build_rope_shift rotates the tail of each cached row
-        let mut q_cur = b.g.ctx.concat(q_absorbed, q_pe, 0);
-        b.cb(q_cur, "Qcur", ili);
-        kv_cmpr = b.g.ctx.reshape_3d(kv_cmpr, kv_lora, 1, n_tokens);
-        b.cb(kv_cmpr, "kv_cmpr_reshape", ili);
-        let k_cur = b.g.ctx.concat(kv_cmpr, k_pe, 0);
-        b.cb(k_cur, "Kcur", ili);
-        let v_cur = kv_cmpr;
-        b.cb(v_cur, "Vcur", ili);
-        if let Some(s) = attn_scale {
-            q_cur = b.g.ctx.mul(q_cur, s);
-            b.cb(q_cur, "Qcur_attn_temp_scaled", ili);
-        }
-        cur = b.build_attn_mla(layer.wo, q_cur, k_cur, v_cur, need(a.wv_b), kq_scale, il);
-
-        if il == n_layer - 1 {
-            cur = b.g.ctx.get_rows(cur, inp_out_ids);
-            inp_sa = b.g.ctx.get_rows(inp_sa, inp_out_ids);
-        }
-        let ffn_inp = b.g.ctx.add(cur, inp_sa);
-        b.cb(ffn_inp, "ffn_inp", ili);
-        cur = b.build_norm(ffn_inp, layer.ffn_norm, None, NormType::Rms, ili);
-        b.cb(cur, "ffn_norm", ili);
-        if layer.moe.gate_inp.is_none() {
-            let (up, gate, down) = (
-                need(layer.ffn_up),
-                need(layer.ffn_gate),
-                need(layer.ffn_down),
-            );
-            cur = b.build_ffn_swiglu(cur, up, None, gate, None, down, None, ili);
-            b.cb(cur, "ffn_out", ili);
-        } else {
-            let moe_out = b.build_moe_ffn(cur, &layer.moe, moe_p, ili);
-            b.cb(moe_out, "ffn_moe_out", ili);
-            let m = &layer.moe;
-            let (up, gate, down) = (need(m.up_shexp), need(m.gate_shexp), need(m.down_shexp));
-            let shexp = b.build_ffn_swiglu(cur, up, None, gate, None, down, None, ili);
-            b.cb(shexp, "ffn_shexp", ili);
-            cur = b.g.ctx.add(moe_out, shexp);
-            b.cb(cur, "ffn_out", ili);
-        }
-        cur = b.g.ctx.add(cur, ffn_inp);
-        cur = b.build_cvec(cur, il);
-        b.cb(cur, "l_out", ili);
-        inp_l = cur;
-    }
-
-    let mut cur = b.build_norm(inp_l, model.output_norm, None, NormType::Rms, -1);
+    let mut cur = b.build_norm(cur, model.output_norm, None, NormType::Rms, -1);
     b.cb(cur, "h_nextn", -1);
     b.cb(cur, "result_norm", -1);
     b.t_embd = Some(cur);
@@ -463,4 +354,94 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
     cur = b.g.ctx.mul_mat(output, cur);
     b.cb(cur, "result_output", -1);
     cur
+}
+
+/// The absorbed latent attention of one layer over its normed input `cur`.
+fn build_mla(
+    b: &mut GraphBuilder,
+    layer: &Layer,
+    cur: TensorId,
+    inp_pos: TensorId,
+    attn_scale: Option<TensorId>,
+    kq_scale: f32,
+    il: usize,
+) -> TensorId {
+    let hp = &b.model.hparams;
+    let n_tokens = b.p.n_tokens as i64;
+    let n_head = hp.n_head(0) as i64;
+    let k_mla = hp.mla.n_embd_head_k_mla(hp) as i64;
+    let rot = hp.n_rot as i64;
+    let nope = k_mla - rot;
+    let kv_lora = hp.mla.n_lora_kv as i64;
+    let need = |t: Option<TensorId>| t.expect("required at load");
+    let a = &layer.mla;
+    let ili = il as i32;
+    // plain products, as deepseek2.cpp writes them (no LoRA on the attention weights)
+    let mut q = match layer.wq {
+        None => {
+            let wq_a = b.w(need(a.wq_a));
+            let mut q = b.g.ctx.mul_mat(wq_a, cur);
+            b.cb(q, "q", ili);
+            q = b.build_norm(q, a.attn_q_a_norm, None, NormType::Rms, ili);
+            b.cb(q, "q", ili);
+            let wq_b = b.w(need(a.wq_b));
+            q = b.g.ctx.mul_mat(wq_b, q);
+            q
+        }
+        Some(wq) => {
+            let wq = b.w(wq);
+            b.g.ctx.mul_mat(wq, cur)
+        }
+    };
+    b.cb(q, "q", ili);
+    q = b.g.ctx.reshape_3d(q, k_mla, n_head, n_tokens);
+    b.cb(q, "q", ili);
+
+    let wkv_a = b.w(need(a.wkv_a_mqa));
+    let kv_cmpr_pe = b.g.ctx.mul_mat(wkv_a, cur);
+    b.cb(kv_cmpr_pe, "kv_cmpr_pe", ili);
+    let ty = b.g.ctx[kv_cmpr_pe].ty;
+    let row = ty.row_size(kv_lora + rot);
+    let mut kv_cmpr = b.g.ctx.view_2d(kv_cmpr_pe, kv_lora, n_tokens, row, 0);
+    b.cb(kv_cmpr, "kv_cmpr", ili);
+    let off = ty.row_size(kv_lora);
+    let mut k_pe = b.g.ctx.view_3d(kv_cmpr_pe, rot, 1, n_tokens, row, row, off);
+    b.cb(k_pe, "k_pe", ili);
+    k_pe = b.rope(k_pe, inp_pos, None);
+    b.cb(k_pe, "k_pe", ili);
+    kv_cmpr = b.build_norm(kv_cmpr, a.attn_kv_a_norm, None, NormType::Rms, ili);
+    b.cb(kv_cmpr, "kv_cmpr", ili);
+
+    let (qty, qnb) = (b.g.ctx[q].ty, b.g.ctx[q].nb);
+    let mut q_nope =
+        b.g.ctx
+            .view_3d(q, nope, n_head, n_tokens, qnb[1], qnb[2], 0);
+    b.cb(q_nope, "q_nope", ili);
+    let q_pe =
+        b.g.ctx
+            .view_3d(q, rot, n_head, n_tokens, qnb[1], qnb[2], qty.row_size(nope));
+    b.cb(q_pe, "q_pe", ili);
+    let q_pe = b.rope(q_pe, inp_pos, None);
+    b.cb(q_pe, "q_pe", ili);
+    q_nope = b.g.ctx.permute(q_nope, 0, 2, 1, 3);
+    b.cb(q_nope, "q_nope_perm", ili);
+    let wk_b = b.w(need(a.wk_b));
+    let mut q_absorbed = b.g.ctx.mul_mat(wk_b, q_nope);
+    b.cb(q_absorbed, "q_nope_absorbed", ili);
+    q_absorbed = b.g.ctx.permute(q_absorbed, 0, 2, 1, 3);
+    b.cb(q_absorbed, "q_nope_absorbed_perm", ili);
+    // the rotated part last: build_rope_shift rotates the tail of each cached row
+    let mut q_cur = b.g.ctx.concat(q_absorbed, q_pe, 0);
+    b.cb(q_cur, "Qcur", ili);
+    kv_cmpr = b.g.ctx.reshape_3d(kv_cmpr, kv_lora, 1, n_tokens);
+    b.cb(kv_cmpr, "kv_cmpr_reshape", ili);
+    let k_cur = b.g.ctx.concat(kv_cmpr, k_pe, 0);
+    b.cb(k_cur, "Kcur", ili);
+    let v_cur = kv_cmpr;
+    b.cb(v_cur, "Vcur", ili);
+    if let Some(s) = attn_scale {
+        q_cur = b.g.ctx.mul(q_cur, s);
+        b.cb(q_cur, "Qcur_attn_temp_scaled", ili);
+    }
+    b.build_attn_mla(layer.wo, q_cur, k_cur, v_cur, need(a.wv_b), kq_scale, il)
 }

@@ -4,6 +4,7 @@
 //! llama.cpp's names ("Qcur-0", "kq_soft_max-0", "ffn_swiglu-0").
 
 mod attn;
+mod block;
 pub(crate) use ffn::{FfnAct, FfnGate, GatedAct, NormType};
 mod ffn;
 mod mla;
