@@ -40,6 +40,12 @@ for A in deepseek2 deepseek2-v3; do
             whole $OUT/$A-f32.nofa.greedy.log "graphs reused" sh -c \
                 "'$BIN/llama-completion' -m '$M' -p 'Once upon a time' -n 16 --temp 0 -no-cnv -c 256 -t 2 -lv 4 -fa off \
                     < /dev/null > '$OUT/$A-f32.nofa.greedy.txt' 2> '$OUT/$A-f32.nofa.greedy.log'"
+            if [ $A = deepseek2-v3 ]; then
+                rm -f $OUT/$A-f32.hello.session
+                whole $OUT/$A-f32.hello.txt "printti" sh -c \
+                    "rm -f '$OUT/$A-f32.hello.session'; '$BIN/llama-completion' -m '$M' -p 'Hello my name is' -n 8 --temp 0 -no-cnv -c 256 -t 2 \
+                        --prompt-cache '$OUT/$A-f32.hello.session' < /dev/null > '$OUT/$A-f32.hello.txt' 2> /dev/null"
+            fi
             whole $OUT/$A-f32.eval-callback.log "result_output" sh -c \
                 "'$BIN/llama-eval-callback' -m '$M' -p 'hi there' -n 1 --seed 1 -c 256 -t 2 \
                     < /dev/null > '$OUT/$A-f32.eval-callback.log' 2>&1"

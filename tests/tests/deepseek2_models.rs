@@ -261,6 +261,63 @@ fn eval_callback_nodes_match_llama_cpp() {
     }
 }
 
+/// The K-only cache in a session file: llama.cpp's session of the V3-layout model loads here
+/// and gives its text, and the session our tool writes has its size and prompt, the cache rows
+/// within f16 rounding (the file holds no V section, as llama.cpp skips the missing V).
+#[test]
+fn sessions_hold_the_latent_cache_as_llama_cpp_s() {
+    let m = model("deepseek2-v3", "f32", "session");
+    let dir = test_fixtures::scratch_dir("deepseek2-session");
+    let theirs = dir.join("llamacpp.session");
+    std::fs::copy(
+        test_fixtures::repo_root().join("tests/fixtures/deepseek2/deepseek2-v3-f32.hello.session"),
+        &theirs,
+    )
+    .unwrap();
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
+    let run = |session: &Path, extra: &[&str]| -> (String, String) {
+        #[rustfmt::skip]
+        let o = Command::new(&bin)
+            .args(["-m", m.to_str().unwrap(), "-p", "Hello my name is", "-n", "8", "--temp", "0",
+                "-no-cnv", "-c", "256", "-t", "2", "--prompt-cache", session.to_str().unwrap()])
+            .args(extra)
+            .env_remove("LLAMA_ARG_MODEL")
+            .output()
+            .expect("run llama-completion");
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        (text(&o.stdout), text(&o.stderr))
+    };
+    let want = text(&fixture("deepseek2-v3-f32.hello.txt"));
+    let (out, err) = run(&theirs, &["--prompt-cache-ro"]);
+    assert!(
+        err.contains("session file has exact match for prompt!"),
+        "{err}"
+    );
+    assert_eq!(out, want);
+    let ours = dir.join("ours.session");
+    let _ = std::fs::remove_file(&ours);
+    let (out, _) = run(&ours, &[]);
+    assert_eq!(out, want);
+    let (a, b) = (
+        std::fs::read(&ours).unwrap(),
+        fixture("deepseek2-v3-f32.hello.session"),
+    );
+    assert_eq!(a.len(), b.len());
+    let f16 = |x: &[u8]| ggml::quants::fp16_to_fp32(u16::from_le_bytes([x[0], x[1]]));
+    let differ = a.chunks(2).zip(b.chunks(2)).filter(|(x, y)| x != y).count();
+    // whole f16 values (the cache rows) may round apart; the header and counts may not
+    for (x, y) in a.chunks(2).zip(b.chunks(2)).filter(|(x, y)| x != y) {
+        let (x, y) = (f16(x), f16(y));
+        assert!((x - y).abs() <= 2e-3 * y.abs().max(1.0), "{x} vs {y}");
+    }
+    assert!(
+        differ * 50 < a.len(),
+        "{differ} of {} pairs differ",
+        a.len() / 2
+    );
+    let _ = std::fs::remove_file(m);
+}
+
 /// A deepseek2 model (f32) with its metadata edited by `edit`.
 fn edited(dir: &Path, edit: impl FnOnce(&mut Vec<(String, Value)>)) -> PathBuf {
     let src = dir.join("deepseek2.gguf");
