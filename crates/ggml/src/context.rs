@@ -397,6 +397,17 @@ impl Context {
         let r = self.new_impl(ty, ne, None, 0);
         self.with_op(r, Op::Repeat, &[Some(a)])
     }
+    /// ggml_repeat_4d: a tiled to the shape `ne`.
+    pub fn repeat_4d(&mut self, a: TensorId, ne: [i64; 4]) -> TensorId {
+        let na = self[a].ne;
+        assert!(
+            (0..4).all(|d| na[d] > 0 && ne[d] % na[d] == 0),
+            "repeat_4d: a cannot be tiled to {ne:?}"
+        );
+        let ty = self[a].ty;
+        let r = self.new_impl(ty, ne, None, 0);
+        self.with_op(r, Op::Repeat, &[Some(a)])
+    }
     pub fn concat(&mut self, a: TensorId, b: TensorId, dim: i32) -> TensorId {
         assert!((0..MAX_DIMS as i32).contains(&dim), "concat: bad dim {dim}");
         assert!(self[a].ty == self[b].ty, "concat: types differ");

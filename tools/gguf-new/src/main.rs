@@ -184,6 +184,10 @@ pub struct Args {
     /// deepseek: leading layers with a dense feed-forward (leading_dense_block_count, default 1)
     #[arg(long)]
     pub dense_lead: Option<u32>,
+    /// MoE architectures: per-expert scales of each expert stack (ffn_*_exps.scale, as NVFP4
+    /// files carry them)
+    #[arg(long)]
+    pub expert_scales: bool,
     /// mistral3: YaRN rope scaling by this factor, with Ministral 3's keys
     /// (yarn_log_multiplier 1) and betas 16 and 2
     #[arg(long)]

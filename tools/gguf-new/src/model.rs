@@ -137,6 +137,7 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
             ff_shexp: args.ff_shexp,
             shared: args.experts_shared.unwrap_or(base.moe.shared),
             dense_lead: args.dense_lead.unwrap_or(base.moe.dense_lead),
+            scales: args.expert_scales,
         },
         yarn: args.yarn,
     };

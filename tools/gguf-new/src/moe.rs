@@ -21,6 +21,8 @@ pub struct MoeShape {
     /// deepseek's shared experts (expert_shared_count) and dense leading layers
     pub shared: u32,
     pub dense_lead: u32,
+    /// per-expert `.scale` tensors of the stacks (--expert-scales)
+    pub scales: bool,
 }
 
 impl Default for MoeShape {
@@ -32,6 +34,7 @@ impl Default for MoeShape {
             ff_shexp: None,
             shared: 2,
             dense_lead: 1,
+            scales: false,
         }
     }
 }
@@ -72,6 +75,9 @@ fn ff_shexp(s: &Shape) -> u32 {
 /// The expert flags a shape must satisfy (one line each, as the other flags).
 pub fn check(s: &Shape) -> Result<(), String> {
     if !s.arch.is_moe() {
+        if s.moe.scales {
+            return Err("--expert-scales applies to the MoE architectures".into());
+        }
         return Ok(());
     }
     let m = &s.moe;
@@ -167,6 +173,17 @@ pub fn ffn_tensors(s: &Shape, il: u32, wtype: ggml::Type) -> Vec<Spec> {
         t("ffn_up_exps.weight", vec![e, ff, n], wtype, std(e)),
         t("ffn_down_exps.weight", vec![ff, e, n], wtype, std(ff)),
     ];
+    if s.moe.scales {
+        // about 1, so that a wrong expert's scale shows in the output
+        for stack in ["ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"] {
+            out.push(t(
+                &format!("{stack}.scale"),
+                vec![n],
+                ggml::Type::F32,
+                Init::Norm,
+            ));
+        }
+    }
     if s.arch == Arch::Deepseek2V3 {
         // DeepSeek V3's e_score_correction_bias, kept F32 as the converter writes it
         out.push(t(

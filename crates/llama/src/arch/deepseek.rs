@@ -102,7 +102,7 @@ fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
         }
         model.layers.push(l);
     }
-    moe::refuse_unsupported(c, hp.n_layer as usize, n_expert)
+    moe::expert_scales(c, &mut model.layers, n_expert)
 }
 
 fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {

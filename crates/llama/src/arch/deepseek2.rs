@@ -263,7 +263,7 @@ fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
         }
         model.layers.push(l);
     }
-    moe::refuse_unsupported(c, hp.n_layer as usize, n_expert)
+    moe::expert_scales(c, &mut model.layers, n_expert)
 }
 
 /// The router, its selection bias, the expert stacks (the fused gate_up stack is refused by

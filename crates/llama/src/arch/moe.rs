@@ -34,6 +34,10 @@ pub struct MoeLayer {
     pub gate_exps: Option<TensorId>,
     pub down_exps: Option<TensorId>,
     pub up_exps: Option<TensorId>,
+    /// per-expert scales of the stacks ({n_expert}; llama.cpp's `.scale` tensors, NVFP4 scale2)
+    pub gate_exps_s: Option<TensorId>,
+    pub down_exps_s: Option<TensorId>,
+    pub up_exps_s: Option<TensorId>,
     /// expert-selection bias (DeepSeek V3's e_score_correction)
     pub exp_probs_b: Option<TensorId>,
     /// the shared expert and its scalar gate (qwen2moe)
@@ -241,22 +245,25 @@ pub(crate) fn shared_expert(
     Ok(())
 }
 
-/// llama.cpp's generic pass after load_arch_tensors creates optional per-expert `.scale`
-/// tensors (NVFP4 scale2); the graphs here do not apply them, so a file that has them is
-/// refused by name rather than run without them.
-pub(crate) fn refuse_unsupported(
+/// llama.cpp's generic pass after load_arch_tensors: each expert stack's optional per-expert
+/// `.scale` ({n_expert}, NVFP4 scale2), which build_moe_ffn multiplies into the stack's
+/// products.
+pub(crate) fn expert_scales(
     c: &mut TensorCreator,
-    n_layer: usize,
+    layers: &mut [crate::model::Layer],
     n_expert: i64,
 ) -> Result<()> {
-    for il in 0..n_layer {
-        for base in [tn::FFN_GATE_EXPS, tn::FFN_DOWN_EXPS, tn::FFN_UP_EXPS] {
-            if opt(c, base, "scale", il, &[n_expert], Op::Mul)?.is_some() {
-                return Err(LlamaError::Unsupported(format!(
-                    "tensor blk.{il}.{base}.scale: scaled expert weights are not supported"
-                )));
+    for (il, l) in layers.iter_mut().enumerate() {
+        let m = &mut l.moe;
+        let scale = |c: &mut TensorCreator, base: &str, stack: Option<TensorId>| {
+            if stack.is_none() {
+                return Ok(None);
             }
-        }
+            opt(c, base, "scale", il, &[n_expert], Op::Mul)
+        };
+        m.gate_exps_s = scale(c, tn::FFN_GATE_EXPS, m.gate_exps)?;
+        m.down_exps_s = scale(c, tn::FFN_DOWN_EXPS, m.down_exps)?;
+        m.up_exps_s = scale(c, tn::FFN_UP_EXPS, m.up_exps)?;
     }
     Ok(())
 }

@@ -103,17 +103,23 @@ impl GraphBuilder<'_> {
         self.g.build_forward_expand(weights);
 
         let cur = self.g.ctx.reshape_3d(cur, n_embd, 1, n_tokens);
-        let up = self.build_lora_mm_id(need(l.up_exps), cur, selected);
+        let up = self.build_lora_mm_id(need(l.up_exps), cur, selected, l.up_exps_s);
         self.cb(up, "ffn_moe_up", il);
+        if l.up_exps_s.is_some() {
+            self.cb(up, "ffn_moe_up_scaled", il);
+        }
         let has_gate = l.gate_exps.is_some();
         let gated = match l.gate_exps {
             Some(g) => {
-                let t = self.build_lora_mm_id(g, cur, selected);
+                let t = self.build_lora_mm_id(g, cur, selected, l.gate_exps_s);
                 self.cb(t, "ffn_moe_gate", il);
                 t
             }
             None => up,
         };
+        if l.gate_exps_s.is_some() {
+            self.cb(gated, "ffn_moe_gate_scaled", il);
+        }
         let act = match (p.act, has_gate) {
             (GatedAct::Silu, true) => {
                 let t = self.g.ctx.swiglu_split(gated, up);
@@ -137,8 +143,11 @@ impl GraphBuilder<'_> {
             }
         };
 
-        let mut experts = self.build_lora_mm_id(need(l.down_exps), act, selected);
+        let mut experts = self.build_lora_mm_id(need(l.down_exps), act, selected, l.down_exps_s);
         self.cb(experts, "ffn_moe_down", il);
+        if l.down_exps_s.is_some() {
+            self.cb(experts, "ffn_moe_down_scaled", il);
+        }
         experts = self.g.ctx.mul(experts, weights);
         self.cb(experts, "ffn_moe_weighted", il);
         self.g.build_forward_expand(experts);
