@@ -9,8 +9,9 @@ use std::process::Command;
 /// common ones. `--swa 32` gives a 32-token window to the architectures with one (olmo2 gets
 /// one only with it: OLMo 3); a phi3 named "phi3" makes llama.cpp's vocabulary look up tokens,
 /// "</s>" and "<unk>", that the built-in vocabulary does not have. smollm3 gets four layers,
-/// for its rope-less fourth one, command-r-64 64 for its head norms.
-const MODELS: [(&str, &str, &[&str]); 16] = [
+/// for its rope-less fourth one, command-r-64 64 for its head norms; mistral3-yarn has
+/// Ministral 3's YaRN keys (factor 4, betas 16 and 2).
+const MODELS: [(&str, &str, &[&str]); 17] = [
     ("qwen3", "qwen3", &[]),
     ("gemma2", "gemma2", &["--swa", "32"]),
     ("gemma", "gemma", &[]),
@@ -27,6 +28,7 @@ const MODELS: [(&str, &str, &[&str]); 16] = [
     ("exaone", "exaone", &[]),
     ("smollm3", "smollm3", &[]),
     ("mistral3", "mistral3", &[]),
+    ("mistral3-yarn", "mistral3", &["--yarn", "4"]),
 ];
 const TYPES: [(&str, f64); 2] = [("f32", 1e-4), ("q8_0", 1e-3)];
 
@@ -114,6 +116,14 @@ fn greedy_text_and_graph_match_llama_cpp() {
                 graph_line(&want_log),
                 "{label} {ty}"
             );
+            // the context's YaRN attention factor, where llama.cpp sets one
+            let yarn = |log: &str| -> Vec<String> {
+                log.lines()
+                    .filter_map(|l| l.split_once("setting new yarn_attn_factor"))
+                    .map(|(_, r)| r.to_string())
+                    .collect()
+            };
+            assert_eq!(yarn(&text(&o.stderr)), yarn(&want_log), "{label} {ty}");
             let _ = std::fs::remove_file(m);
         }
     }

@@ -25,6 +25,10 @@ fn fixture(name: &str) -> Vec<u8> {
 }
 
 fn gguf_new(out: &Path, arch: &str, ty: &str) {
+    gguf_new_with(out, arch, ty, &[]);
+}
+
+fn gguf_new_with(out: &Path, arch: &str, ty: &str, extra: &[&str]) {
     let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
     // olmoe's K norm spans n_embd (no grouped heads) and its experts take --ff
     let (heads_kv, ff) = if arch == "olmoe" {
@@ -39,6 +43,7 @@ fn gguf_new(out: &Path, arch: &str, ty: &str) {
             "--experts-used", "2", "--ff-exp", "64", "--ff-shexp", "128", "--type", ty,
             "--seed", "7", "--quiet", "-o"])
         .arg(out)
+        .args(extra)
         .output()
         .expect("run llama-gguf-new");
     assert!(o.status.success(), "llama-gguf-new: {}", text(&o.stderr));
@@ -206,6 +211,62 @@ fn eval_callback_nodes_match_llama_cpp() {
         }
         let _ = std::fs::remove_file(m);
     }
+}
+
+/// Per-expert scales of the stacks (`ffn_*_exps.scale`, llama-gguf-new --expert-scales on
+/// qwen3moe): each expert's product times its scale, picked by the same ids (the scale nodes
+/// named ffn_moe_{up,gate,down}_scaled); greedy text, graph size, perplexity and the
+/// eval-callback nodes equal llama.cpp's.
+#[test]
+fn per_expert_scales_match_llama_cpp() {
+    let dir = test_fixtures::cache_dir().join("moe");
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = dir.join(format!("qwen3moe-scaled-{}.gguf", std::process::id()));
+    gguf_new_with(&m, "qwen3moe", "f32", &["--expert-scales"]);
+    let run = |tool: &str, args: &[&str]| -> (String, String) {
+        let bin = test_fixtures::bin(tool, tool);
+        let o = Command::new(bin)
+            .args(["-m", m.to_str().unwrap()])
+            .args(args)
+            .env_remove("LLAMA_ARG_MODEL")
+            .output()
+            .expect("run the tool");
+        assert!(o.status.success(), "{tool}: {}", text(&o.stderr));
+        (text(&o.stdout), text(&o.stderr))
+    };
+    #[rustfmt::skip]
+    let (out, log) = run("llama-completion", &["-p", "Once upon a time", "-n", "16", "--temp", "0",
+        "-no-cnv", "-c", "256", "-t", "2", "-lv", "4"]);
+    assert_eq!(out, text(&fixture("qwen3moe-scaled-f32.greedy.txt")));
+    let want_log = text(&fixture("qwen3moe-scaled-f32.greedy.log"));
+    assert_eq!(graph_line(&log), graph_line(&want_log));
+    let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
+    #[rustfmt::skip]
+    let (o, e) = run("llama-perplexity", &["-f", gpl.to_str().unwrap(), "-c", "128", "--chunks", "4",
+        "-t", "2"]);
+    let all = format!("{o}{e}");
+    let want = text(&fixture("qwen3moe-scaled-f32.perplexity.log"));
+    assert_eq!(chunks(&all).len(), 4, "{all}");
+    for (g, w) in chunks(&all).iter().zip(&chunks(&want)) {
+        assert!((g - w).abs() <= 1e-4 * w.abs(), "{g} vs {w}");
+    }
+    #[rustfmt::skip]
+    let (o, e) = run("llama-eval-callback", &["-p", "hi there", "-n", "1", "--seed", "1", "-c", "256",
+        "-t", "2"]);
+    let got = evalcb_nodes(&format!("{o}{e}"));
+    let want = evalcb_nodes(&text(&fixture("qwen3moe-scaled-f32.eval-callback.log")));
+    assert!(want
+        .iter()
+        .any(|n| n.0.starts_with("ffn_moe_down_scaled-1")));
+    assert_eq!(got.len(), want.len());
+    for ((gh, gs), (wh, ws)) in got.iter().zip(&want) {
+        assert_eq!(gh, wh);
+        assert!(
+            (gs - ws).abs() <= 1e-4 * ws.abs().max(1.0),
+            "{wh}: {gs} vs {ws}"
+        );
+    }
+    let _ = std::fs::remove_file(m);
 }
 
 /// `-cmoe` and `-ncmoe 1` on the CPU alone: llama.cpp's once-per-process warning about CPU

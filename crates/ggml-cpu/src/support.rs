@@ -47,6 +47,7 @@ pub(crate) fn supports_op(ctx: &Context, id: TensorId) -> bool {
         | Op::Sqrt
         | Op::Scale { .. }
         | Op::Clamp { .. }
+        | Op::Fill { .. }
         | Op::Unary(_)
         | Op::Glu { .. } => is_float(s0.ty) && is_float(t.ty) && ty(1).is_none_or(is_float),
         Op::Norm { .. } | Op::RmsNorm { .. } => is_float(s0.ty) && is_float(t.ty),

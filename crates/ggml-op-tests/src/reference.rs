@@ -162,6 +162,7 @@ pub fn eval(ctx: &Context, sh: &mut Shadow, id: TensorId) {
                 };
             }
         }
+        Op::Fill { c } => out.fill(c as f64),
         Op::Glu { op, swapped } => {
             let a = src(sh, 0).expect("a");
             let b = src(sh, 1);

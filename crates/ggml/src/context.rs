@@ -303,6 +303,14 @@ impl Context {
     pub fn clamp(&mut self, a: TensorId, min: f32, max: f32) -> TensorId {
         self.unary_like(Op::Clamp { min, max }, a, true)
     }
+    /// ggml_fill: a new tensor of a's shape with every element `c`.
+    pub fn fill(&mut self, a: TensorId, c: f32) -> TensorId {
+        assert!(
+            matches!(self[a].ty, Type::F32 | Type::F16) && self[a].is_contiguous(),
+            "fill: a must be a contiguous f32 or f16 tensor"
+        );
+        self.unary_like(Op::Fill { c }, a, false)
+    }
 
     /// GLU on the two halves of a's rows (`b` None) or on a and b (`glu_split`).
     pub fn glu(&mut self, a: TensorId, op: GluOp, swapped: bool) -> TensorId {
@@ -386,6 +394,17 @@ impl Context {
             "repeat: a cannot be tiled to b's shape"
         );
         let (ty, ne) = (self[a].ty, self[b].ne);
+        let r = self.new_impl(ty, ne, None, 0);
+        self.with_op(r, Op::Repeat, &[Some(a)])
+    }
+    /// ggml_repeat_4d: a tiled to the shape `ne`.
+    pub fn repeat_4d(&mut self, a: TensorId, ne: [i64; 4]) -> TensorId {
+        let na = self[a].ne;
+        assert!(
+            (0..4).all(|d| na[d] > 0 && ne[d] % na[d] == 0),
+            "repeat_4d: a cannot be tiled to {ne:?}"
+        );
+        let ty = self[a].ty;
         let r = self.new_impl(ty, ne, None, 0);
         self.with_op(r, Op::Repeat, &[Some(a)])
     }

@@ -174,6 +174,10 @@ pub enum Op {
         min: f32,
         max: f32,
     },
+    /// every element set to `c` (src 0 gives the shape)
+    Fill {
+        c: f32,
+    },
     Argsort {
         order: SortOrder,
     },
@@ -228,6 +232,7 @@ impl Op {
             Op::SoftMax { .. } => "SOFT_MAX",
             Op::Rope(_) => "ROPE",
             Op::Clamp { .. } => "CLAMP",
+            Op::Fill { .. } => "FILL",
             Op::Argsort { .. } => "ARGSORT",
             Op::TopK { .. } => "TOP_K",
             Op::FlashAttnExt { .. } => "FLASH_ATTN_EXT",

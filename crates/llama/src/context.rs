@@ -123,9 +123,29 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
     } else {
         0.0
     };
+    let rope_freq_scale = if rope_scaling == RopeScaling::None {
+        1.0
+    } else if params.rope_freq_scale == 0.0 {
+        hp.rope_freq_scale_train
+    } else {
+        params.rope_freq_scale
+    };
+    let yarn_attn_factor = yarn_attn_factor(model, params, yarn_ext_factor, rope_freq_scale);
+    // recurrent-state snapshots serve only the architectures with partial rollback
+    // (llm_arch_supports_rs_rollback), none of which is here
+    let n_rs_seq = if params.n_rs_seq > 0 {
+        ggml::log_debug!(
+            "llama_context: n_rs_seq={} requested but model does not support recurrent partial rollback; clamping to 0\n",
+            params.n_rs_seq
+        );
+        0
+    } else {
+        params.n_rs_seq
+    };
     Ok(Cparams {
         n_ctx,
         n_ctx_seq,
+        n_rs_seq,
         n_batch,
         n_ubatch,
         n_seq_max: params.n_seq_max,
@@ -150,13 +170,7 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
             params.rope_freq_base
         },
         // never scale if the scaling type is none
-        rope_freq_scale: if rope_scaling == RopeScaling::None {
-            1.0
-        } else if params.rope_freq_scale == 0.0 {
-            hp.rope_freq_scale_train
-        } else {
-            params.rope_freq_scale
-        },
+        rope_freq_scale,
         rope_scaling_type: rope_scaling,
         n_ctx_orig_yarn: if params.yarn_orig_ctx != 0 {
             params.yarn_orig_ctx
@@ -164,26 +178,70 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
             hp.n_ctx_orig_yarn
         },
         yarn_ext_factor,
-        // llama.cpp multiplies in the model's factor whatever the user set
-        yarn_attn_factor: if params.yarn_attn_factor >= 0.0 {
-            params.yarn_attn_factor
-        } else {
-            1.0
-        } * hp.rope_attn_factor,
+        yarn_attn_factor,
         yarn_beta_fast: if params.yarn_beta_fast >= 0.0 {
             params.yarn_beta_fast
         } else {
-            32.0
+            hp.yarn_beta_fast
         },
         yarn_beta_slow: if params.yarn_beta_slow >= 0.0 {
             params.yarn_beta_slow
         } else {
-            1.0
+            hp.yarn_beta_slow
         },
         no_perf: params.no_perf,
         warmup: false,
         graph_reuse_disable: params.graph_reuse_disable,
     })
+}
+
+/// The rope attention factor of the context (llama_context's constructor): with YaRN
+/// extrapolation, get_mscale of the scaling factor (DeepSeek's mscale / mscale_all_dim ratio
+/// when the file has `rope.scaling.yarn_log_multiplier`) with the factor the rope kernel
+/// applies itself cancelled; then the model's `rope.scaling.attn_factor`, whatever was set.
+fn yarn_attn_factor(
+    model: &Model,
+    params: &ContextParams,
+    ext_factor: f32,
+    freq_scale: f32,
+) -> f32 {
+    let hp = &model.hparams;
+    let mut f = if params.yarn_attn_factor >= 0.0 {
+        params.yarn_attn_factor
+    } else {
+        1.0
+    };
+    if ext_factor != 0.0 {
+        let get_mscale = |scale: f32, mscale: f32| {
+            if scale <= 1.0 {
+                1.0
+            } else {
+                0.1 * mscale * scale.ln() + 1.0
+            }
+        };
+        let factor = 1.0 / freq_scale;
+        if hp.rope_yarn_log_mul != 0.0 {
+            let mscale_all_dims = hp.rope_yarn_log_mul;
+            // DeepSeek V2's config gives both as one value (llama.cpp assumes mscale 1 else)
+            let deepseek2 = model.arch.is_some_and(|a| a.name() == "deepseek2");
+            let mscale = if deepseek2 && mscale_all_dims != 1.0 {
+                mscale_all_dims
+            } else {
+                1.0
+            };
+            f = get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dims);
+            ggml::log_warn!(
+                "llama_context: setting new yarn_attn_factor = {:.4} (mscale == {:.1}, mscale_all_dim = {:.1})\n",
+                f,
+                mscale,
+                mscale_all_dims
+            );
+        } else {
+            f = get_mscale(factor, 1.0);
+        }
+        f *= 1.0 / (1.0 + 0.1 * factor.ln());
+    }
+    f * hp.rope_attn_factor
 }
 
 /// The text of a context error as llama.cpp words it (without our "invalid context
@@ -284,7 +342,7 @@ impl Context {
         info("kv_unified", cparams.kv_unified.to_string());
         info("freq_base", format!("{:.1}", cparams.rope_freq_base));
         info("freq_scale", crate::cfmt::g(cparams.rope_freq_scale as f64));
-        info("n_rs_seq", "0".to_string());
+        info("n_rs_seq", cparams.n_rs_seq.to_string());
         info("n_outputs_max", cparams.n_outputs_max.to_string());
         info("n_outputs_max_per_seq", "1".to_string());
         if cparams.n_ctx_seq < model.n_ctx_train() {

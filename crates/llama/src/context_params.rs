@@ -50,6 +50,9 @@ pub struct ContextParams {
     pub n_batch: u32,
     pub n_ubatch: u32,
     pub n_seq_max: u32,
+    /// recurrent-state snapshots per sequence for rollback (0: none); only architectures
+    /// with partial rollback keep it, and none of those is here
+    pub n_rs_seq: u32,
     /// 0: n_batch
     pub n_outputs_max: u32,
     pub n_threads: i32,
@@ -90,6 +93,7 @@ impl Default for ContextParams {
             n_batch: 2048,
             n_ubatch: 512,
             n_seq_max: 1,
+            n_rs_seq: 0,
             n_outputs_max: 0,
             n_threads: 4,
             n_threads_batch: 4,
@@ -125,6 +129,7 @@ pub(crate) struct Cparams {
     pub n_batch: u32,
     pub n_ubatch: u32,
     pub n_seq_max: u32,
+    pub n_rs_seq: u32,
     pub n_outputs_max: u32,
     pub n_threads: usize,
     pub n_threads_batch: usize,

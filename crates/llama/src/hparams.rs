@@ -101,6 +101,9 @@ pub struct HParams {
     pub rope_attn_factor: f32,
     pub n_ctx_orig_yarn: u32,
     pub rope_yarn_log_mul: f32,
+    /// YaRN's ramp (the context's defaults unless set; mistral3 reads them from the file)
+    pub yarn_beta_fast: f32,
+    pub yarn_beta_slow: f32,
     pub rope_finetuned: bool,
     /// the window of sliding-window layers (0: none)
     pub n_swa: u32,
@@ -127,6 +130,8 @@ pub struct HParams {
     pub f_attn_temp_offset: f32,
     /// what the mixture-of-experts block of each architecture reads on top of n_expert*
     pub moe: crate::arch::moe::MoeHParams,
+    /// multi-head latent attention (deepseek2)
+    pub mla: crate::arch::deepseek2::MlaHParams,
 }
 
 /// Typed access to `<arch>.<key>` values.
@@ -314,9 +319,9 @@ impl HParams {
             .u32_opt("rope.scaling.original_context_length")?
             .unwrap_or(n_ctx_train);
         let rope_finetuned = k.bool_opt("rope.scaling.finetuned")?.unwrap_or(false);
-        let rope_yarn_log_mul = k
-            .f32_opt("rope.scaling.yarn_log_multiplier")?
-            .unwrap_or(0.0);
+        // read by the architectures that use it (llama.cpp's load_arch_hparams of mistral3,
+        // deepseek2): for the others it stays 0, whatever the file says
+        let rope_yarn_log_mul = 0.0;
         // required or not per architecture: its load_hparams checks
         let f_norm_rms_eps = k
             .f32_opt("attention.layer_norm_rms_epsilon")?
@@ -388,6 +393,8 @@ impl HParams {
             rope_attn_factor: k.f32_opt("rope.scaling.attn_factor")?.unwrap_or(1.0),
             n_ctx_orig_yarn,
             rope_yarn_log_mul,
+            yarn_beta_fast: 32.0,
+            yarn_beta_slow: 1.0,
             rope_finetuned,
             n_swa: 0,
             swa_type: SwaType::None,
@@ -406,6 +413,7 @@ impl HParams {
             n_attn_temp_floor_scale: 0,
             f_attn_temp_offset: 0.0,
             moe: Default::default(),
+            mla: Default::default(),
         };
         arch.load_hparams(&k, &mut hp)?;
         hp.check_swa()?;
@@ -519,6 +527,8 @@ impl HParams {
             rope_attn_factor: 1.0,
             n_ctx_orig_yarn: 0,
             rope_yarn_log_mul: 0.0,
+            yarn_beta_fast: 32.0,
+            yarn_beta_slow: 1.0,
             rope_finetuned: false,
             n_swa: 0,
             swa_type: SwaType::None,
@@ -537,6 +547,7 @@ impl HParams {
             n_attn_temp_floor_scale: 0,
             f_attn_temp_offset: 0.0,
             moe: Default::default(),
+            mla: Default::default(),
         }
     }
 

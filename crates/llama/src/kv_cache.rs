@@ -39,8 +39,9 @@ impl CacheLayers {
 
 pub struct KvCache {
     pub(crate) ctx: Context,
-    /// (K, V) tensor of each layer the cache holds, in layer order
-    pub(crate) layers: Vec<(TensorId, TensorId)>,
+    /// (K, V) tensor of each layer the cache holds, in layer order; no V with absorbed MLA,
+    /// whose values are a view of the cached K rows
+    pub(crate) layers: Vec<(TensorId, Option<TensorId>)>,
     /// model layer -> index into `layers`
     layer_ids: Vec<Option<usize>>,
     n_swa: u32,
@@ -93,17 +94,21 @@ impl KvCache {
             ggml::log_debug!("llama_kv_cache: layer {:3}: dev = {}\n", il, dev.name());
             let k = ctx.new_tensor_3d(type_k, hp.n_embd_k_gqa(il) as i64, kv_size as i64, 1);
             ctx.set_name(k, &format!("cache_k_l{il}"));
-            let v = ctx.new_tensor_3d(type_v, hp.n_embd_v_gqa(il) as i64, kv_size as i64, 1);
-            ctx.set_name(v, &format!("cache_v_l{il}"));
+            let v = (!hp.mla.is_mla()).then(|| {
+                let v = ctx.new_tensor_3d(type_v, hp.n_embd_v_gqa(il) as i64, kv_size as i64, 1);
+                ctx.set_name(v, &format!("cache_v_l{il}"));
+                v
+            });
             *id = Some(layers.len());
             layers.push((k, v));
             let buft = dev.buffer_type();
+            let ids = std::iter::once(k).chain(v);
             match by_buft
                 .iter_mut()
                 .find(|(b, _)| ggml::backend::same_buft(b, &buft))
             {
-                Some((_, ids)) => ids.extend([k, v]),
-                None => by_buft.push((buft, vec![k, v])),
+                Some((_, have)) => have.extend(ids),
+                None => by_buft.push((buft, ids.collect())),
             }
         }
         let mut buffers = Vec::new();
@@ -154,7 +159,10 @@ impl KvCache {
             buffers.extend(bufs);
         }
         let size_k: usize = layers.iter().map(|&(k, _)| ctx[k].nbytes()).sum();
-        let size_v: usize = layers.iter().map(|&(_, v)| ctx[v].nbytes()).sum();
+        let size_v: usize = layers
+            .iter()
+            .filter_map(|&(_, v)| v.map(|v| ctx[v].nbytes()))
+            .sum();
         ggml::log_info!(
             "llama_kv_cache: size = {:7.2} MiB ({:6} cells, {:3} layers, {:2}/{} seqs), K ({}): {:7.2} MiB, V ({}): {:7.2} MiB\n",
             (size_k + size_v) as f64 / MIB,
@@ -172,9 +180,11 @@ impl KvCache {
             "llama_kv_cache: attn_rot_k = 0, n_embd_head_k_all = {}\n",
             hp.n_embd_head_k
         );
+        // an MLA cache has no V heads to count
+        let head_v_all = if hp.mla.is_mla() { 0 } else { hp.n_embd_head_v };
         ggml::log_info!(
             "llama_kv_cache: attn_rot_v = 0, n_embd_head_k_all = {}\n",
-            hp.n_embd_head_v
+            head_v_all
         );
         Ok(KvCache {
             ctx,
@@ -196,7 +206,7 @@ impl KvCache {
         self.cells.size()
     }
     /// The (K, V) tensors of model layer `il`, if this cache holds it.
-    pub(crate) fn layer(&self, il: usize) -> Option<(TensorId, TensorId)> {
+    pub(crate) fn layer(&self, il: usize) -> Option<(TensorId, Option<TensorId>)> {
         self.layer_ids
             .get(il)
             .copied()

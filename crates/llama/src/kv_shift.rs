@@ -42,14 +42,21 @@ impl Context {
                 hp.n_head_kv(il) as i64,
                 hp.n_embd_k_gqa(il) as i64,
             );
+            // MLA rows hold the latent, then the rotated part: rotate only that tail
+            let n_rot = hp.n_rot as i64;
+            let (width, offset) = if hp.mla.n_lora_kv > 0 {
+                (n_rot, ty.row_size(head - n_rot))
+            } else {
+                (head, 0)
+            };
             let view = g.ctx.view_3d(
                 k,
-                head,
+                width,
                 n_head_kv,
                 size,
                 ty.row_size(head),
                 ty.row_size(n_embd_gqa),
-                0,
+                offset,
             );
             let factors = self
                 .model

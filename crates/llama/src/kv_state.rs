@@ -144,6 +144,8 @@ impl KvCache {
             }
         }
         for (il, &(_, v)) in self.layer_indices().into_iter().zip(self.layers.iter()) {
+            // an MLA cache has no V (llama.cpp skips such layers too)
+            let Some(v) = v else { continue };
             let v = &self.ctx[v];
             let n_embd_v = hp.n_embd_v_gqa(il) as usize;
             put_u32(out, v.ty.id());
@@ -267,6 +269,8 @@ impl KvCache {
             set_tensor(k, &buf, 0)?;
         }
         for (il, &(_, v)) in self.layer_indices().into_iter().zip(self.layers.iter()) {
+            // an MLA cache has no V (llama.cpp skips such layers too)
+            let Some(v) = v else { continue };
             let v = &self.ctx[v];
             let n_embd_v = hp.n_embd_v_gqa(il) as usize;
             let ty = r.i32()?;

@@ -121,6 +121,8 @@ pub struct Layer {
     pub rope_short: Option<TensorId>,
     /// the router, experts and shared expert of a mixture-of-experts block
     pub moe: crate::arch::moe::MoeLayer,
+    /// multi-head latent attention (deepseek2)
+    pub mla: crate::arch::deepseek2::MlaLayer,
 }
 
 pub struct Model {

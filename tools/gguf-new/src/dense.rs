@@ -233,10 +233,23 @@ pub fn kv(s: &Shape) -> Vec<(String, Value)> {
         ],
         // Ministral 3's llama 4 attention temperature (its beta), with a short original
         // context so that the query scale steps every 16 positions
-        Arch::Mistral3 => vec![
-            (k("attention.temperature_scale"), Value::F32(0.1)),
-            (k("rope.scaling.original_context_length"), Value::U32(16)),
-        ],
+        Arch::Mistral3 => {
+            let mut kv = vec![
+                (k("attention.temperature_scale"), Value::F32(0.1)),
+                (k("rope.scaling.original_context_length"), Value::U32(16)),
+            ];
+            // Ministral 3's YaRN keys (mscale_all_dim 1), with betas off the defaults
+            if let Some(f) = s.yarn {
+                kv.extend([
+                    (k("rope.scaling.type"), "yarn".into()),
+                    (k("rope.scaling.factor"), Value::F32(f)),
+                    (k("rope.scaling.yarn_log_multiplier"), Value::F32(1.0)),
+                    (k("rope.scaling.yarn_beta_fast"), Value::F32(16.0)),
+                    (k("rope.scaling.yarn_beta_slow"), Value::F32(2.0)),
+                ]);
+            }
+            kv
+        }
         // OLMo 3 (olmo2 with a window) when --swa is given: every other layer slides here, so
         // that a 2-layer model has both kinds
         Arch::Olmo2 if s.swa_set => vec![

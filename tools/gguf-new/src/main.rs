@@ -1,6 +1,7 @@
 //! llama-gguf-new: write a model with random weights of a chosen shape, for tests and for
 //! benchmarking a model shape without downloading it.
 
+mod deepseek2;
 mod dense;
 mod model;
 mod moe;
@@ -36,6 +37,11 @@ pub enum Arch {
     Mixtral,
     Olmoe,
     Deepseek,
+    /// DeepSeek-V2-Lite's layout (MLA, Q from attn_q, softmax router)
+    Deepseek2,
+    /// DeepSeek-V3's layout (MLA with low-rank Q, sigmoid router, selection bias)
+    #[value(name = "deepseek2-v3")]
+    Deepseek2V3,
 }
 
 impl Arch {
@@ -62,6 +68,7 @@ impl Arch {
             Arch::Mixtral => "llama",
             Arch::Olmoe => "olmoe",
             Arch::Deepseek => "deepseek",
+            Arch::Deepseek2 | Arch::Deepseek2V3 => "deepseek2",
         }
     }
 }
@@ -177,6 +184,14 @@ pub struct Args {
     /// deepseek: leading layers with a dense feed-forward (leading_dense_block_count, default 1)
     #[arg(long)]
     pub dense_lead: Option<u32>,
+    /// MoE architectures: per-expert scales of each expert stack (ffn_*_exps.scale, as NVFP4
+    /// files carry them)
+    #[arg(long)]
+    pub expert_scales: bool,
+    /// mistral3: YaRN rope scaling by this factor, with Ministral 3's keys
+    /// (yarn_log_multiplier 1) and betas 16 and 2
+    #[arg(long)]
+    pub yarn: Option<f32>,
     /// general.name
     #[arg(long)]
     pub name: Option<String>,

@@ -28,6 +28,8 @@ pub struct Shape {
     /// --swa was given: architectures whose window is optional (olmo2) get one
     pub swa_set: bool,
     pub moe: crate::moe::MoeShape,
+    /// mistral3's YaRN factor (--yarn)
+    pub yarn: Option<f32>,
 }
 
 /// Known shapes. `tiny` is the reference model of make-tiny-model.py.
@@ -47,6 +49,7 @@ pub fn preset(name: &str) -> Option<Shape> {
             swa: 4096,
             swa_set: false,
             moe: Default::default(),
+            yarn: None,
         };
     Some(match name {
         "tiny" => s(Arch::Llama, 4, 256, 8, 2, 704, 4096, 151936, 500000.0, 1e-5),
@@ -134,9 +137,20 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
             ff_shexp: args.ff_shexp,
             shared: args.experts_shared.unwrap_or(base.moe.shared),
             dense_lead: args.dense_lead.unwrap_or(base.moe.dense_lead),
+            scales: args.expert_scales,
         },
+        yarn: args.yarn,
     };
+    if let Some(f) = s.yarn {
+        if s.arch != Arch::Mistral3 {
+            return Err("--yarn applies to mistral3 only".into());
+        }
+        if f.is_nan() || f <= 1.0 {
+            return Err("--yarn must be a factor above 1".into());
+        }
+    }
     crate::moe::check(&s)?;
+    crate::deepseek2::check(&s)?;
     for (name, v) in [
         ("layers", s.layers),
         ("embd", s.embd),
@@ -208,6 +222,12 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Vec<Spec> {
     for il in 0..s.layers {
         let p = |n: &str| format!("blk.{il}.{n}");
         out.push(vec(p("attn_norm.weight"), e, Init::Norm));
+        if crate::deepseek2::is_deepseek2(s.arch) {
+            out.extend(crate::deepseek2::attn_tensors(s, il, wtype));
+            out.push(vec(p("ffn_norm.weight"), e, Init::Norm));
+            out.extend(crate::moe::ffn_tensors(s, il, wtype));
+            continue;
+        }
         out.push(mat(p("attn_q.weight"), vec![e, e], std(e)));
         if matches!(s.arch, Arch::Qwen2 | Arch::Qwen2moe) {
             out.push(vec(p("attn_q.bias"), e, Init::Normal(0.02)));
@@ -290,7 +310,10 @@ fn kv_pairs(s: &Shape, name: &str, ftype: u32, vocab: Vocab) -> Vec<(String, Val
         ]);
     }
     // the dense architectures' own keys replace common ones of the same name
-    for (key, v) in crate::dense::kv(s) {
+    for (key, v) in crate::dense::kv(s)
+        .into_iter()
+        .chain(crate::deepseek2::kv(s))
+    {
         match kv.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = v,
             None => kv.push((key, v)),

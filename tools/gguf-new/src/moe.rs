@@ -21,6 +21,8 @@ pub struct MoeShape {
     /// deepseek's shared experts (expert_shared_count) and dense leading layers
     pub shared: u32,
     pub dense_lead: u32,
+    /// per-expert `.scale` tensors of the stacks (--expert-scales)
+    pub scales: bool,
 }
 
 impl Default for MoeShape {
@@ -32,6 +34,7 @@ impl Default for MoeShape {
             ff_shexp: None,
             shared: 2,
             dense_lead: 1,
+            scales: false,
         }
     }
 }
@@ -40,8 +43,21 @@ impl Arch {
     pub fn is_moe(self) -> bool {
         matches!(
             self,
-            Arch::Qwen3moe | Arch::Qwen2moe | Arch::Mixtral | Arch::Olmoe | Arch::Deepseek
+            Arch::Qwen3moe
+                | Arch::Qwen2moe
+                | Arch::Mixtral
+                | Arch::Olmoe
+                | Arch::Deepseek
+                | Arch::Deepseek2
+                | Arch::Deepseek2V3
         )
+    }
+}
+
+impl Arch {
+    /// deepseek's layout: dense leading layers, shared experts
+    fn has_dense_lead(self) -> bool {
+        matches!(self, Arch::Deepseek | Arch::Deepseek2 | Arch::Deepseek2V3)
     }
 }
 
@@ -59,6 +75,9 @@ fn ff_shexp(s: &Shape) -> u32 {
 /// The expert flags a shape must satisfy (one line each, as the other flags).
 pub fn check(s: &Shape) -> Result<(), String> {
     if !s.arch.is_moe() {
+        if s.moe.scales {
+            return Err("--expert-scales applies to the MoE architectures".into());
+        }
         return Ok(());
     }
     let m = &s.moe;
@@ -74,7 +93,7 @@ pub fn check(s: &Shape) -> Result<(), String> {
     if s.arch == Arch::Olmoe && s.heads_kv != s.heads {
         return Err("olmoe's K norm spans n_embd: --heads-kv must equal --heads".into());
     }
-    if s.arch == Arch::Deepseek && (m.shared == 0 || m.dense_lead >= s.layers) {
+    if s.arch.has_dense_lead() && (m.shared == 0 || m.dense_lead >= s.layers) {
         return Err("deepseek needs --experts-shared >= 1 and --dense-lead below --layers".into());
     }
     if m.ff_exp == Some(0) || m.ff_shexp == Some(0) {
@@ -108,15 +127,21 @@ pub fn kv(s: &Shape) -> Vec<(String, Value)> {
             Value::U32(ff_shexp(s)),
         ));
     }
-    if s.arch == Arch::Deepseek {
+    if s.arch.has_dense_lead() {
+        // not 1, so that the graph's weight scaling (ffn_moe_weights_scaled) runs, but for
+        // V2-Lite's layout, whose real files scale by 1
+        let scale = match s.arch {
+            Arch::Deepseek => 1.5,
+            Arch::Deepseek2V3 => 2.5,
+            _ => 1.0,
+        };
         kv.extend([
             (
                 format!("{a}.leading_dense_block_count"),
                 Value::U32(s.moe.dense_lead),
             ),
             (format!("{a}.expert_shared_count"), Value::U32(s.moe.shared)),
-            // not 1, so that the graph's weight scaling (ffn_moe_weights_scaled) runs
-            (format!("{a}.expert_weights_scale"), Value::F32(1.5)),
+            (format!("{a}.expert_weights_scale"), Value::F32(scale)),
         ]);
     }
     kv
@@ -134,7 +159,7 @@ pub fn ffn_tensors(s: &Shape, il: u32, wtype: ggml::Type) -> Vec<Spec> {
         ty,
         init,
     };
-    if s.arch == Arch::Deepseek && il < s.moe.dense_lead {
+    if s.arch.has_dense_lead() && il < s.moe.dense_lead {
         let ff = s.ff as u64;
         return vec![
             t("ffn_gate.weight", vec![e, ff], wtype, std(e)),
@@ -148,7 +173,27 @@ pub fn ffn_tensors(s: &Shape, il: u32, wtype: ggml::Type) -> Vec<Spec> {
         t("ffn_up_exps.weight", vec![e, ff, n], wtype, std(e)),
         t("ffn_down_exps.weight", vec![ff, e, n], wtype, std(ff)),
     ];
-    if s.arch == Arch::Deepseek {
+    if s.moe.scales {
+        // about 1, so that a wrong expert's scale shows in the output
+        for stack in ["ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"] {
+            out.push(t(
+                &format!("{stack}.scale"),
+                vec![n],
+                ggml::Type::F32,
+                Init::Norm,
+            ));
+        }
+    }
+    if s.arch == Arch::Deepseek2V3 {
+        // DeepSeek V3's e_score_correction_bias, kept F32 as the converter writes it
+        out.push(t(
+            "exp_probs_b.bias",
+            vec![n],
+            ggml::Type::F32,
+            Init::Normal(0.1),
+        ));
+    }
+    if s.arch.has_dense_lead() {
         let sh = ff * s.moe.shared as u64;
         out.extend([
             t("ffn_gate_shexp.weight", vec![e, sh], wtype, std(e)),

@@ -142,7 +142,10 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         .flatten();
     let row_dot = tiled_iq.unwrap_or(tr.vec_dot);
     // float weights: llamafile's tinyBLAS order where llama.cpp runs it, ggml's dot otherwise
-    let float_tiles = gemm::tinyblas_shape(nr0, k, b.ne[1]);
+    // (llamafile_sgemm runs on src 1 itself only when it is contiguous, and on its converted
+    // copy when the type differed; a permuted F32 src 1 takes ggml's dot product)
+    let float_tiles =
+        gemm::tinyblas_shape(nr0, k, b.ne[1]) && (b.is_contiguous() || b.ty != tr.vec_dot_type);
     let tile_kind = match (a.ty, tr.vec_dot_type) {
         _ if q4_repacked => repacked_elem.map(Tile::Quant),
         _ if kplan.is_some() => kplan.map(Tile::KQuant),

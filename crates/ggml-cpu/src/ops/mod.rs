@@ -140,6 +140,7 @@ pub(crate) fn compute(p: &mut Params, ctx: &Context, id: TensorId) {
         Op::Sqrt => unary::map(p, &n, f32::sqrt),
         Op::Scale { s, b } => unary::scale(p, &n, s, b),
         Op::Clamp { min, max } => unary::map(p, &n, move |x| x.min(max).max(min)),
+        Op::Fill { c } => unary::map(p, &n, move |_| c),
         Op::Unary(u) => unary::unary(p, &n, u),
         Op::Glu { op, swapped } => unary::glu(p, &n, op, swapped),
         Op::Sum => reduce::sum(p, &n),

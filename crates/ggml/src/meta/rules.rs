@@ -489,9 +489,12 @@ impl Rule<'_> {
             Op::None => Ok(SplitState::mirrored()),
             Op::Dup => self.generic(true),
             Op::Add | Op::AddId | Op::Sub | Op::Mul | Op::Div => self.bin_bcast(),
-            Op::Sqr | Op::Sqrt | Op::Scale { .. } | Op::Clamp { .. } | Op::Unary(_) => {
-                self.generic(false)
-            }
+            Op::Sqr
+            | Op::Sqrt
+            | Op::Scale { .. }
+            | Op::Clamp { .. }
+            | Op::Fill { .. }
+            | Op::Unary(_) => self.generic(false),
             Op::Glu { .. } | Op::SoftMax { .. } | Op::Repeat => self.generic(false),
             Op::Sum => self.generic(true),
             Op::SumRows | Op::Mean | Op::Argmax | Op::Argsort { .. } | Op::TopK { .. } => {

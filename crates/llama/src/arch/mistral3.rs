@@ -32,17 +32,11 @@ fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
             ));
         }
     }
-    // the context takes its YaRN betas from the defaults, so only those can be honoured
-    for (key, default) in [
-        ("rope.scaling.yarn_beta_fast", 32.0),
-        ("rope.scaling.yarn_beta_slow", 1.0),
-    ] {
-        if k.f32_opt(key)?.is_some_and(|v| v != default) {
-            return Err(LlamaError::Unsupported(format!(
-                "{}: YaRN betas other than the defaults (32, 1) are not supported",
-                k.full(key)
-            )));
-        }
+    if let Some(b) = k.f32_opt("rope.scaling.yarn_beta_fast")? {
+        hp.yarn_beta_fast = b;
+    }
+    if let Some(b) = k.f32_opt("rope.scaling.yarn_beta_slow")? {
+        hp.yarn_beta_slow = b;
     }
     if let Some(m) = k.f32_opt("rope.scaling.yarn_log_multiplier")? {
         hp.rope_yarn_log_mul = m;

@@ -7,6 +7,7 @@
 mod cohere2;
 mod command_r;
 mod deepseek;
+pub(crate) mod deepseek2;
 mod exaone;
 mod gemma;
 mod gemma2;
@@ -73,6 +74,7 @@ static ARCHS: &[&ArchDef] = &[
     &qwen2moe::ARCH,
     &olmoe::ARCH,
     &deepseek::ARCH,
+    &deepseek2::ARCH,
 ];
 
 /// An architecture of the registry.

@@ -34,6 +34,10 @@ pub struct MoeLayer {
     pub gate_exps: Option<TensorId>,
     pub down_exps: Option<TensorId>,
     pub up_exps: Option<TensorId>,
+    /// per-expert scales of the stacks ({n_expert}; llama.cpp's `.scale` tensors, NVFP4 scale2)
+    pub gate_exps_s: Option<TensorId>,
+    pub down_exps_s: Option<TensorId>,
+    pub up_exps_s: Option<TensorId>,
     /// expert-selection bias (DeepSeek V3's e_score_correction)
     pub exp_probs_b: Option<TensorId>,
     /// the shared expert and its scalar gate (qwen2moe)
@@ -43,9 +47,8 @@ pub struct MoeLayer {
     pub up_shexp: Option<TensorId>,
 }
 
-/// How router logits become expert probabilities (llama_expert_gating_func_type). The
-/// architectures here all use softmax; the others are build_moe_ffn's for the ones that read
-/// `expert_gating_func` (deepseek2 and later), which are not here yet.
+/// How router logits become expert probabilities (llama_expert_gating_func_type): softmax
+/// for most, sigmoid for DeepSeek V3 (deepseek2's `expert_gating_func` = 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[allow(dead_code)]
 pub enum Gating {
@@ -67,6 +70,32 @@ pub struct MoeHParams {
     /// deepseek: expert_shared_count, leading_dense_block_count
     pub n_expert_shared: u32,
     pub n_layer_dense_lead: u32,
+    /// deepseek2: expert_weights_norm (false)
+    pub expert_weights_norm: bool,
+    /// deepseek2: expert_gating_func (llama_expert_gating_func_type; 0: none given)
+    pub expert_gating_func: u32,
+}
+
+impl Gating {
+    /// llama_expert_gating_func_type's values; 4 (sqrt-softplus) and others are not here.
+    pub(crate) fn from_id(id: u32) -> Option<Gating> {
+        match id {
+            1 => Some(Gating::Softmax),
+            2 => Some(Gating::Sigmoid),
+            3 => Some(Gating::SoftmaxWeight),
+            _ => None,
+        }
+    }
+
+    /// llama_expert_gating_func_name
+    pub(crate) fn name_of(id: u32) -> &'static str {
+        match id {
+            1 => "softmax",
+            2 => "sigmoid",
+            4 => "sqrtsoftplus",
+            _ => "unknown",
+        }
+    }
 }
 
 impl MoeHParams {
@@ -108,10 +137,26 @@ pub(crate) fn check_counts(arch: &str, hp: &HParams) -> Result<()> {
         );
     }
     if hp.n_expert_groups > 1 {
-        return Err(LlamaError::Unsupported(format!(
-            "{arch}.expert_group_count = {}: grouped expert selection is not supported",
-            hp.n_expert_groups
-        )));
+        let (g, g_used) = (hp.n_expert_groups, hp.n_group_used);
+        if n % g != 0 {
+            return bad(
+                "expert_group_count",
+                format!("{g} does not divide expert_count = {n}"),
+            );
+        }
+        if g_used == 0 || g_used >= g {
+            return bad(
+                "expert_group_used_count",
+                format!("{g_used} must be at least 1 and below expert_group_count = {g}"),
+            );
+        }
+        // each group is scored by its two best experts
+        if n / g < 2 {
+            return bad(
+                "expert_group_count",
+                format!("{g} leaves fewer than 2 of the {n} experts in each group"),
+            );
+        }
     }
     Ok(())
 }
@@ -200,22 +245,25 @@ pub(crate) fn shared_expert(
     Ok(())
 }
 
-/// llama.cpp's generic pass after load_arch_tensors creates optional per-expert `.scale`
-/// tensors (NVFP4 scale2); the graphs here do not apply them, so a file that has them is
-/// refused by name rather than run without them.
-pub(crate) fn refuse_unsupported(
+/// llama.cpp's generic pass after load_arch_tensors: each expert stack's optional per-expert
+/// `.scale` ({n_expert}, NVFP4 scale2), which build_moe_ffn multiplies into the stack's
+/// products.
+pub(crate) fn expert_scales(
     c: &mut TensorCreator,
-    n_layer: usize,
+    layers: &mut [crate::model::Layer],
     n_expert: i64,
 ) -> Result<()> {
-    for il in 0..n_layer {
-        for base in [tn::FFN_GATE_EXPS, tn::FFN_DOWN_EXPS, tn::FFN_UP_EXPS] {
-            if opt(c, base, "scale", il, &[n_expert], Op::Mul)?.is_some() {
-                return Err(LlamaError::Unsupported(format!(
-                    "tensor blk.{il}.{base}.scale: scaled expert weights are not supported"
-                )));
+    for (il, l) in layers.iter_mut().enumerate() {
+        let m = &mut l.moe;
+        let scale = |c: &mut TensorCreator, base: &str, stack: Option<TensorId>| {
+            if stack.is_none() {
+                return Ok(None);
             }
-        }
+            opt(c, base, "scale", il, &[n_expert], Op::Mul)
+        };
+        m.gate_exps_s = scale(c, tn::FFN_GATE_EXPS, m.gate_exps)?;
+        m.down_exps_s = scale(c, tn::FFN_DOWN_EXPS, m.down_exps)?;
+        m.up_exps_s = scale(c, tn::FFN_UP_EXPS, m.up_exps)?;
     }
     Ok(())
 }
@@ -235,6 +283,21 @@ pub(crate) fn print_info(arch: &str, hp: &HParams) {
             p("n_expert_shared", hp.moe.n_expert_shared);
             let scale = format!("{:.1}", hp.moe.expert_weights_scale);
             ggml::log_info!("print_info: {:<22}= {}\n", "expert_weights_scale", scale);
+        }
+        "deepseek2" => {
+            let m = &hp.mla;
+            p("n_layer_dense_lead", hp.moe.n_layer_dense_lead);
+            p("n_lora_q", m.n_lora_q);
+            p("n_lora_kv", m.n_lora_kv);
+            p("n_embd_head_k_mla", m.n_embd_head_k_mla(hp));
+            p("n_embd_head_v_mla", m.n_embd_head_v_mla(hp));
+            p("n_ff_exp", hp.moe.n_ff_exp);
+            p("n_expert_shared", hp.moe.n_expert_shared);
+            let scale = format!("{:.1}", hp.moe.expert_weights_scale);
+            ggml::log_info!("print_info: {:<22}= {}\n", "expert_weights_scale", scale);
+            p("expert_weights_norm", hp.moe.expert_weights_norm as u32);
+            let gating = Gating::name_of(hp.moe.expert_gating_func);
+            ggml::log_info!("print_info: {:<22}= {}\n", "expert_gating_func", gating);
         }
         _ => {}
     }

@@ -6,7 +6,7 @@ use super::moe::{self, Gating};
 use super::tensors::{self, req, MM};
 use super::{tn, ArchDef, RopeType};
 use crate::error::Result;
-use crate::graph::{GatedAct, GraphBuilder, MoeParams, NormType};
+use crate::graph::{GatedAct, GraphBuilder, MoeParams};
 use crate::hparams::{HParams, Keys};
 use crate::model::{Layer, Model};
 use crate::model_tensors::{LayerKind, TensorCreator};
@@ -67,13 +67,12 @@ fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
         moe::shared_expert(c, &mut l.moe, il, n_embd, n_ff_shexp)?;
         model.layers.push(l);
     }
-    moe::refuse_unsupported(c, hp.n_layer as usize, n_expert)
+    moe::expert_scales(c, &mut model.layers, n_expert)
 }
 
 fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
     let hp = &model.hparams;
     let n_embd_head = hp.n_embd_head_v as i64;
-    let n_layer = hp.n_layer as usize;
     let tok_embd = model.tok_embd.expect("loaded models have token embeddings");
     let moe_p = MoeParams {
         act: GatedAct::Silu,
@@ -82,57 +81,32 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
         gating: Gating::Softmax,
     };
 
-    let mut inp_l = b.build_inp_embd(tok_embd);
+    let inp_l = b.build_inp_embd(tok_embd);
     let inp_pos = b.build_inp_pos();
     b.build_attn_inp_kv();
     let inp_out_ids = b.build_inp_out_ids();
 
-    for il in 0..n_layer {
-        let layer = &model.layers[il];
+    let attn = |b: &mut GraphBuilder, layer: &Layer, cur: TensorId, il: usize| {
         let ili = il as i32;
-        let mut inp_sa = inp_l;
-        let mut cur = b.build_norm(inp_l, layer.attn_norm, None, NormType::Rms, ili);
-        b.cb(cur, "attn_norm", ili);
-        let [q, k, v] = b.build_qkv(
-            layer,
-            cur,
-            n_embd_head,
-            hp.n_head(il) as i64,
-            hp.n_head_kv(il) as i64,
-            ili,
-        );
+        let (n_head, n_head_kv) = (hp.n_head(il) as i64, hp.n_head_kv(il) as i64);
+        let [q, k, v] = b.build_qkv(layer, cur, n_embd_head, n_head, n_head_kv, ili);
         let q = b.rope(q, inp_pos, None);
         let k = b.rope(k, inp_pos, None);
         b.cb(q, "Qcur", ili);
         b.cb(k, "Kcur", ili);
         b.cb(v, "Vcur", ili);
         let scale = 1.0 / (n_embd_head as f32).sqrt();
-        cur = b.build_attn(layer.wo, layer.bo, q, k, v, scale, il);
-
-        if il == n_layer - 1 {
-            cur = b.g.ctx.get_rows(cur, inp_out_ids);
-            inp_sa = b.g.ctx.get_rows(inp_sa, inp_out_ids);
-        }
-        let ffn_inp = b.g.ctx.add(cur, inp_sa);
-        b.cb(ffn_inp, "ffn_inp", ili);
-        cur = b.build_norm(ffn_inp, layer.ffn_norm, None, NormType::Rms, ili);
-        b.cb(cur, "ffn_norm", ili);
+        b.build_attn(layer.wo, layer.bo, q, k, v, scale, il)
+    };
+    let ffn = |b: &mut GraphBuilder, layer: &Layer, cur: TensorId, il: usize| {
+        let ili = il as i32;
         let moe_out = b.build_moe_ffn(cur, &layer.moe, moe_p, ili);
         b.cb(moe_out, "ffn_moe_out", ili);
         let shexp = b.build_shared_expert_gated(cur, &layer.moe, ili);
-        cur = b.g.ctx.add(moe_out, shexp);
-        b.cb(cur, "ffn_out", ili);
-        cur = b.g.ctx.add(cur, ffn_inp);
-        cur = b.build_cvec(cur, il);
-        b.cb(cur, "l_out", ili);
-        inp_l = cur;
-    }
-
-    let mut cur = b.build_norm(inp_l, model.output_norm, None, NormType::Rms, -1);
-    b.cb(cur, "result_norm", -1);
-    b.t_embd = Some(cur);
-    let output = model.output.expect("loaded models have an output matrix");
-    cur = b.build_lora_mm(output, cur);
-    b.cb(cur, "result_output", -1);
-    cur
+        let out = b.g.ctx.add(moe_out, shexp);
+        b.cb(out, "ffn_out", ili);
+        out
+    };
+    let cur = b.build_prenorm_layers(inp_l, inp_out_ids, attn, ffn);
+    b.build_rms_output_head(cur)
 }

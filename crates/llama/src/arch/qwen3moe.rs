@@ -59,7 +59,7 @@ fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
         moe::router_and_experts(c, &mut l.moe, il, n_embd, n_ff_exp, n_expert, true)?;
         model.layers.push(l);
     }
-    moe::refuse_unsupported(c, hp.n_layer as usize, n_expert)
+    moe::expert_scales(c, &mut model.layers, n_expert)
 }
 
 fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {

@@ -9,19 +9,30 @@ impl GraphBuilder<'_> {
     fn attn_inputs(&mut self, n_kv: usize) -> [TensorId; 3] {
         let n_tokens = self.p.n_tokens as i64;
         let k_idxs = self.new_input(Type::I64, &[n_tokens], "attn_inp_k_idxs");
+        let v_idxs = self.attn_v_idxs();
+        let mask = self.attn_mask(n_kv);
+        [k_idxs, v_idxs, mask]
+    }
+
+    fn attn_v_idxs(&mut self) -> TensorId {
+        let n_tokens = self.p.n_tokens as i64;
         let n_v = if self.kv.v_trans() {
             n_tokens * self.model.hparams.n_embd_v_gqa_max() as i64
         } else {
             n_tokens
         };
-        let v_idxs = self.new_input(Type::I64, &[n_v], "attn_inp_v_idxs");
+        self.new_input(Type::I64, &[n_v], "attn_inp_v_idxs")
+    }
+
+    /// The attention mask over `n_kv` cells (f16 for flash attention).
+    pub(super) fn attn_mask(&mut self, n_kv: usize) -> TensorId {
+        let n_tokens = self.p.n_tokens as i64;
         let ty = if self.p.flash_attn {
             Type::F16
         } else {
             Type::F32
         };
-        let mask = self.new_input(ty, &[n_kv as i64, n_tokens, 1, 1], "attn_inp_kq_mask");
-        [k_idxs, v_idxs, mask]
+        self.new_input(ty, &[n_kv as i64, n_tokens, 1, 1], "attn_inp_kq_mask")
     }
 
     /// build_attn_inp_kv: the inputs of the single cache.
@@ -47,8 +58,9 @@ impl GraphBuilder<'_> {
         self.inputs.n_objects += 1;
     }
 
-    /// The attention inputs the cache of layer `il` uses: (k_idxs, v_idxs, mask).
-    fn layer_inputs(&self, il: usize) -> (TensorId, TensorId, Option<TensorId>) {
+    /// The attention inputs the cache of layer `il` uses: (k_idxs, v_idxs, mask); no v_idxs
+    /// for a K-only cache.
+    pub(super) fn layer_inputs(&self, il: usize) -> (TensorId, Option<TensorId>, Option<TensorId>) {
         let i = &self.inputs;
         let swa = self.kv.swa.is_some() && self.model.hparams.is_swa(il);
         let (k, v, m) = if swa {
@@ -56,15 +68,11 @@ impl GraphBuilder<'_> {
         } else {
             (i.k_idxs, i.v_idxs, i.kq_mask)
         };
-        (
-            k.expect("attention inputs are built first"),
-            v.expect("attention inputs are built first"),
-            m,
-        )
+        (k.expect("attention inputs are built first"), v, m)
     }
 
     /// cpy_k: store the new keys in their cells.
-    fn cpy_k(&mut self, k_cur: TensorId, il: usize) -> TensorId {
+    pub(super) fn cpy_k(&mut self, k_cur: TensorId, il: usize) -> TensorId {
         let k = self.cache_tensor(il, false);
         let c = &self.g.ctx[k_cur];
         let (n_embd_head, n_head, n_tokens, nb2) = (c.ne[0], c.ne[1], c.ne[2], c.nb[2]);
@@ -79,7 +87,7 @@ impl GraphBuilder<'_> {
     /// cpy_v: store the new values, row-wise, or one element per row in the transposed layout.
     fn cpy_v(&mut self, v_cur: TensorId, il: usize) -> TensorId {
         let v = self.cache_tensor(il, true);
-        let idxs = self.layer_inputs(il).1;
+        let idxs = self.layer_inputs(il).1.expect("a V cache has V indices");
         let c = &self.g.ctx[v_cur];
         let (n_embd_head, n_head, n_tokens, nb2) = (c.ne[0], c.ne[1], c.ne[2], c.nb[2]);
         let n_embd_gqa = n_embd_head * n_head;
@@ -109,7 +117,7 @@ impl GraphBuilder<'_> {
         (cache.size() as i64, n_kv as i64)
     }
 
-    fn get_k(&mut self, il: usize) -> TensorId {
+    pub(super) fn get_k(&mut self, il: usize) -> TensorId {
         let hp = &self.model.hparams;
         let (head, n_head_kv, n_embd_gqa) = (
             hp.n_embd_head_k as i64,
@@ -159,13 +167,16 @@ impl GraphBuilder<'_> {
         )
     }
 
-    /// build_attn_mha: softmax(K^T Q * scale + mask) V, fused or step by step.
-    fn build_attn_mha(
+    /// build_attn_mha: softmax(K^T Q * scale + mask) V, fused or step by step; `v_mla`
+    /// decompresses the output of absorbed MLA heads (MQA back to MHA).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn build_attn_mha(
         &mut self,
         q: TensorId,
         k: TensorId,
         v: TensorId,
         mask: Option<TensorId>,
+        v_mla: Option<TensorId>,
         kq_scale: f32,
         il: i32,
     ) -> TensorId {
@@ -203,8 +214,19 @@ impl GraphBuilder<'_> {
             if ctx[v].ty == Type::F32 {
                 v = ctx.cast(v, Type::F16);
             }
-            let cur = ctx.flash_attn_ext(q, k, v, mask, kq_scale, max_bias, softcap);
+            let mut cur = ctx.flash_attn_ext(q, k, v, mask, kq_scale, max_bias, softcap);
             ctx.flash_attn_ext_set_prec(cur, Prec::F32);
+            if let Some(v_mla) = v_mla {
+                // a matrix-matrix product with the tokens in dim 1; the permutes are no-ops
+                let ctx = &mut self.g.ctx;
+                cur = ctx.permute(cur, 0, 2, 1, 3);
+                cur = ctx.mul_mat(v_mla, cur);
+                self.cb(cur, "fattn_mla", il);
+                let ctx = &mut self.g.ctx;
+                cur = ctx.permute(cur, 0, 2, 1, 3);
+                cur = ctx.cont(cur);
+            }
+            let ctx = &mut self.g.ctx;
             let ne = ctx[cur].ne;
             ctx.reshape_2d(cur, ne[0] * ne[1], ne[2] * ne[3])
         } else {
@@ -226,8 +248,12 @@ impl GraphBuilder<'_> {
                 v = self.g.ctx.cont(t);
                 self.cb(v, "v_cont", il);
             }
-            let kqv = self.g.ctx.mul_mat(v, kq);
+            let mut kqv = self.g.ctx.mul_mat(v, kq);
             self.cb(kqv, "kqv", il);
+            if let Some(v_mla) = v_mla {
+                kqv = self.g.ctx.mul_mat(v_mla, kqv);
+                self.cb(kqv, "kqv_mla", il);
+            }
             let cur = self.g.ctx.permute(kqv, 0, 2, 1, 3);
             let ne = self.g.ctx[cur].ne;
             self.g.ctx.cont_2d(cur, ne[0] * ne[1], ne[2] * ne[3])
@@ -264,7 +290,7 @@ impl GraphBuilder<'_> {
         let k = self.get_k(il);
         let v = self.get_v(il);
         let mask = self.layer_inputs(il).2;
-        let mut cur = self.build_attn_mha(q_cur, k, v, mask, kq_scale, il as i32);
+        let mut cur = self.build_attn_mha(q_cur, k, v, mask, None, kq_scale, il as i32);
         self.cb(cur, "kqv_out", il as i32);
         if let Some(wo) = wo {
             cur = self.build_lora_mm(wo, cur);

@@ -4,8 +4,10 @@
 //! llama.cpp's names ("Qcur-0", "kq_soft_max-0", "ffn_swiglu-0").
 
 mod attn;
+mod block;
 pub(crate) use ffn::{FfnAct, FfnGate, GatedAct, NormType};
 mod ffn;
+mod mla;
 mod moe;
 pub(crate) use moe::MoeParams;
 
@@ -170,9 +172,25 @@ impl<'a> GraphBuilder<'a> {
 
     /// build_lora_mm_id: the products of the experts `ids` picks from the stack `weight`, the
     /// one entry for expert matrices (as build_lora_mm is for the others).
-    pub fn build_lora_mm_id(&mut self, weight: TensorId, cur: TensorId, ids: TensorId) -> TensorId {
+    /// `w_s`: the stack's per-expert scales ({n_expert}), picked per token and expert by the
+    /// same ids.
+    pub fn build_lora_mm_id(
+        &mut self,
+        weight: TensorId,
+        cur: TensorId,
+        ids: TensorId,
+        w_s: Option<TensorId>,
+    ) -> TensorId {
         let w = self.w(weight);
         let mut res = self.g.ctx.mul_mat_id(w, cur, ids);
+        if let Some(w_s) = self.wo(w_s) {
+            let n_expert = self.g.ctx[w_s].ne[0];
+            let n_tokens = self.g.ctx[cur].ne[2];
+            let s = self.g.ctx.reshape_3d(w_s, 1, n_expert, 1);
+            let s = self.g.ctx.repeat_4d(s, [1, n_expert, n_tokens, 1]);
+            let s = self.g.ctx.get_rows(s, ids);
+            res = self.g.ctx.mul(res, s);
+        }
         // per-expert pairs, picked by the same ids
         for (a, b, scale) in self.lora_pairs(weight) {
             let a_cur = self.g.ctx.mul_mat_id(a, cur, ids);
@@ -187,7 +205,11 @@ impl<'a> GraphBuilder<'a> {
     pub fn cache_tensor(&mut self, il: usize, v: bool) -> TensorId {
         let cache = self.kv.cache_of(il);
         let (k_id, v_id) = cache.layer(il).expect("every attention layer has a cache");
-        let id = if v { v_id } else { k_id };
+        let id = if v {
+            v_id.expect("only caches with values are asked for V")
+        } else {
+            k_id
+        };
         let key = (il, v);
         if let Some(&t) = self.cache.get(&key) {
             return t;

@@ -67,14 +67,11 @@ impl GraphBuilder<'_> {
             self.cb(selection_probs, "ffn_moe_probs_biased", il);
         }
 
-        // ggml_argsort_top_k: a descending argsort and a view of its first n_used columns
-        let sorted = self.g.ctx.argsort(selection_probs, SortOrder::Desc);
-        let selected = {
-            let t = &self.g.ctx[sorted];
-            let (ne, nb) = (t.ne, t.nb);
-            let ne = [n_used, ne[1], ne[2], ne[3]];
-            self.g.ctx.view_4d(sorted, ne, nb[1], nb[2], nb[3], 0)
-        };
+        if hp.n_expert_groups > 1 && n_tokens > 0 {
+            selection_probs = self.mask_expert_groups(selection_probs, il);
+        }
+
+        let (sorted, selected) = self.argsort_top_k(selection_probs, n_used);
         self.cb(sorted, "ffn_moe_argsort", il);
         self.cb(selected, "ffn_moe_topk", il);
 
@@ -106,17 +103,23 @@ impl GraphBuilder<'_> {
         self.g.build_forward_expand(weights);
 
         let cur = self.g.ctx.reshape_3d(cur, n_embd, 1, n_tokens);
-        let up = self.build_lora_mm_id(need(l.up_exps), cur, selected);
+        let up = self.build_lora_mm_id(need(l.up_exps), cur, selected, l.up_exps_s);
         self.cb(up, "ffn_moe_up", il);
+        if l.up_exps_s.is_some() {
+            self.cb(up, "ffn_moe_up_scaled", il);
+        }
         let has_gate = l.gate_exps.is_some();
         let gated = match l.gate_exps {
             Some(g) => {
-                let t = self.build_lora_mm_id(g, cur, selected);
+                let t = self.build_lora_mm_id(g, cur, selected, l.gate_exps_s);
                 self.cb(t, "ffn_moe_gate", il);
                 t
             }
             None => up,
         };
+        if l.gate_exps_s.is_some() {
+            self.cb(gated, "ffn_moe_gate_scaled", il);
+        }
         let act = match (p.act, has_gate) {
             (GatedAct::Silu, true) => {
                 let t = self.g.ctx.swiglu_split(gated, up);
@@ -140,8 +143,11 @@ impl GraphBuilder<'_> {
             }
         };
 
-        let mut experts = self.build_lora_mm_id(need(l.down_exps), act, selected);
+        let mut experts = self.build_lora_mm_id(need(l.down_exps), act, selected, l.down_exps_s);
         self.cb(experts, "ffn_moe_down", il);
+        if l.down_exps_s.is_some() {
+            self.cb(experts, "ffn_moe_down_scaled", il);
+        }
         experts = self.g.ctx.mul(experts, weights);
         self.cb(experts, "ffn_moe_weighted", il);
         self.g.build_forward_expand(experts);
@@ -168,6 +174,51 @@ impl GraphBuilder<'_> {
             out = self.g.ctx.cont(out);
         }
         self.cb(out, "ffn_moe_out", il);
+        out
+    }
+
+    /// ggml_argsort_top_k: a descending argsort and a view of its first `k` columns; returns
+    /// (the argsort, the view).
+    fn argsort_top_k(&mut self, a: TensorId, k: i64) -> (TensorId, TensorId) {
+        let sorted = self.g.ctx.argsort(a, SortOrder::Desc);
+        let t = &self.g.ctx[sorted];
+        let (ne, nb) = (t.ne, t.nb);
+        let top = self
+            .g
+            .ctx
+            .view_4d(sorted, [k, ne[1], ne[2], ne[3]], nb[1], nb[2], nb[3], 0);
+        (sorted, top)
+    }
+
+    /// Group-limited selection (DeepSeek V3): the experts form `expert_group_count` groups,
+    /// each scored by the sum of its two best selection probabilities; only the
+    /// `expert_group_used_count` best groups stay candidates, the others' probabilities are
+    /// set to -inf. {n_expert, n_tokens} in and out.
+    fn mask_expert_groups(&mut self, probs: TensorId, il: i32) -> TensorId {
+        let hp = &self.model.hparams;
+        let (n_expert, n_tokens) = (self.g.ctx[probs].ne[0], self.g.ctx[probs].ne[1]);
+        let n_groups = hp.n_expert_groups as i64;
+        let n_group_used = hp.n_group_used as i64;
+        let per_group = n_expert / n_groups;
+        let ctx = &mut self.g.ctx;
+        let groups = ctx.reshape_3d(probs, per_group, n_groups, n_tokens);
+        let (_, top2) = self.argsort_top_k(groups, 2);
+        let ctx = &mut self.g.ctx;
+        let rows = ctx.reshape_4d(groups, 1, per_group, n_groups, n_tokens);
+        let mut scores = ctx.get_rows(rows, top2);
+        let ne = ctx[scores].ne;
+        scores = ctx.reshape_3d(scores, ne[1], ne[2], ne[3]);
+        scores = ctx.sum_rows(scores);
+        let ne = ctx[scores].ne;
+        scores = ctx.reshape_2d(scores, ne[1], ne[2]);
+        let (_, best) = self.argsort_top_k(scores, n_group_used);
+        self.cb(best, "ffn_moe_group_topk", il);
+        let ctx = &mut self.g.ctx;
+        let kept = ctx.get_rows(groups, best);
+        let masked = ctx.fill(groups, f32::NEG_INFINITY);
+        let masked = ctx.set_rows(masked, kept, best);
+        let out = ctx.reshape_2d(masked, n_expert, n_tokens);
+        self.cb(out, "ffn_moe_probs_masked", il);
         out
     }
 

@@ -1,0 +1,395 @@
+//! deepseek2 (multi-head latent attention, YaRN, dense first layer, experts with shared
+//! experts) on random-weight models that our llama-gguf-new writes in two layouts
+//! (tests/fixtures/deepseek2/README.md): DeepSeek-V2-Lite's (`deepseek2`: Q from attn_q,
+//! softmax router) and DeepSeek-V3's (`deepseek2-v3`: low-rank Q, sigmoid router with the
+//! selection bias, normalised and scaled weights). Each against llama.cpp: greedy text, graph
+//! size, the MoE/MLA startup lines, the KV cache line (K only), perplexity for F32 and Q8_0,
+//! and the eval-callback nodes; and broken MLA metadata stopping llama-completion with one
+//! line naming the key, exit status 1.
+
+use gguf::{GgufFile, GgufWriter, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const ARCHS: [&str; 2] = ["deepseek2", "deepseek2-v3"];
+const TYPES: [(&str, f64); 2] = [("f32", 1e-4), ("q8_0", 1e-3)];
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    let p = test_fixtures::repo_root()
+        .join("tests/fixtures/deepseek2")
+        .join(name);
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+fn gguf_new(out: &Path, arch: &str, ty: &str) {
+    let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
+    #[rustfmt::skip]
+    let o = Command::new(bin)
+        .args(["--arch", arch, "--layers", "2", "--embd", "128", "--heads", "4", "--heads-kv", "1",
+            "--ff", "256", "--ctx", "512", "--vocab-size", "1000", "--experts", "8",
+            "--experts-used", "2", "--ff-exp", "64", "--type", ty, "--seed", "7", "--quiet", "-o"])
+        .arg(out)
+        .output()
+        .expect("run llama-gguf-new");
+    assert!(o.status.success(), "llama-gguf-new: {}", text(&o.stderr));
+}
+
+/// The model the fixtures were recorded on, written again; `user` keeps the file of each test
+/// apart (the tests of this binary run at once in one process).
+fn model(arch: &str, ty: &str, user: &str) -> PathBuf {
+    let dir = test_fixtures::cache_dir().join("deepseek2");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{arch}-{ty}-{user}-{}.gguf", std::process::id()));
+    gguf_new(&out, arch, ty);
+    out
+}
+
+/// The log line holding `what`, from that point on (without the timestamp and prefix).
+fn line_of(log: &str, what: &str) -> String {
+    let l = log
+        .lines()
+        .find(|l| l.contains(what))
+        .unwrap_or_else(|| panic!("no {what:?} line in:\n{log}"));
+    l[l.find(what).unwrap()..].to_string()
+}
+
+/// The print_info lines of the expert and latent-attention settings, and the context's YaRN
+/// attention-factor line.
+fn info_lines(log: &str) -> Vec<String> {
+    let mut out: Vec<String> = log
+        .lines()
+        .filter_map(|l| l.split_once("print_info: "))
+        .map(|(_, rest)| rest.to_string())
+        .filter(|r| {
+            [
+                "n_expert",
+                "n_group",
+                "n_ff",
+                "n_layer_dense_lead",
+                "n_lora",
+                "n_embd_head",
+                "n_embd_k_gqa",
+                "n_embd_v_gqa",
+                "n_rot",
+                "expert_weights",
+                "expert_gating",
+                "rope scaling",
+                "freq_scale_train",
+                "n_ctx_orig_yarn",
+                "rope_yarn_log_mul",
+            ]
+            .iter()
+            .any(|p| r.starts_with(p))
+        })
+        .collect();
+    out.extend(
+        log.lines()
+            .filter(|l| l.contains("setting new yarn_attn_factor"))
+            .map(|l| line_of(l, "setting new")),
+    );
+    out
+}
+
+fn final_ppl(s: &str) -> f64 {
+    let line = line_of(s, "Final estimate: PPL = ");
+    let v = line.split("PPL = ").nth(1).unwrap();
+    v.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+fn chunks(s: &str) -> Vec<f64> {
+    let line = s.lines().find(|l| l.starts_with("[1]")).unwrap_or("");
+    line.split(',')
+        .filter_map(|x| x.split_once(']').and_then(|(_, v)| v.parse().ok()))
+        .collect()
+}
+
+#[test]
+fn greedy_text_graph_and_startup_lines_match_llama_cpp() {
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
+    for arch in ARCHS {
+        for (ty, _) in TYPES {
+            let m = model(arch, ty, "greedy");
+            #[rustfmt::skip]
+            let o = Command::new(&bin)
+                .args(["-m", m.to_str().unwrap(), "-p", "Once upon a time", "-n", "16", "--temp", "0",
+                    "-no-cnv", "-c", "256", "-t", "2", "-lv", "4"])
+                .env_remove("LLAMA_ARG_MODEL")
+                .output()
+                .expect("run llama-completion");
+            assert!(o.status.success(), "{arch} {ty}: {}", text(&o.stderr));
+            let want = text(&fixture(&format!("{arch}-{ty}.greedy.txt")));
+            assert_eq!(text(&o.stdout), want, "{arch} {ty}");
+            let (log, want_log) = (
+                text(&o.stderr),
+                text(&fixture(&format!("{arch}-{ty}.greedy.log"))),
+            );
+            for what in [
+                "graph: nodes",
+                "llama_kv_cache: size",
+                "attn_rot_v",
+                "n_rs_seq",
+                "CPU compute buffer size",
+            ] {
+                assert_eq!(line_of(&log, what), line_of(&want_log, what), "{arch} {ty}");
+            }
+            let info = info_lines(&want_log);
+            assert!(info.iter().any(|l| l.starts_with("n_lora_kv")), "{info:?}");
+            assert!(
+                info.iter().any(|l| l.contains("yarn_attn_factor")),
+                "{info:?}"
+            );
+            assert_eq!(info_lines(&log), info, "{arch} {ty}");
+            let _ = std::fs::remove_file(m);
+        }
+    }
+}
+
+/// Without flash attention the heads are decompressed after softmax(KQ)·V (kqv_mla): the same
+/// text and graph size as llama.cpp's.
+#[test]
+fn greedy_text_without_flash_attention_matches_llama_cpp() {
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
+    for arch in ARCHS {
+        let m = model(arch, "f32", "nofa");
+        #[rustfmt::skip]
+        let o = Command::new(&bin)
+            .args(["-m", m.to_str().unwrap(), "-p", "Once upon a time", "-n", "16", "--temp", "0",
+                "-no-cnv", "-c", "256", "-t", "2", "-lv", "4", "-fa", "off"])
+            .env_remove("LLAMA_ARG_MODEL")
+            .output()
+            .expect("run llama-completion");
+        assert!(o.status.success(), "{arch}: {}", text(&o.stderr));
+        let want = text(&fixture(&format!("{arch}-f32.nofa.greedy.txt")));
+        assert_eq!(text(&o.stdout), want, "{arch}");
+        let want_log = text(&fixture(&format!("{arch}-f32.nofa.greedy.log")));
+        let log = text(&o.stderr);
+        for what in ["graph: nodes", "CPU compute buffer size"] {
+            assert_eq!(line_of(&log, what), line_of(&want_log, what), "{arch}");
+        }
+        let _ = std::fs::remove_file(m);
+    }
+}
+
+#[test]
+fn perplexity_matches_llama_cpp() {
+    let bin = test_fixtures::bin("llama-perplexity", "llama-perplexity");
+    let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
+    for arch in ARCHS {
+        for (ty, rel) in TYPES {
+            let m = model(arch, ty, "ppl");
+            #[rustfmt::skip]
+            let o = Command::new(&bin)
+                .args(["-m", m.to_str().unwrap(), "-f", gpl.to_str().unwrap(), "-c", "128",
+                    "--chunks", "4", "-t", "2"])
+                .output()
+                .expect("run llama-perplexity");
+            let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+            assert!(o.status.success(), "{arch} {ty}: {all}");
+            let want_log = text(&fixture(&format!("{arch}-{ty}.perplexity.log")));
+            let (got, want) = (chunks(&all), chunks(&want_log));
+            assert_eq!(got.len(), 4, "{arch} {ty}: {all}");
+            assert_eq!(got.len(), want.len(), "{arch} {ty}: {want_log}");
+            for (g, w) in got
+                .iter()
+                .zip(&want)
+                .chain([(&final_ppl(&all), &final_ppl(&want_log))])
+            {
+                assert!((g - w).abs() <= rel * w.abs(), "{arch} {ty}: {g} vs {w}");
+            }
+            let _ = std::fs::remove_file(m);
+        }
+    }
+}
+
+/// Each node llama-eval-callback printed: its header (name, op, sources, shape) and its sum.
+fn evalcb_nodes(log: &str) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = Vec::new();
+    for line in log.lines() {
+        if let Some((_, h)) = line.split_once("common_debug_cb_eval:") {
+            out.push((h.trim().to_string(), f64::NAN));
+        } else if let (Some(sum), Some(last)) = (line.trim().strip_prefix("sum = "), out.last_mut())
+        {
+            last.1 = sum.parse().unwrap_or(f64::NAN);
+        }
+    }
+    out
+}
+
+/// The nodes of the latent attention and the experts, in llama.cpp's order with its names,
+/// ops and shapes, and their values (the sums printed) equal to llama.cpp's within 1e-4.
+#[test]
+fn eval_callback_nodes_match_llama_cpp() {
+    let bin = test_fixtures::bin("llama-eval-callback", "llama-eval-callback");
+    for arch in ARCHS {
+        let m = model(arch, "f32", "evalcb");
+        #[rustfmt::skip]
+        let o = Command::new(&bin)
+            .args(["-m", m.to_str().unwrap(), "-p", "hi there", "-n", "1", "--seed", "1", "-c", "256",
+                "-t", "2"])
+            .env_remove("LLAMA_ARG_MODEL")
+            .output()
+            .expect("run llama-eval-callback");
+        let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+        assert!(o.status.success(), "{arch}: {all}");
+        let got = evalcb_nodes(&all);
+        let want = evalcb_nodes(&text(&fixture(&format!("{arch}-f32.eval-callback.log"))));
+        let mut names = vec!["q_nope_absorbed-0", "ffn_moe_topk-1", "fattn_mla-1"];
+        if arch == "deepseek2-v3" {
+            names.extend([
+                "ffn_moe_probs_biased-1",
+                "ffn_moe_group_topk-1",
+                "ffn_moe_probs_masked-1",
+            ]);
+        }
+        for name in names {
+            assert!(want.iter().any(|n| n.0.starts_with(name)), "{arch}: {name}");
+        }
+        assert_eq!(got.len(), want.len(), "{arch}: {all}");
+        for ((gh, gs), (wh, ws)) in got.iter().zip(&want) {
+            assert_eq!(gh, wh, "{arch}");
+            // the masked groups' fill sums to -inf in both
+            assert!(
+                gs == ws || (gs - ws).abs() <= 1e-4 * ws.abs().max(1.0),
+                "{arch} {wh}: sum {gs} vs {ws}"
+            );
+        }
+        let _ = std::fs::remove_file(m);
+    }
+}
+
+/// The K-only cache in a session file: llama.cpp's session of the V3-layout model loads here
+/// and gives its text, and the session our tool writes has its size and prompt, the cache rows
+/// within f16 rounding (the file holds no V section, as llama.cpp skips the missing V).
+#[test]
+fn sessions_hold_the_latent_cache_as_llama_cpp_s() {
+    let m = model("deepseek2-v3", "f32", "session");
+    let dir = test_fixtures::scratch_dir("deepseek2-session");
+    let theirs = dir.join("llamacpp.session");
+    std::fs::copy(
+        test_fixtures::repo_root().join("tests/fixtures/deepseek2/deepseek2-v3-f32.hello.session"),
+        &theirs,
+    )
+    .unwrap();
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
+    let run = |session: &Path, extra: &[&str]| -> (String, String) {
+        #[rustfmt::skip]
+        let o = Command::new(&bin)
+            .args(["-m", m.to_str().unwrap(), "-p", "Hello my name is", "-n", "8", "--temp", "0",
+                "-no-cnv", "-c", "256", "-t", "2", "--prompt-cache", session.to_str().unwrap()])
+            .args(extra)
+            .env_remove("LLAMA_ARG_MODEL")
+            .output()
+            .expect("run llama-completion");
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        (text(&o.stdout), text(&o.stderr))
+    };
+    let want = text(&fixture("deepseek2-v3-f32.hello.txt"));
+    let (out, err) = run(&theirs, &["--prompt-cache-ro"]);
+    assert!(
+        err.contains("session file has exact match for prompt!"),
+        "{err}"
+    );
+    assert_eq!(out, want);
+    let ours = dir.join("ours.session");
+    let _ = std::fs::remove_file(&ours);
+    let (out, _) = run(&ours, &[]);
+    assert_eq!(out, want);
+    let (a, b) = (
+        std::fs::read(&ours).unwrap(),
+        fixture("deepseek2-v3-f32.hello.session"),
+    );
+    assert_eq!(a.len(), b.len());
+    let f16 = |x: &[u8]| ggml::quants::fp16_to_fp32(u16::from_le_bytes([x[0], x[1]]));
+    let differ = a.chunks(2).zip(b.chunks(2)).filter(|(x, y)| x != y).count();
+    // whole f16 values (the cache rows) may round apart; the header and counts may not
+    for (x, y) in a.chunks(2).zip(b.chunks(2)).filter(|(x, y)| x != y) {
+        let (x, y) = (f16(x), f16(y));
+        assert!((x - y).abs() <= 2e-3 * y.abs().max(1.0), "{x} vs {y}");
+    }
+    assert!(
+        differ * 50 < a.len(),
+        "{differ} of {} pairs differ",
+        a.len() / 2
+    );
+    let _ = std::fs::remove_file(m);
+}
+
+/// A deepseek2 model (f32) with its metadata edited by `edit`.
+fn edited(dir: &Path, edit: impl FnOnce(&mut Vec<(String, Value)>)) -> PathBuf {
+    let src = dir.join("deepseek2.gguf");
+    gguf_new(&src, "deepseek2", "f32");
+    let f = GgufFile::open(&src).expect("open the model");
+    let mut kv = f.kv.clone();
+    edit(&mut kv);
+    let mut w = GgufWriter::new();
+    for (k, v) in kv {
+        w.add_kv(k, v).unwrap();
+    }
+    for t in &f.tensors {
+        w.add_tensor(t.name.clone(), t.ty, t.shape()).unwrap();
+    }
+    let data: Vec<&[u8]> = f.tensors.iter().map(|t| f.tensor_data(t)).collect();
+    let out = dir.join("deepseek2-edited.gguf");
+    std::fs::write(&out, w.to_bytes(&data).unwrap()).unwrap();
+    out
+}
+
+fn complete(model: &Path) -> Output {
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
+    Command::new(bin)
+        .arg("-m")
+        .arg(model)
+        .args(["-p", "hi", "-n", "2", "-no-cnv", "-t", "2"])
+        .env_remove("LLAMA_ARG_MODEL")
+        .output()
+        .expect("run llama-completion")
+}
+
+/// Exit 1, no panic, and the loader's cause line carrying `cause`.
+fn assert_fails_with(o: &Output, cause: &str) {
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("error loading model"))
+        .collect();
+    assert!(!lines.is_empty(), "{err}");
+    assert!(lines[0].contains(cause), "want {cause:?} in {:?}", lines[0]);
+}
+
+#[test]
+fn broken_latent_attention_keys_are_named() {
+    let dir = test_fixtures::scratch_dir("deepseek2-bad");
+    let m = edited(&dir, |kv| {
+        kv.retain(|e| e.0 != "deepseek2.attention.kv_lora_rank")
+    });
+    assert_fails_with(&complete(&m), "deepseek2.attention.kv_lora_rank");
+    // the older un-split attn_kv_b form: no MLA head sizes
+    let m = edited(&dir, |kv| {
+        kv.retain(|e| e.0 != "deepseek2.attention.key_length_mla")
+    });
+    assert_fails_with(&complete(&m), "deepseek2.attention.key_length_mla");
+    let m = edited(&dir, |kv| {
+        let e = kv
+            .iter_mut()
+            .find(|e| e.0 == "deepseek2.attention.key_length")
+            .unwrap();
+        e.1 = Value::U32(96);
+    });
+    assert_fails_with(&complete(&m), "deepseek2.attention.key_length = 96");
+    let m = edited(&dir, |kv| {
+        let e = kv
+            .iter_mut()
+            .find(|e| e.0 == "deepseek2.expert_gating_func")
+            .map(|e| e.1 = Value::U32(4));
+        if e.is_none() {
+            kv.push(("deepseek2.expert_gating_func".into(), Value::U32(4)));
+        }
+    });
+    assert_fails_with(&complete(&m), "deepseek2.expert_gating_func = 4");
+}
