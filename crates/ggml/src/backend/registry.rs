@@ -26,10 +26,7 @@ pub fn register(reg: Arc<dyn Reg>) {
 /// Queues a backend whose `init` runs on the first call of [`regs`] (or [`devices`]); `None`
 /// from it registers nothing (a GPU backend with no device here).
 pub fn register_lazy(init: LazyInit) {
-    PENDING
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push(init);
+    PENDING.lock().unwrap_or_else(|e| e.into_inner()).push(init);
 }
 
 fn resolve_pending() {
