@@ -713,7 +713,13 @@ pub fn entries() -> &'static [Entry] {
         } else {
             LOADS
         };
-        v.push(pre(e(tools, names, &["0.5"], OutDiffers, ""), yarn));
+        if names[0] == "--yarn-attn-factor" {
+            // YaRN itself replaces the factor (llama_context recomputes it from the scale, as
+            // llama.cpp does), so its effect shows on the plain rope the file asks for
+            v.push(e(tools, names, &["0.5", "-n", "8"], OutDiffers, ""));
+        } else {
+            v.push(pre(e(tools, names, &["0.5"], OutDiffers, ""), yarn));
+        }
         if beta {
             v.push(e(c, names, &["0.5"], Unwalked, ""));
         }
@@ -1899,6 +1905,20 @@ fn tools_of_their_own(v: &mut Vec<Entry>) {
         &["0"],
         Gguf("deepseek.leading_dense_block_count u32              = 0"),
         "n4",
+    ));
+    v.push(e(
+        gn,
+        &["--expert-scales"],
+        &[],
+        Gguf("blk.0.ffn_gate_exps.scale"),
+        "n3",
+    ));
+    v.push(e(
+        gn,
+        &["--yarn"],
+        &["4", "--arch", "mistral3"],
+        Gguf("mistral3.rope.scaling.factor f32              = 4.000000"),
+        "",
     ));
     v.push(e(gn, &["--quiet"], &[], Unwalked, ""));
     v.push(e(gn, &["--force"], &[], Unwalked, ""));
