@@ -247,9 +247,14 @@ impl Model {
         let ml = ModelLoader::open_with(path, mode, &params.kv_overrides)
             .map_err(|e| (Stage::Loader, e))?;
         ml.print_info();
-        if !params.vocab_only {
-            crate::model_tensors::log_devices(params).map_err(|e| (Stage::Tensors, e))?;
-        }
+        let chosen = if params.vocab_only {
+            None
+        } else {
+            let chosen =
+                crate::model_tensors::placement_devices(params).map_err(|e| (Stage::Tensors, e))?;
+            crate::model_tensors::log_devices(params, &chosen);
+            Some(chosen)
+        };
         let arch_name = ml.arch_name().map_err(|e| (Stage::Arch, e))?;
         let arch = Arch::from_name(&arch_name);
         if arch.is_none() && !params.vocab_only {
@@ -312,17 +317,17 @@ impl Model {
             n_ctx_train_adjusted: Default::default(),
         };
         model.print_info(params.no_alloc);
-        if params.vocab_only {
+        let Some(chosen) = chosen else {
             ggml::log_info!("llama_model_load: vocab only - skipping tensors\n");
             return Ok(Arc::new(model));
-        }
+        };
         ggml::log_info!(
             "load_tensors: loading model tensors, this can take a while... (load_mode = {})\n",
             mode.name()
         );
         let hparams = model.hparams.clone();
-        let mut tensors = |model: &mut Model| -> Result<()> {
-            let mut creator = TensorCreator::new(&ml, &hparams, params)?;
+        let tensors = |model: &mut Model| -> Result<()> {
+            let mut creator = TensorCreator::new(&ml, &hparams, params, chosen)?;
             crate::model_tensors::create_decoder_tensors(model, &mut creator)?;
             creator.finish(model, params)
         };

@@ -166,7 +166,7 @@ pub(crate) fn meta_over(
 
 /// llama_prepare_model_devices: the CPU, every device the model may use, and the GPUs its layers
 /// go to (-dev, -sm none with -mg); with -sm tensor these GPUs are what the meta device spans.
-fn placement_devices(params: &ModelParams) -> Result<(DeviceRef, Vec<DeviceRef>, Vec<DeviceRef>)> {
+pub(crate) fn placement_devices(params: &ModelParams) -> Result<PlacementDevices> {
     let devices = select_devices(params)?;
     let cpu = devices
         .iter()
@@ -206,13 +206,21 @@ fn placement_devices(params: &ModelParams) -> Result<(DeviceRef, Vec<DeviceRef>,
                     .any(|g| std::ptr::addr_eq(Arc::as_ptr(g), Arc::as_ptr(d)))
         })
         .collect();
-    Ok((cpu, devices, gpus))
+    Ok(PlacementDevices { cpu, devices, gpus })
+}
+
+/// What llama_prepare_model_devices chose: found once, logged before the vocabulary is read,
+/// then used to place the tensors.
+pub(crate) struct PlacementDevices {
+    cpu: DeviceRef,
+    devices: Vec<DeviceRef>,
+    gpus: Vec<DeviceRef>,
 }
 
 /// The device lines llama_prepare_model_devices prints before the vocabulary is read: the
 /// members of a meta device, then each device the layers use with its free memory.
-pub(crate) fn log_devices(params: &ModelParams) -> Result<()> {
-    let (_, devices, gpus) = placement_devices(params)?;
+pub(crate) fn log_devices(params: &ModelParams, chosen: &PlacementDevices) {
+    let (devices, gpus) = (&chosen.devices, &chosen.gpus);
     let line = |name: &str, desc: &str, free: usize| {
         ggml::log_info!(
             "llama_prepare_model_devices: using device {} ({}) (unknown id) - {} MiB free\n",
@@ -223,18 +231,17 @@ pub(crate) fn log_devices(params: &ModelParams) -> Result<()> {
     };
     if params.split_mode == crate::model::SplitMode::Tensor {
         if gpus.is_empty() {
-            return Ok(());
+            return;
         }
-        log_meta_members(params, &devices, &gpus);
-        let (name, desc) = ggml::meta::meta_names(&gpus);
+        log_meta_members(params, devices, gpus);
+        let (name, desc) = ggml::meta::meta_names(gpus);
         let free: usize = gpus.iter().map(|d| d.memory().0).sum();
         line(&name, &desc, free);
-        return Ok(());
+        return;
     }
-    for d in &gpus {
+    for d in gpus {
         line(d.name(), d.description(), d.memory().0);
     }
-    Ok(())
 }
 
 impl<'a> TensorCreator<'a> {
@@ -242,8 +249,13 @@ impl<'a> TensorCreator<'a> {
         ml: &'a ModelLoader,
         hp: &'a HParams,
         params: &ModelParams,
+        chosen: PlacementDevices,
     ) -> Result<TensorCreator<'a>> {
-        let (cpu, devices, mut gpus) = placement_devices(params)?;
+        let PlacementDevices {
+            cpu,
+            devices,
+            mut gpus,
+        } = chosen;
         // -sm tensor: the GPUs become one meta device that holds a slice of every layer
         let devices = if params.split_mode == crate::model::SplitMode::Tensor {
             let meta = meta_over(ml, hp, params, &gpus)?;
