@@ -8,7 +8,13 @@
 //! grammar is lazy, triggered by token 257 or the pattern "x", and built by `Grammar::new`
 //! as the tools build theirs; the others are built from the parsed rules with the
 //! vocabulary's pieces made once, so that an input costs its grammar, not the vocabulary.
-//! At most `MAX_STEPS` steps, so an input costs a bounded number of matcher steps.
+//! At most `MAX_STEPS` steps, so an input costs a bounded number of matcher steps; and the
+//! matcher is driven only while its work per step is bounded: no rule longer than
+//! `MAX_RULE_LEN` elements and at most `MAX_LIVE` stack positions before each step. Stack
+//! matching (llama.cpp's algorithm, which ours keeps) compares each new stack with every live
+//! one, so `("0x"?){654}` (654 skippable copies: hundreds of live stacks, hundreds of positions
+//! deep) costs seconds per character, there as here. Such grammars are still parsed and
+//! printed; the longest rule of llama.cpp's grammars and test cases has 34 elements.
 //!
 //! Invariants beyond "no panic": a schema that converts gives a grammar that parses and has
 //! a `root` (or fails on a repetition count or a pattern, as llama.cpp's does); a parsed
@@ -23,6 +29,12 @@ use llama::grammar::{parse, print_grammar, Grammar, GrammarTokens, GrammarVocab}
 use llama::sampling::{TokenData, TokenDataArray};
 
 const MAX_STEPS: usize = 8;
+const MAX_RULE_LEN: usize = 128;
+const MAX_LIVE: usize = 4096;
+
+fn bounded(g: &Grammar) -> bool {
+    g.stacks().iter().map(|s| s.len() + 1).sum::<usize>() <= MAX_LIVE
+}
 
 /// 256 single bytes, some words, a piece that ends inside a character, an empty piece, a
 /// control token and EOG: what the matcher's UTF-8 and token paths need.
@@ -99,7 +111,7 @@ fn drive(g: &mut Grammar, v: &MiniVocab, feed: &[u8], sel: u8) {
     let n = v.n_tokens();
     if sel & 2 != 0 {
         for chunk in feed.chunks(4).take(MAX_STEPS) {
-            if g.accept_str(chunk).is_err() {
+            if !bounded(g) || g.accept_str(chunk).is_err() {
                 return;
             }
         }
@@ -108,6 +120,9 @@ fn drive(g: &mut Grammar, v: &MiniVocab, feed: &[u8], sel: u8) {
     let mut all_allowed = true;
     let ids: Vec<i32> = feed.iter().map(|&b| (b as usize % n) as i32).collect();
     for (step, &tok) in ids.iter().enumerate().take(MAX_STEPS) {
+        if !bounded(g) {
+            return;
+        }
         if g.awaiting_trigger() {
             let _ = g.accept(tok);
             continue;
@@ -185,6 +200,9 @@ fuzz_target!(|data: &[u8]| {
     };
     if !parsed.rules.is_empty() {
         print_grammar(&parsed).expect("a parsed grammar prints");
+    }
+    if parsed.rules.iter().any(|r| r.len() > MAX_RULE_LEN) {
+        return;
     }
     let g = if sel & 0x1c == 0x1c {
         // lazy: the path the tools take, which reads the vocabulary's pieces again
