@@ -186,8 +186,13 @@ fuzz_target!(|data: &[u8]| {
             // llama.cpp's converter writes a pattern's `{n,m}` as it reads it (`std::stoi`:
             // `{-9}` stays negative, `{5000}` stays large) and passes regex syntax it does not
             // check (`a||*b`) into the grammar; its grammar parser then refuses them, as ours
+            // and `additionalProperties: false` writes the not-these-keys rule as one group per
+            // character of the longest key, so a key of 512 characters or more passes the
+            // parser's nesting bound (docs/grammar.md)
             Err(e) => assert!(
-                repetition_count_error(&e.0) || src.contains("\"pattern\""),
+                repetition_count_error(&e.0)
+                    || src.contains("\"pattern\"")
+                    || e.0.starts_with("groups nest deeper than"),
                 "the converted schema does not parse: {e}\n{g}"
             ),
         }

@@ -172,7 +172,8 @@ fn environment(fuel: u64) -> Environment<'static> {
     if let Ok(s) = syntax {
         env.set_syntax(s);
     }
-    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.set_unknown_method_callback(super::format_guard::unknown_method);
+    env.add_filter("format", super::format_guard::format_filter);
     env.add_function("raise_exception", raise_exception);
     env.add_function("strftime_now", strftime_now);
     env.add_function("tojson", tojson);
@@ -457,6 +458,29 @@ mod tests {
 
     fn render(src: &str, ctx: Value) -> Result<String, String> {
         JinjaTemplate::new(src)?.render(ctx)
+    }
+
+    #[test]
+    fn format_keys_minijinja_would_panic_on_are_errors() {
+        let ctx = Value::from_pairs([("x", Value::from_pairs([("\u{ff5c}", Value::from(1))]))]);
+        for src in [
+            "{{ '{x[\u{ff5c}]}'.format(x=x) }}",
+            "{{ '%(\u{ff5c})s' | format(x) }}",
+        ] {
+            let e = render(src, ctx.clone()).unwrap_err();
+            assert!(
+                e.contains("format keys with non-ASCII characters"),
+                "{src}: {e}"
+            );
+        }
+        assert_eq!(
+            render(
+                "{{ '{0} \u{e9}'.format(1) }} {{ '%s \u{e9}' | format(2) }}",
+                ctx
+            )
+            .unwrap(),
+            "1 \u{e9} 2 \u{e9}"
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! own Jinja template, and the incremental formatting conversation mode needs.
 
 mod clock;
+mod format_guard;
 pub mod jinja;
 #[cfg(test)]
 mod tests;
