@@ -37,6 +37,9 @@ pub(crate) struct Features {
     pub avx512vnni: bool,
     #[cfg(target_arch = "aarch64")]
     pub neon: bool,
+    /// FEAT_DotProd (SDOT/UDOT), ggml's `__ARM_FEATURE_DOTPROD`.
+    #[cfg(target_arch = "aarch64")]
+    pub dotprod: bool,
 }
 
 impl Features {
@@ -58,6 +61,7 @@ impl Features {
         #[cfg(target_arch = "aarch64")]
         {
             f.neon = std::arch::is_aarch64_feature_detected!("neon");
+            f.dotprod = std::arch::is_aarch64_feature_detected!("dotprod");
         }
         f
     }
