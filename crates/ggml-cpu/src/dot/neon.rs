@@ -1,5 +1,7 @@
-//! NEON dot products in ggml's aarch64 float order (ggml-cpu/arch/arm/quants.c as GCC
-//! compiles it): the 32-element block types here, the K-quants and IQ4_XS in `neon_k`.
+//! NEON dot products in ggml's aarch64 float order (ggml-cpu/arch/arm/quants.c and vec.cpp
+//! as GCC compiles them): F32, F16 and the 32-element block types here, the K-quants and
+//! IQ4_XS in `neon_k`. BF16 keeps the scalar kernel: ggml's aarch64 build has only its
+//! generic loop (a double sum in element order), which the scalar kernel is.
 //! NEON is part of the aarch64 baseline; the SDOT (dotprod) variants are picked at run time
 //! by the caller. Where ggml keeps per-lane float accumulators (Q4_0, Q4_1, Q5_0, Q5_1,
 //! Q8_0) the lanes SDOT fills differ from those of ggml's vmull/vpaddl emulation, so the two
@@ -26,6 +28,7 @@ pub(super) fn kernel(ty: Type, dotprod: bool) -> Option<Kernel> {
     }
     Some(match (ty, dotprod) {
         (Type::F32, _) => f32_neon,
+        (Type::F16, _) => f16_neon,
         (Type::Q4_0, false) => q4_0::<false>,
         (Type::Q4_0, true) => q4_0::<true>,
         (Type::Q4_1, false) => q4_1::<false>,
@@ -87,19 +90,22 @@ fn hf(b: &[u8], o: usize) -> f32 {
 
 fn f32_neon(n: usize, x: &[u8], y: &[u8]) -> f32 {
     check(n, 1, x, 4, y, 4);
-    // SAFETY: NEON is detected by the caller and `check` proved both hold n floats.
+    // SAFETY: NEON is the aarch64 baseline and `check` proved both hold n floats.
     unsafe { f32_k(n, x.as_ptr() as *const f32, y.as_ptr() as *const f32) }
 }
 
+/// ggml_vec_dot_f32 (GGML_F32_STEP 16: four fused accumulators, reduced as (0 + 2) + (1 + 3),
+/// then the leftovers, which GCC fuses into the float sum).
+///
 /// # Safety
 /// NEON must be available; `px` and `py` must point to `n` floats.
 #[target_feature(enable = "neon")]
 unsafe fn f32_k(n: usize, px: *const f32, py: *const f32) -> f32 {
+    let np = n & !15;
     let mut acc = [vdupq_n_f32(0.0); 4];
-    let mut i = 0;
-    while i + 16 <= n {
+    for i in (0..np).step_by(16) {
         for (k, a) in acc.iter_mut().enumerate() {
-            // SAFETY: 4 floats from i + 4k are in bounds.
+            // SAFETY: 4 floats from i + 4k < np are in bounds.
             unsafe {
                 *a = vfmaq_f32(
                     *a,
@@ -108,18 +114,78 @@ unsafe fn f32_k(n: usize, px: *const f32, py: *const f32) -> f32 {
                 );
             }
         }
-        i += 16;
     }
-    let mut sum = vaddvq_f32(vaddq_f32(
-        vaddq_f32(acc[0], acc[1]),
-        vaddq_f32(acc[2], acc[3]),
-    ));
-    while i < n {
+    let mut sum = reduce4(acc);
+    for i in np..n {
         // SAFETY: i < n.
-        sum += unsafe { *px.add(i) * *py.add(i) };
-        i += 1;
+        sum = unsafe { (*px.add(i)).mul_add(*py.add(i), sum) };
     }
     sum
+}
+
+/// GGML_F32x4_REDUCE: (acc0 + acc2) + (acc1 + acc3), then the lanes pairwise.
+#[target_feature(enable = "neon")]
+#[inline]
+fn reduce4(acc: [float32x4_t; 4]) -> f32 {
+    vaddvq_f32(vaddq_f32(
+        vaddq_f32(acc[0], acc[2]),
+        vaddq_f32(acc[1], acc[3]),
+    ))
+}
+
+/// Four halves widened to floats (FCVTL, exact; part of the aarch64 baseline, unlike the
+/// half-precision arithmetic ggml uses only when built with +fp16).
+///
+/// # Safety
+/// `p` must point to 4 halves.
+#[target_feature(enable = "neon")]
+#[inline]
+unsafe fn ld_f16x4(p: *const u16) -> float32x4_t {
+    // SAFETY: as documented.
+    let h = unsafe { vld1_u16(p) };
+    let out: float32x4_t;
+    // SAFETY: FCVTL reads and writes registers only.
+    unsafe {
+        asm!(
+            "fcvtl {o:v}.4s, {i:v}.4h",
+            o = out(vreg) out,
+            i = in(vreg) h,
+            options(pure, nomem, nostack, preserves_flags)
+        );
+    }
+    out
+}
+
+fn f16_neon(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    check(n, 1, x, 2, y, 2);
+    // SAFETY: NEON is the aarch64 baseline and `check` proved both hold n halves.
+    unsafe { f16_k(n, x.as_ptr() as *const u16, y.as_ptr() as *const u16) }
+}
+
+/// ggml_vec_dot_f16 without half-precision arithmetic (GGML_F32Cx4: halves widened, four
+/// fused f32 accumulators of 4, reduced as for F32 into a double that takes the leftovers).
+///
+/// # Safety
+/// NEON must be available; `px` and `py` must point to `n` halves.
+#[target_feature(enable = "neon")]
+unsafe fn f16_k(n: usize, px: *const u16, py: *const u16) -> f32 {
+    let np = n & !15;
+    let mut acc = [vdupq_n_f32(0.0); 4];
+    for i in (0..np).step_by(16) {
+        for (k, a) in acc.iter_mut().enumerate() {
+            // SAFETY: 4 halves from i + 4k < np are in bounds.
+            unsafe {
+                *a = vfmaq_f32(*a, ld_f16x4(px.add(i + 4 * k)), ld_f16x4(py.add(i + 4 * k)));
+            }
+        }
+    }
+    let mut sum = reduce4(acc) as f64;
+    for i in np..n {
+        // SAFETY: i < n.
+        let (a, b) = unsafe { (h2f(*px.add(i)), h2f(*py.add(i))) };
+        sum += (a * b) as f64;
+    }
+    sum as f32
 }
 
 /// A 32-element weight block as ggml's NEON code unpacks it.

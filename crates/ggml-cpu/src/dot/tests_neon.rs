@@ -27,7 +27,10 @@ impl Rng {
 
 /// The types, ggml's kernel name, block elements, block bytes and the offsets of the fp16
 /// scale fields that get finite values (every other byte is random).
-const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 12] = [
+const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 15] = [
+    (Type::F32, "f32", 1, 4, &[]),
+    (Type::F16, "f16", 1, 2, &[]),
+    (Type::Bf16, "bf16", 1, 2, &[]),
     (Type::Q4_0, "q4_0_q8_0", 32, 18, &[0]),
     (Type::Q4_1, "q4_1_q8_1", 32, 20, &[0, 2]),
     (Type::Q5_0, "q5_0_q8_0", 32, 22, &[0]),
@@ -42,7 +45,8 @@ const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 12] = [
     (Type::Iq4Xs, "iq4_xs_q8_K", 256, 136, &[0]),
 ];
 
-/// An even and an odd count of 32-element blocks (ggml's pair loop and its tail).
+/// An even and an odd count of 32-element blocks (ggml's pair loop and its tail); the float
+/// types get 7 more elements in the second (the loop after ggml's 16-wide one).
 const LENGTHS: [usize; 2] = [4096, 4096 + 256 + 32];
 
 fn put_f16(b: &mut [u8], v: f32) {
@@ -89,6 +93,20 @@ fn activations(vdt: Type, n: usize, rng: &mut Rng) -> Vec<u8> {
     }
 }
 
+/// `n` values in [-2, 2) as F32, F16 or BF16.
+fn floats(ty: Type, n: usize, rng: &mut Rng) -> Vec<u8> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let v = rng.range(-2.0, 2.0);
+        match ty {
+            Type::F32 => out.extend_from_slice(&v.to_le_bytes()),
+            Type::F16 => out.extend_from_slice(&fp32_to_fp16(v).to_le_bytes()),
+            _ => out.extend_from_slice(&ggml::quants::fp32_to_bf16(v).to_le_bytes()),
+        }
+    }
+    out
+}
+
 struct Case {
     ty: Type,
     name: &'static str,
@@ -102,9 +120,21 @@ fn cases() -> Vec<Case> {
     let mut out = Vec::new();
     for (ti, &(ty, name, qk, bs, scales)) in CASE_TYPES.iter().enumerate() {
         for (li, &len) in LENGTHS.iter().enumerate() {
-            let n = len / qk * qk;
+            let n = if qk == 1 { len + 7 * li } else { len / qk * qk };
             let seed = 2000 + 10 * ti as u64 + li as u64;
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            if qk == 1 {
+                let (x, y) = (floats(ty, n, &mut rng), floats(ty, n, &mut rng));
+                out.push(Case {
+                    ty,
+                    name,
+                    n,
+                    seed,
+                    x,
+                    y,
+                });
+                continue;
+            }
             let mut x: Vec<u8> = (0..n / qk * bs).map(|_| rng.byte()).collect();
             for b in x.chunks_exact_mut(bs) {
                 for &o in scales {
