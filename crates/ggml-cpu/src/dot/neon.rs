@@ -16,7 +16,9 @@ use std::arch::aarch64::*;
 use std::arch::asm;
 
 use super::scalar::check;
-use ggml::quants::{fp16_to_fp32 as h2f, KVALUES_IQ4NL};
+use ggml::quants::{
+    e8m0_to_fp32_half, fp16_to_fp32 as h2f, ue4m3_to_fp32, KVALUES_IQ4NL, KVALUES_MXFP4,
+};
 use ggml::Type;
 
 type Kernel = super::VecDotFn;
@@ -41,6 +43,10 @@ pub(super) fn kernel(ty: Type, dotprod: bool) -> Option<Kernel> {
         (Type::Q8_0, true) => q8_0::<true>,
         (Type::Iq4Nl, false) => iq4_nl::<false>,
         (Type::Iq4Nl, true) => iq4_nl::<true>,
+        (Type::Mxfp4, false) => mxfp4::<false>,
+        (Type::Mxfp4, true) => mxfp4::<true>,
+        (Type::Nvfp4, false) => nvfp4::<false>,
+        (Type::Nvfp4, true) => nvfp4::<true>,
         _ => return None,
     })
 }
@@ -199,6 +205,10 @@ trait Block {
     /// # Safety
     /// NEON must be available; `b` holds one block.
     unsafe fn unpack(b: &[u8]) -> (int8x16_t, int8x16_t);
+    /// The block's scale.
+    fn scale(b: &[u8]) -> f32 {
+        hf(b, 0)
+    }
 }
 
 /// The nibbles of 16 bytes: low ones (elements 0..16) and high ones (16..32).
@@ -333,6 +343,28 @@ impl Block for Iq4Nl {
     }
 }
 
+struct Mxfp4;
+impl Block for Mxfp4 {
+    const SIZE: usize = 17;
+    const Q8_1: bool = false;
+    #[target_feature(enable = "neon")]
+    #[inline]
+    unsafe fn unpack(b: &[u8]) -> (int8x16_t, int8x16_t) {
+        // SAFETY: the table has 16 entries; 16 quant bytes follow the exponent.
+        unsafe {
+            let values = vld1q_s8(KVALUES_MXFP4.as_ptr());
+            let v = vld1q_u8(b.as_ptr().add(1));
+            (
+                vqtbl1q_s8(values, vandq_u8(v, vdupq_n_u8(0x0F))),
+                vqtbl1q_s8(values, vshrq_n_u8(v, 4)),
+            )
+        }
+    }
+    fn scale(b: &[u8]) -> f32 {
+        e8m0_to_fp32_half(b[0])
+    }
+}
+
 /// The integer dot product of one weight block with its activation block, in ggml's lanes.
 ///
 /// # Safety
@@ -361,7 +393,7 @@ enum Finish {
     Q41,
     /// Q5_1: lane accumulators and a running `mx * sy` per block of the pair.
     Q51,
-    /// IQ4_NL: no lane accumulators, `sumf += d0 * sumi0 + d1 * sumi1` per pair.
+    /// IQ4_NL, MXFP4: no lane accumulators, `sumf += d0 * sumi0 + d1 * sumi1` per pair.
     Iq4Nl,
 }
 
@@ -384,8 +416,8 @@ unsafe fn pairs<B: Block, const DOT: bool>(nb: usize, x: &[u8], y: &[u8], fin: F
         let (x0, x1, y0, y1) = (xb(ib), xb(ib + 1), yb(ib), yb(ib + 1));
         // SAFETY: blocks ib and ib + 1 exist.
         let (p0, p1) = unsafe { (block_dot::<B, DOT>(x0, y0), block_dot::<B, DOT>(x1, y1)) };
-        let d0 = hf(x0, 0) * hf(y0, 0);
-        let d1 = hf(x1, 0) * hf(y1, 0);
+        let d0 = B::scale(x0) * hf(y0, 0);
+        let d1 = B::scale(x1) * hf(y1, 0);
         match fin {
             Finish::Iq4Nl => {
                 let s1 = vaddvq_s32(p1) as f32;
@@ -414,7 +446,7 @@ unsafe fn pairs<B: Block, const DOT: bool>(nb: usize, x: &[u8], y: &[u8], fin: F
         let (bx, by) = (xb(ib), yb(ib));
         // SAFETY: block ib exists.
         let sumi = unsafe { vaddvq_s32(block_dot::<B, DOT>(bx, by)) } as f32;
-        let (dx, dy) = (hf(bx, 0), hf(by, 0));
+        let (dx, dy) = (B::scale(bx), hf(by, 0));
         sumf = match fin {
             Finish::Q40 => (sumi * dx).mul_add(dy, sumf),
             Finish::Plain | Finish::Iq4Nl => (dx * dy).mul_add(sumi, sumf),
@@ -441,3 +473,58 @@ block_kernel!(q5_0, Q50, 34, Finish::Plain);
 block_kernel!(q5_1, Q51, 36, Finish::Q51);
 block_kernel!(q8_0, Q80, 34, Finish::Plain);
 block_kernel!(iq4_nl, Iq4Nl, 34, Finish::Iq4Nl);
+block_kernel!(mxfp4, Mxfp4, 34, Finish::Iq4Nl);
+
+fn nvfp4<const DOT: bool>(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let nb = check(n, 64, x, 36, y, 68);
+    // SAFETY: NEON is the aarch64 baseline, FEAT_DotProd is detected where DOT; `check`
+    // proved both operands hold nb blocks.
+    unsafe { nvfp4_k::<DOT>(nb, x, y) }
+}
+
+/// ggml_vec_dot_nvfp4_q8_0: the four 16-element sub-block sums in the lanes of one vector
+/// (in both of ggml's variants), scaled by UE4M3 * the Q8_0 scale and fused into one
+/// accumulator.
+///
+/// # Safety
+/// As `vdot`; `x` holds `nb` NVFP4 blocks and `y` 2 * nb Q8_0 blocks.
+#[target_feature(enable = "neon")]
+unsafe fn nvfp4_k<const DOT: bool>(nb: usize, x: &[u8], y: &[u8]) -> f32 {
+    let mut acc = vdupq_n_f32(0.0);
+    // SAFETY: the table has 16 entries.
+    let values = unsafe { vld1q_s8(KVALUES_MXFP4.as_ptr()) };
+    let m4 = vdupq_n_u8(0x0F);
+    for ib in 0..nb {
+        let bx = &x[36 * ib..36 * (ib + 1)];
+        let y0 = &y[68 * ib..68 * ib + 34];
+        let y1 = &y[68 * ib + 34..68 * (ib + 1)];
+        let mut sumi = [0i32; 4];
+        for (si, s) in sumi.iter_mut().enumerate() {
+            let by = if si < 2 { y0 } else { y1 };
+            // SAFETY: 8 quant bytes at 4 + 8si; 16 activation quants at 2 + 16 (si % 2).
+            unsafe {
+                let q = vld1_u8(bx.as_ptr().add(4 + 8 * si));
+                let lo = vqtbl1_s8(values, vand_u8(q, vget_low_u8(m4)));
+                let hi = vqtbl1_s8(values, vshr_n_u8(q, 4));
+                let yv = vld1q_s8(by.as_ptr().add(2 + 16 * (si % 2)) as *const i8);
+                *s = vaddvq_s32(vdot::<DOT>(vdupq_n_s32(0), vcombine_s8(lo, hi), yv));
+            }
+        }
+        let (dy0, dy1) = (hf(y0, 0), hf(y1, 0));
+        let sc = [
+            ue4m3_to_fp32(bx[0]) * dy0,
+            ue4m3_to_fp32(bx[1]) * dy0,
+            ue4m3_to_fp32(bx[2]) * dy1,
+            ue4m3_to_fp32(bx[3]) * dy1,
+        ];
+        // SAFETY: both arrays hold 4 values.
+        unsafe {
+            acc = vfmaq_f32(
+                acc,
+                vcvtq_f32_s32(vld1q_s32(sumi.as_ptr())),
+                vld1q_f32(sc.as_ptr()),
+            );
+        }
+    }
+    vaddvq_f32(acc)
+}

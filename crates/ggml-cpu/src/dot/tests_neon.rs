@@ -27,7 +27,7 @@ impl Rng {
 
 /// The types, ggml's kernel name, block elements, block bytes and the offsets of the fp16
 /// scale fields that get finite values (every other byte is random).
-const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 15] = [
+const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 17] = [
     (Type::F32, "f32", 1, 4, &[]),
     (Type::F16, "f16", 1, 2, &[]),
     (Type::Bf16, "bf16", 1, 2, &[]),
@@ -43,6 +43,9 @@ const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 15] = [
     (Type::Q5K, "q5_K_q8_K", 256, 176, &[0, 2]),
     (Type::Q6K, "q6_K_q8_K", 256, 210, &[208]),
     (Type::Iq4Xs, "iq4_xs_q8_K", 256, 136, &[0]),
+    // (their scale bytes are set apart: an E8M0 exponent, four UE4M3 scales)
+    (Type::Mxfp4, "mxfp4_q8_0", 32, 17, &[]),
+    (Type::Nvfp4, "nvfp4_q8_0", 64, 36, &[]),
 ];
 
 /// An even and an odd count of 32-element blocks (ggml's pair loop and its tail); the float
@@ -139,6 +142,13 @@ fn cases() -> Vec<Case> {
             for b in x.chunks_exact_mut(bs) {
                 for &o in scales {
                     put_f16(&mut b[o..o + 2], rng.range(0.002, 0.05));
+                }
+                match ty {
+                    Type::Mxfp4 => b[0] = 118 + rng.byte() % 12,
+                    Type::Nvfp4 => b[..4]
+                        .iter_mut()
+                        .for_each(|v| *v = 0x20 + rng.byte() % 0x30),
+                    _ => {}
                 }
             }
             let vdt = scalar_traits(ty).unwrap().vec_dot_type;
