@@ -8,6 +8,8 @@ mod iq;
 #[cfg(target_arch = "aarch64")]
 mod neon;
 #[cfg(target_arch = "aarch64")]
+mod neon_iq;
+#[cfg(target_arch = "aarch64")]
 mod neon_k;
 mod q1q2;
 mod scalar;

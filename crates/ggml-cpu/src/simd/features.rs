@@ -17,9 +17,10 @@
 //!
 //! Not llama.cpp's digits: the AVX-512 variants (they follow ggml's AVX-512 code where one
 //! exists, but no reference log was made with it; the IQ/TQ/FP4 types run their AVX2 kernels
-//! there, as ggml's AVX-512 build compiles the same AVX2 code for them), NEON (ggml's ARM kernels sum in another
-//! order), and the scalar kernels of a CPU without AVX2/FMA, which are the portable
-//! definitions every SIMD kernel is tested against (equal up to summation order).
+//! there, as ggml's AVX-512 build compiles the same AVX2 code for them), and the scalar kernels of a CPU without AVX2/FMA, which are the portable
+//! definitions every SIMD kernel is tested against (equal up to summation order). On aarch64
+//! the NEON dot products give the bits of ggml's NEON build (armv8-a, or +dotprod where
+//! FEAT_DotProd is detected; `dot::tests_neon`).
 
 use std::sync::OnceLock;
 
