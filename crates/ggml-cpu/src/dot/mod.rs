@@ -11,6 +11,8 @@ mod neon;
 mod neon_iq;
 #[cfg(target_arch = "aarch64")]
 mod neon_k;
+#[cfg(target_arch = "aarch64")]
+mod neon_q1q2;
 mod q1q2;
 mod scalar;
 #[cfg(test)]

@@ -27,7 +27,7 @@ impl Rng {
 
 /// The types, ggml's kernel name, block elements, block bytes and the offsets of the fp16
 /// scale fields that get finite values (every other byte is random).
-const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 19] = [
+const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 21] = [
     (Type::F32, "f32", 1, 4, &[]),
     (Type::F16, "f16", 1, 2, &[]),
     (Type::Bf16, "bf16", 1, 2, &[]),
@@ -45,6 +45,8 @@ const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 19] = [
     (Type::Iq4Xs, "iq4_xs_q8_K", 256, 136, &[0]),
     (Type::Tq1_0, "tq1_0_q8_K", 256, 54, &[52]),
     (Type::Tq2_0, "tq2_0_q8_K", 256, 66, &[64]),
+    (Type::Q1_0, "q1_0_q8_0", 128, 18, &[0]),
+    (Type::Q2_0, "q2_0_q8_0", 64, 18, &[0]),
     // (their scale bytes are set apart: an E8M0 exponent, four UE4M3 scales)
     (Type::Mxfp4, "mxfp4_q8_0", 32, 17, &[]),
     (Type::Nvfp4, "nvfp4_q8_0", 64, 36, &[]),
