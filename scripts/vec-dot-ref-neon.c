@@ -32,7 +32,8 @@ const char *ggml_type_name(enum ggml_type t) { (void)t; return "?"; }
 DOT(q4_0_q8_0) DOT(q4_1_q8_1) DOT(q5_0_q8_0) DOT(q5_1_q8_1) DOT(q8_0_q8_0) DOT(iq4_nl_q8_0)
 DOT(q2_K_q8_K) DOT(q3_K_q8_K) DOT(q4_K_q8_K) DOT(q5_K_q8_K) DOT(q6_K_q8_K) DOT(iq4_xs_q8_K)
 DOT(mxfp4_q8_0) DOT(nvfp4_q8_0) DOT(tq1_0_q8_K) DOT(tq2_0_q8_K)
-DOT(q1_0_q8_0) DOT(q2_0_q8_0)
+DOT(q1_0_q8_0) DOT(q2_0_q8_0) DOT(iq2_xxs_q8_K) DOT(iq2_xs_q8_K) DOT(iq2_s_q8_K)
+DOT(iq3_xxs_q8_K) DOT(iq3_s_q8_K) DOT(iq1_s_q8_K) DOT(iq1_m_q8_K)
 // vec.cpp's float dot products take typed pointers; the calling convention is the same
 void ggml_vec_dot_f32(int, float *, size_t, const float *, size_t, const float *, size_t, int);
 void ggml_vec_dot_f16(int, float *, size_t, ggml_fp16_t *, size_t, ggml_fp16_t *, size_t, int);
@@ -47,7 +48,9 @@ static const struct {
     ENTRY(q8_0_q8_0), ENTRY(iq4_nl_q8_0), ENTRY(q2_K_q8_K), ENTRY(q3_K_q8_K),
     ENTRY(q4_K_q8_K), ENTRY(q5_K_q8_K), ENTRY(q6_K_q8_K), ENTRY(iq4_xs_q8_K),
     ENTRY(mxfp4_q8_0), ENTRY(nvfp4_q8_0), ENTRY(tq1_0_q8_K), ENTRY(tq2_0_q8_K),
-    ENTRY(q1_0_q8_0), ENTRY(q2_0_q8_0),
+    ENTRY(q1_0_q8_0), ENTRY(q2_0_q8_0), ENTRY(iq2_xxs_q8_K), ENTRY(iq2_xs_q8_K),
+    ENTRY(iq2_s_q8_K), ENTRY(iq3_xxs_q8_K), ENTRY(iq3_s_q8_K), ENTRY(iq1_s_q8_K),
+    ENTRY(iq1_m_q8_K),
     {"f32", (vec_dot_t)ggml_vec_dot_f32}, {"f16", (vec_dot_t)ggml_vec_dot_f16},
     {"bf16", (vec_dot_t)ggml_vec_dot_bf16},
 };

@@ -10,6 +10,8 @@ mod neon;
 #[cfg(target_arch = "aarch64")]
 mod neon_iq;
 #[cfg(target_arch = "aarch64")]
+mod neon_iq_grid;
+#[cfg(target_arch = "aarch64")]
 mod neon_k;
 #[cfg(target_arch = "aarch64")]
 mod neon_q1q2;

@@ -34,6 +34,9 @@ pub(super) fn kernel(ty: Type, dotprod: bool) -> Option<Kernel> {
     if let Some(k) = super::neon_q1q2::kernel(ty, dotprod) {
         return Some(k);
     }
+    if let Some(k) = super::neon_iq_grid::kernel(ty, dotprod) {
+        return Some(k);
+    }
     Some(match (ty, dotprod) {
         (Type::F32, _) => f32_neon,
         (Type::F16, _) => f16_neon,

@@ -27,7 +27,7 @@ impl Rng {
 
 /// The types, ggml's kernel name, block elements, block bytes and the offsets of the fp16
 /// scale fields that get finite values (every other byte is random).
-const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 21] = [
+const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 28] = [
     (Type::F32, "f32", 1, 4, &[]),
     (Type::F16, "f16", 1, 2, &[]),
     (Type::Bf16, "bf16", 1, 2, &[]),
@@ -47,6 +47,14 @@ const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 21] = [
     (Type::Tq2_0, "tq2_0_q8_K", 256, 66, &[64]),
     (Type::Q1_0, "q1_0_q8_0", 128, 18, &[0]),
     (Type::Q2_0, "q2_0_q8_0", 64, 18, &[0]),
+    (Type::Iq2Xxs, "iq2_xxs_q8_K", 256, 66, &[0]),
+    (Type::Iq2Xs, "iq2_xs_q8_K", 256, 74, &[0]),
+    (Type::Iq2S, "iq2_s_q8_K", 256, 82, &[0]),
+    (Type::Iq3Xxs, "iq3_xxs_q8_K", 256, 98, &[0]),
+    (Type::Iq3S, "iq3_s_q8_K", 256, 110, &[0]),
+    (Type::Iq1S, "iq1_s_q8_K", 256, 50, &[0]),
+    // (its fp16 scale is spread over the top nibbles of its scale words)
+    (Type::Iq1M, "iq1_m_q8_K", 256, 56, &[]),
     // (their scale bytes are set apart: an E8M0 exponent, four UE4M3 scales)
     (Type::Mxfp4, "mxfp4_q8_0", 32, 17, &[]),
     (Type::Nvfp4, "nvfp4_q8_0", 64, 36, &[]),
@@ -148,6 +156,15 @@ fn cases() -> Vec<Case> {
                     put_f16(&mut b[o..o + 2], rng.range(0.002, 0.05));
                 }
                 match ty {
+                    Type::Iq1M => {
+                        let d = fp32_to_fp16(rng.range(0.002, 0.05));
+                        for j in 0..4 {
+                            let o = 48 + 2 * j;
+                            let w = u16::from_le_bytes([b[o], b[o + 1]]) & 0x0fff;
+                            let w = w | (((d >> (4 * j)) & 0xf) << 12);
+                            b[o..o + 2].copy_from_slice(&w.to_le_bytes());
+                        }
+                    }
                     Type::Mxfp4 => b[0] = 118 + rng.byte() % 12,
                     Type::Nvfp4 => b[..4]
                         .iter_mut()
