@@ -7,12 +7,22 @@ mod fp4;
 mod iq;
 #[cfg(target_arch = "aarch64")]
 mod neon;
+#[cfg(target_arch = "aarch64")]
+mod neon_iq;
+#[cfg(target_arch = "aarch64")]
+mod neon_iq_grid;
+#[cfg(target_arch = "aarch64")]
+mod neon_k;
+#[cfg(target_arch = "aarch64")]
+mod neon_q1q2;
 mod q1q2;
 mod scalar;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_ggml;
+#[cfg(all(test, target_arch = "aarch64"))]
+mod tests_neon;
 mod tq;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
@@ -57,6 +67,8 @@ pub enum SimdLevel {
     Avx2,
     Avx512,
     Neon,
+    /// NEON with SDOT (FEAT_DotProd), as ggml built with `__ARM_FEATURE_DOTPROD`.
+    NeonDotprod,
 }
 
 impl SimdLevel {
@@ -73,7 +85,11 @@ impl SimdLevel {
         }
         #[cfg(target_arch = "aarch64")]
         {
-            if crate::simd::features::cpu().neon {
+            let f = crate::simd::features::cpu();
+            if f.neon && f.dotprod {
+                return SimdLevel::NeonDotprod;
+            }
+            if f.neon {
                 return SimdLevel::Neon;
             }
         }
@@ -94,8 +110,12 @@ impl SimdLevel {
         }
         #[cfg(target_arch = "aarch64")]
         {
-            if crate::simd::features::cpu().neon {
+            let f = crate::simd::features::cpu();
+            if f.neon {
                 v.push(SimdLevel::Neon);
+            }
+            if f.neon && f.dotprod {
+                v.push(SimdLevel::NeonDotprod);
             }
         }
         v
@@ -276,7 +296,9 @@ pub fn traits_for(level: SimdLevel, ty: Type) -> Option<CpuTypeTraits> {
         #[cfg(target_arch = "x86_64")]
         SimdLevel::Avx512 => x86::avx512_kernel(ty),
         #[cfg(target_arch = "aarch64")]
-        SimdLevel::Neon => neon::kernel(ty),
+        SimdLevel::Neon => neon::kernel(ty, false),
+        #[cfg(target_arch = "aarch64")]
+        SimdLevel::NeonDotprod => neon::kernel(ty, true),
         #[allow(unreachable_patterns)]
         _ => None,
     };

@@ -209,6 +209,7 @@ fn compare(
     assert!(bad.is_empty(), "results differ from llama.cpp:\n{bad}");
 }
 
+#[cfg(target_arch = "x86_64")]
 #[test]
 fn avx2_kernels_give_ggml_avx2_bits() {
     if !SimdLevel::available().contains(&SimdLevel::Avx2) {
@@ -235,6 +236,7 @@ fn scalar_kernels_give_ggml_generic_bits() {
     compare(SimdLevel::Scalar, |r| r.3, ulps);
 }
 
+#[cfg(target_arch = "x86_64")]
 fn skip(why: &str) {
     assert!(
         std::env::var("CI").map_or(true, |v| v != "true"),

@@ -17,9 +17,10 @@
 //!
 //! Not llama.cpp's digits: the AVX-512 variants (they follow ggml's AVX-512 code where one
 //! exists, but no reference log was made with it; the IQ/TQ/FP4 types run their AVX2 kernels
-//! there, as ggml's AVX-512 build compiles the same AVX2 code for them), NEON (ggml's ARM kernels sum in another
-//! order), and the scalar kernels of a CPU without AVX2/FMA, which are the portable
-//! definitions every SIMD kernel is tested against (equal up to summation order).
+//! there, as ggml's AVX-512 build compiles the same AVX2 code for them), and the scalar kernels of a CPU without AVX2/FMA, which are the portable
+//! definitions every SIMD kernel is tested against (equal up to summation order). On aarch64
+//! the NEON dot products give the bits of ggml's NEON build (armv8-a, or +dotprod where
+//! FEAT_DotProd is detected; `dot::tests_neon`).
 
 use std::sync::OnceLock;
 
@@ -37,6 +38,9 @@ pub(crate) struct Features {
     pub avx512vnni: bool,
     #[cfg(target_arch = "aarch64")]
     pub neon: bool,
+    /// FEAT_DotProd (SDOT/UDOT), ggml's `__ARM_FEATURE_DOTPROD`.
+    #[cfg(target_arch = "aarch64")]
+    pub dotprod: bool,
 }
 
 impl Features {
@@ -58,6 +62,7 @@ impl Features {
         #[cfg(target_arch = "aarch64")]
         {
             f.neon = std::arch::is_aarch64_feature_detected!("neon");
+            f.dotprod = std::arch::is_aarch64_feature_detected!("dotprod");
         }
         f
     }
