@@ -321,6 +321,24 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                         let mut ir0 = iir0;
                         // Q8_0-type weights: several rows down the column at once (independent
                         // chains, each the dot product's own order)
+                        if let Some(Tile::Quant(qtile::QElem::Q4_0Repacked)) = tile_kind {
+                            const CR: usize = qtile::COLUMN8_ROWS;
+                            while ir0 + CR <= e0 {
+                                if prefetch_rows > 0 && ir0 + prefetch_rows + CR <= nr0 {
+                                    for r in 0..CR {
+                                        let pr = a.row_ptr(ir0 + prefetch_rows + r, i02, i03);
+                                        prefetch(pr, arow);
+                                    }
+                                }
+                                let ap: [*const u8; CR] = std::array::from_fn(|r| {
+                                    a.row_ptr(ir0 + r, i02, i03) as *const u8
+                                });
+                                let mut out = [0.0f32; CR];
+                                qtile::column8_q4_0(k / 32, &ap, bp, &mut out);
+                                tmp[ir0 - iir0..ir0 - iir0 + CR].copy_from_slice(&out);
+                                ir0 += CR;
+                            }
+                        }
                         if let Some(Tile::Quant(q)) = tile_kind {
                             const CR: usize = qtile::COLUMN_ROWS;
                             while ir0 + CR <= e0 {
