@@ -3,7 +3,7 @@
 //! with the ratio to llama.cpp's throughput on the reference machine where one can be derived.
 //!
 //! `cargo bench -p ggml-cpu --bench matmul` (env: BENCH_THREADS, default all cores;
-//! BENCH_SIZE, default 4096; BENCH_TYPES, e.g. "q4_0,q8_0").
+//! BENCH_SIZE, default 4096; BENCH_TYPES, e.g. "q4_0,q8_0"; BENCH_COLS, default "1,512").
 
 use ggml::backend::{tensor_set_f32, Status};
 use ggml::tensor::TensorData;
@@ -37,7 +37,19 @@ fn cpu_secs() -> f64 {
     f.get(10).copied().unwrap_or(0.0) / 100.0 + f.get(11).copied().unwrap_or(0.0) / 100.0
 }
 
-fn run(ty: Type, k: i64, m: i64, n: i64, threads: usize, iters: usize) -> (f64, f64, usize) {
+/// CPU seconds of the calling thread (which computes the whole graph at one thread): with one
+/// thread this is the kernels' own time, whatever else the machine runs.
+fn thread_cpu_secs() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+fn run(ty: Type, k: i64, m: i64, n: i64, threads: usize, iters: usize) -> (f64, f64, f64, usize) {
     let mut ctx = Context::new();
     let w = ctx.new_tensor_2d(ty, k, m);
     let x = ctx.new_tensor_2d(Type::F32, k, n);
@@ -73,13 +85,14 @@ fn run(ty: Type, k: i64, m: i64, n: i64, threads: usize, iters: usize) -> (f64, 
     let mut backend = ggml_cpu::CpuBackend::new(dev);
     backend.set_threads(threads);
     assert_eq!(backend.compute(&g.ctx, &g.nodes), Status::Success);
-    let (t0, c0) = (Instant::now(), cpu_secs());
+    let (t0, c0, tc0) = (Instant::now(), cpu_secs(), thread_cpu_secs());
     for _ in 0..iters {
         backend.compute(&g.ctx, &g.nodes);
     }
     let wall = t0.elapsed().as_secs_f64() / iters as f64;
     let cpu = (cpu_secs() - c0) / iters as f64;
-    (wall, cpu, g.ctx[w].nbytes())
+    let tcpu = (thread_cpu_secs() - tc0) / iters as f64;
+    (wall, cpu, tcpu, g.ctx[w].nbytes())
 }
 
 /// FLASH_ATTN_EXT at generation shape: one query per head, f16 K and V.
@@ -142,16 +155,21 @@ fn main() {
             Type::Q6K,
         ],
     };
+    let cols: Vec<i64> = std::env::var("BENCH_COLS")
+        .unwrap_or_else(|_| "1,512".into())
+        .split(',')
+        .filter_map(|v| v.trim().parse().ok())
+        .collect();
     println!("MUL_MAT {size} x {size} weight, {threads} threads");
     println!("(rates from wall time; cpu ms far below ms x threads means the machine is busy)");
     println!(
-        "{:<6} {:>6} {:>10} {:>10} {:>10} {:>10} {:>24}",
-        "type", "n", "ms", "cpu ms", "GFLOP/s", "GB/s", "llama.cpp (whole model)"
+        "{:<6} {:>6} {:>10} {:>10} {:>12} {:>10} {:>10} {:>24}",
+        "type", "n", "ms", "cpu ms", "thread0 ms", "GFLOP/s", "GB/s", "llama.cpp (whole model)"
     );
     for ty in types {
-        for n in [1i64, 512] {
-            let iters = if n == 1 { 50 } else { 3 };
-            let (secs, cpu, wbytes) = run(ty, size, size, n, threads, iters);
+        for &n in &cols {
+            let iters = if n == 1 { 200 } else { 3 };
+            let (secs, cpu, tcpu, wbytes) = run(ty, size, size, n, threads, iters);
             let gflops = 2.0 * (size * size * n) as f64 / secs / 1e9;
             let gbs = wbytes as f64 / secs / 1e9;
             let reference = match (llama_cpp_reference(ty), n) {
@@ -160,11 +178,12 @@ fn main() {
                 (None, _) => "-".to_string(),
             };
             println!(
-                "{:<6} {:>6} {:>10.3} {:>10.3} {:>10.1} {:>10.2} {:>24}",
+                "{:<6} {:>6} {:>10.3} {:>10.3} {:>12.3} {:>10.1} {:>10.2} {:>24}",
                 ty.name(),
                 n,
                 secs * 1e3,
                 cpu * 1e3,
+                tcpu * 1e3,
                 gflops,
                 gbs,
                 reference

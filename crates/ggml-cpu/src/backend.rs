@@ -8,7 +8,8 @@ use ggml::backend::{Backend, DeviceRef, GraphView, Status};
 use ggml::{Context, Tensor, TensorId};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// ggml's GGML_MAX_N_THREADS.
 pub const MAX_THREADS: usize = 512;
@@ -34,6 +35,8 @@ pub struct CpuBackend {
     /// Shared work memory, 64-byte aligned (u64 words keep the alignment of 8; the start is
     /// rounded up to 64 inside).
     work: Vec<u64>,
+    /// per-node times, when GGML_CPU_PROFILE asks for them (printed on drop)
+    profile: Option<crate::profile::Profile>,
 }
 
 impl CpuBackend {
@@ -50,6 +53,7 @@ impl CpuBackend {
             placed: None,
             abort: None,
             work: Vec::new(),
+            profile: crate::profile::wanted().then(|| crate::profile::Profile::new(n)),
         }
     }
 
@@ -73,6 +77,7 @@ impl CpuBackend {
 
     /// Computes `nodes` of `ctx` in order.
     pub fn compute(&mut self, ctx: &Context, nodes: &[TensorId]) -> Status {
+        let t_setup = self.profile.is_some().then(Instant::now);
         for &id in nodes {
             if ops::is_noop(&ctx[id]) {
                 continue;
@@ -93,7 +98,13 @@ impl CpuBackend {
         let error = AtomicBool::new(false);
         let counter = AtomicUsize::new(0);
         let abort = self.abort.clone();
+        let profiling = self.profile.is_some();
+        let times: Mutex<Vec<(TensorId, Duration)>> = Mutex::new(Vec::new());
+        let setup = t_setup.map(|t| t.elapsed());
+        let t_graph = t_setup.map(|_| Instant::now());
         let job = |ith: usize, nth: usize, barrier: &crate::pool::SpinBarrier| {
+            let timed = profiling && ith == 0;
+            let mut mine = Vec::new();
             SCRATCH.with(|s| {
                 let mut scratch = s.borrow_mut();
                 for &id in nodes {
@@ -101,6 +112,7 @@ impl CpuBackend {
                     if ops::is_noop(t) {
                         continue;
                     }
+                    let t0 = timed.then(Instant::now);
                     let mut p = Params::new(
                         ith,
                         nth,
@@ -120,11 +132,17 @@ impl CpuBackend {
                         }
                     }
                     barrier.wait(nth);
+                    if let Some(t0) = t0 {
+                        mine.push((id, t0.elapsed()));
+                    }
                     if aborted.load(Ordering::Relaxed) || barrier.is_poisoned() {
                         break;
                     }
                 }
-            })
+            });
+            if timed {
+                *times.lock().unwrap_or_else(|e| e.into_inner()) = mine;
+            }
         };
         let use_batch = self.batch && self.pool_batch.is_some();
         let pool = match (&mut self.pool_batch, use_batch) {
@@ -146,6 +164,12 @@ impl CpuBackend {
                 return Status::Failed(e.to_string());
             }
         }
+        if let (Some(prof), Some(setup), Some(t_graph)) = (&mut self.profile, setup, t_graph) {
+            prof.graph(setup, t_graph.elapsed(), nth);
+            for (id, d) in times.into_inner().unwrap_or_else(|e| e.into_inner()) {
+                prof.node(ctx, id, d);
+            }
+        }
         if aborted.load(Ordering::Relaxed) {
             Status::Aborted
         } else if error.load(Ordering::Relaxed) {
@@ -153,6 +177,14 @@ impl CpuBackend {
             Status::Failed("an index was out of range".into())
         } else {
             Status::Success
+        }
+    }
+}
+
+impl Drop for CpuBackend {
+    fn drop(&mut self) {
+        if let Some(p) = &self.profile {
+            eprint!("{}", p.report());
         }
     }
 }

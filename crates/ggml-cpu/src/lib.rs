@@ -22,6 +22,7 @@ mod fp;
 mod ops;
 pub mod placement;
 mod pool;
+mod profile;
 mod quant;
 mod simd;
 mod support;

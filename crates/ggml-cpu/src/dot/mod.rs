@@ -43,6 +43,9 @@ mod x86_tiled;
 
 use std::sync::OnceLock;
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86::rows4_kernel;
+
 use ggml::quants::{self, fp32_to_bf16, fp32_to_fp16};
 use ggml::Type;
 

@@ -196,3 +196,34 @@ fn tiled_iq_order_is_the_same_dot_product() {
         assert_eq!(covered, 8, "the eight IQ types llama.cpp tiles");
     }
 }
+
+/// The four-row kernels give each row the bits of the dot product the CPU's table uses.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn rows4_kernels_equal_the_dot_product() {
+    for ty in [Type::Q4_1, Type::Q5_1] {
+        let Some((f, qk)) = rows4_kernel(ty) else {
+            eprintln!("skipped: no AVX2 on this CPU");
+            return;
+        };
+        let n = 2048;
+        let tr = cpu_traits(ty);
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..4)
+            .map(|r| {
+                let (w, y, _) = operands(ty, n, 7 + r);
+                (w, y)
+            })
+            .collect();
+        // one activation row (the first one's), four weight rows
+        let y = &rows[0].1;
+        let x: [*const u8; 4] = std::array::from_fn(|r| rows[r].0.as_ptr());
+        let mut out = [0.0f32; 4];
+        // SAFETY: AVX2 was detected (rows4_kernel); every row holds n / qk blocks and y the
+        // matching Q8_1 blocks.
+        unsafe { f(n / qk, &x, y.as_ptr(), &mut out) };
+        for r in 0..4 {
+            let want = (tr.vec_dot)(n, &rows[r].0, y);
+            assert_eq!(out[r].to_bits(), want.to_bits(), "{ty} row {r}");
+        }
+    }
+}

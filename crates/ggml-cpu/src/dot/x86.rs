@@ -396,6 +396,75 @@ macro_rules! q4_1_kernel {
     };
 }
 
+/// Four rows of one Q8_1 column at once: out[r] = the kernel above on row x[r], in its order
+/// (four independent chains, so a mat-vec product is not bound by one chain's latency).
+macro_rules! q4_1_rows4 {
+    ($name:ident, $feat:literal, $xs:expr, $load_x:ident, $mul:ident) => {
+        /// # Safety
+        /// The CPU features must be available; each x[r] must point at `nb` blocks of the
+        /// weight type, `y` at nb Q8_1 blocks.
+        #[target_feature(enable = $feat)]
+        pub(crate) unsafe fn $name(
+            nb: usize,
+            x: &[*const u8; 4],
+            y: *const u8,
+            out: &mut [f32; 4],
+        ) {
+            let mut acc = [_mm256_setzero_ps(); 4];
+            let mut summs = [0.0f32; 4];
+            for ib in 0..nb {
+                // SAFETY: block ib of every operand is within the nb blocks the caller vouches for.
+                unsafe {
+                    let by = y.add(36 * ib);
+                    let (dy, sy) = (h2f_f16c(by), h2f_f16c(by.add(2)));
+                    let qy = _mm256_loadu_si256(by.add(4) as *const __m256i);
+                    for r in 0..4 {
+                        let bx = x[r].add($xs * ib);
+                        summs[r] += h2f_f16c(bx.add(2)) * sy;
+                        let d = _mm256_set1_ps(h2f_f16c(bx) * dy);
+                        let qx = $load_x(bx.add(4));
+                        acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps($mul(qx, qy)), acc[r]);
+                    }
+                }
+            }
+            for r in 0..4 {
+                out[r] = hsum_ps(acc[r]) + summs[r];
+            }
+        }
+    };
+}
+
+q4_1_rows4!(
+    q4_1_rows4_k2,
+    "avx2,fma,f16c",
+    20,
+    unpack_nibbles,
+    mul_sum_u8_i8
+);
+q4_1_rows4!(
+    q5_1_rows4_k2,
+    "avx2,fma,f16c",
+    24,
+    unpack_q5_1,
+    mul_sum_u8_i8
+);
+
+/// Four-row kernels of one activation column, for the types that have them: the same bits as
+/// four calls of the AVX2 (or AVX-512: the integer sums are exact either way) dot product.
+pub(crate) type Rows4Fn = unsafe fn(usize, &[*const u8; 4], *const u8, &mut [f32; 4]);
+
+/// The kernel and its block length.
+pub(crate) fn rows4_kernel(ty: Type) -> Option<(Rows4Fn, usize)> {
+    if !has_avx2() {
+        return None;
+    }
+    match ty {
+        Type::Q4_1 => Some((q4_1_rows4_k2 as Rows4Fn, 32)),
+        Type::Q5_1 => Some((q5_1_rows4_k2 as Rows4Fn, 32)),
+        _ => None,
+    }
+}
+
 q4_1_kernel!(q4_1_k2, "avx2,fma,f16c", 20, unpack_nibbles, mul_sum_u8_i8);
 q4_1_kernel!(q5_1_k2, "avx2,fma,f16c", 24, unpack_q5_1, mul_sum_u8_i8);
 q4_1_kernel!(

@@ -141,6 +141,17 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         .then(|| crate::dot::tiled_iq_kernel(a.ty))
         .flatten();
     let row_dot = tiled_iq.unwrap_or(tr.vec_dot);
+    // types with a four-row kernel of the dot product's order (Q4_1, Q5_1)
+    #[cfg(target_arch = "x86_64")]
+    let rows4 = tiled_iq
+        .is_none()
+        .then(|| crate::dot::rows4_kernel(a.ty))
+        .flatten();
+    #[cfg(not(target_arch = "x86_64"))]
+    let rows4: Option<(
+        unsafe fn(usize, &[*const u8; 4], *const u8, &mut [f32; 4]),
+        usize,
+    )> = None;
     // float weights: llamafile's tinyBLAS order where llama.cpp runs it, ggml's dot otherwise
     // (llamafile_sgemm runs on src 1 itself only when it is contiguous, and on its converted
     // copy when the type differed; a permuted F32 src 1 takes ggml's dot product)
@@ -310,6 +321,24 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                         let mut ir0 = iir0;
                         // Q8_0-type weights: several rows down the column at once (independent
                         // chains, each the dot product's own order)
+                        if let Some(Tile::Quant(qtile::QElem::Q4_0Repacked)) = tile_kind {
+                            const CR: usize = qtile::COLUMN8_ROWS;
+                            while ir0 + CR <= e0 {
+                                if prefetch_rows > 0 && ir0 + prefetch_rows + CR <= nr0 {
+                                    for r in 0..CR {
+                                        let pr = a.row_ptr(ir0 + prefetch_rows + r, i02, i03);
+                                        prefetch(pr, arow);
+                                    }
+                                }
+                                let ap: [*const u8; CR] = std::array::from_fn(|r| {
+                                    a.row_ptr(ir0 + r, i02, i03) as *const u8
+                                });
+                                let mut out = [0.0f32; CR];
+                                qtile::column8_q4_0(k / 32, &ap, bp, &mut out);
+                                tmp[ir0 - iir0..ir0 - iir0 + CR].copy_from_slice(&out);
+                                ir0 += CR;
+                            }
+                        }
                         if let Some(Tile::Quant(q)) = tile_kind {
                             const CR: usize = qtile::COLUMN_ROWS;
                             while ir0 + CR <= e0 {
@@ -327,6 +356,26 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                 tmp[ir0 - iir0..ir0 - iir0 + CR].copy_from_slice(&out);
                                 ir0 += CR;
                             }
+                        }
+                        // Q4_1/Q5_1 weights likewise, four rows at once (each row its own
+                        // chain in the dot product's order); the K-quant tile with one column
+                        // measured slower than its one-row dot, so those stay row by row
+                        let four_rows = tile_kind.is_none() && rows4.is_some();
+                        while four_rows && ir0 + gemm::RM <= e0 {
+                            if prefetch_rows > 0 && ir0 + prefetch_rows + gemm::RM <= nr0 {
+                                for r in 0..gemm::RM {
+                                    let pr = a.row_ptr(ir0 + prefetch_rows + r, i02, i03);
+                                    prefetch(pr, arow);
+                                }
+                            }
+                            let ap: [*const u8; gemm::RM] =
+                                std::array::from_fn(|r| a.row_ptr(ir0 + r, i02, i03) as *const u8);
+                            let mut out = [0.0f32; gemm::RM];
+                            if let Some((f, qk)) = rows4 {
+                                f(k / qk, &ap, bp, &mut out);
+                            }
+                            tmp[ir0 - iir0..ir0 - iir0 + gemm::RM].copy_from_slice(&out);
+                            ir0 += gemm::RM;
                         }
                         for ir0 in ir0..e0 {
                             let x = std::slice::from_raw_parts(a.row_ptr(ir0, i02, i03), arow);
