@@ -10,8 +10,9 @@ use std::process::Command;
 /// one only with it: OLMo 3); a phi3 named "phi3" makes llama.cpp's vocabulary look up tokens,
 /// "</s>" and "<unk>", that the built-in vocabulary does not have. smollm3 gets four layers,
 /// for its rope-less fourth one, command-r-64 64 for its head norms; mistral3-yarn has
-/// Ministral 3's YaRN keys (factor 4, betas 16 and 2).
-const MODELS: [(&str, &str, &[&str]); 17] = [
+/// Ministral 3's YaRN keys (factor 4, betas 16 and 2); glm4-nextn one NextN layer after the two
+/// (loaded, skipped: deepseek2_models.rs checks its startup lines).
+const MODELS: [(&str, &str, &[&str]); 18] = [
     ("qwen3", "qwen3", &[]),
     ("gemma2", "gemma2", &["--swa", "32"]),
     ("gemma", "gemma", &[]),
@@ -25,6 +26,7 @@ const MODELS: [(&str, &str, &[&str]); 17] = [
     ("command-r-64", "command-r", &[]),
     ("cohere2", "cohere2", &["--swa", "32"]),
     ("glm4", "glm4", &[]),
+    ("glm4-nextn", "glm4", &["--nextn", "1"]),
     ("exaone", "exaone", &[]),
     ("smollm3", "smollm3", &[]),
     ("mistral3", "mistral3", &[]),

@@ -25,13 +25,34 @@ fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-fn gguf_new(out: &Path, arch: &str, ty: &str) {
+/// The layout variants (scripts/record-deepseek2-variants.sh): their fixture name, the
+/// llama-gguf-new architecture and flags. `deepseek2-kvb` is the older un-split form (one
+/// `attn_kv_b`, a KV head per query head), `-nextn` has one NextN layer after the two, `-fused`
+/// one `ffn_gate_up_exps` stack per MoE layer.
+const VARIANTS: [(&str, &str, &[&str]); 3] = [
+    ("deepseek2-kvb", "deepseek2", &["--mla-kv-b"]),
+    ("deepseek2-v3-nextn", "deepseek2-v3", &["--nextn", "1"]),
+    (
+        "deepseek2-v3-fused",
+        "deepseek2-v3",
+        &["--fused-gate-up-exps"],
+    ),
+];
+
+fn gguf_new(out: &Path, arch: &str, ty: &str, extra: &[&str]) {
     let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
+    let heads_kv = if extra.contains(&"--mla-kv-b") {
+        "4"
+    } else {
+        "1"
+    };
     #[rustfmt::skip]
     let o = Command::new(bin)
-        .args(["--arch", arch, "--layers", "2", "--embd", "128", "--heads", "4", "--heads-kv", "1",
+        .args(["--arch", arch, "--layers", "2", "--embd", "128", "--heads", "4", "--heads-kv", heads_kv,
             "--ff", "256", "--ctx", "512", "--vocab-size", "1000", "--experts", "8",
-            "--experts-used", "2", "--ff-exp", "64", "--type", ty, "--seed", "7", "--quiet", "-o"])
+            "--experts-used", "2", "--ff-exp", "64", "--type", ty, "--seed", "7", "--quiet"])
+        .args(extra)
+        .arg("-o")
         .arg(out)
         .output()
         .expect("run llama-gguf-new");
@@ -41,10 +62,14 @@ fn gguf_new(out: &Path, arch: &str, ty: &str) {
 /// The model the fixtures were recorded on, written again; `user` keeps the file of each test
 /// apart (the tests of this binary run at once in one process).
 fn model(arch: &str, ty: &str, user: &str) -> PathBuf {
+    variant_model((arch, arch, &[]), ty, user)
+}
+
+fn variant_model((label, arch, extra): (&str, &str, &[&str]), ty: &str, user: &str) -> PathBuf {
     let dir = test_fixtures::cache_dir().join("deepseek2");
     std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{arch}-{ty}-{user}-{}.gguf", std::process::id()));
-    gguf_new(&out, arch, ty);
+    let out = dir.join(format!("{label}-{ty}-{user}-{}.gguf", std::process::id()));
+    gguf_new(&out, arch, ty, extra);
     out
 }
 
@@ -321,7 +346,7 @@ fn sessions_hold_the_latent_cache_as_llama_cpp_s() {
 /// A deepseek2 model (f32) with its metadata edited by `edit`.
 fn edited(dir: &Path, edit: impl FnOnce(&mut Vec<(String, Value)>)) -> PathBuf {
     let src = dir.join("deepseek2.gguf");
-    gguf_new(&src, "deepseek2", "f32");
+    gguf_new(&src, "deepseek2", "f32", &[]);
     let f = GgufFile::open(&src).expect("open the model");
     let mut kv = f.kv.clone();
     edit(&mut kv);
@@ -369,7 +394,7 @@ fn broken_latent_attention_keys_are_named() {
         kv.retain(|e| e.0 != "deepseek2.attention.kv_lora_rank")
     });
     assert_fails_with(&complete(&m), "deepseek2.attention.kv_lora_rank");
-    // the older un-split attn_kv_b form: no MLA head sizes
+    // one MLA head size without the other
     let m = edited(&dir, |kv| {
         kv.retain(|e| e.0 != "deepseek2.attention.key_length_mla")
     });
@@ -392,4 +417,174 @@ fn broken_latent_attention_keys_are_named() {
         }
     });
     assert_fails_with(&complete(&m), "deepseek2.expert_gating_func = 4");
+}
+
+fn complete_args(m: &Path, args: &[&str]) -> Output {
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
+    Command::new(bin)
+        .arg("-m")
+        .arg(m)
+        .args(args)
+        .env_remove("LLAMA_ARG_MODEL")
+        .output()
+        .expect("run llama-completion")
+}
+
+const GREEDY: [&str; 12] = [
+    "-p",
+    "Once upon a time",
+    "-n",
+    "16",
+    "--temp",
+    "0",
+    "-no-cnv",
+    "-c",
+    "256",
+    "-t",
+    "2",
+    "-lv",
+];
+
+/// The older un-split form, NextN layers and the fused gate/up stacks, F32 and Q8_0: llama.cpp's
+/// greedy text, graph size, KV cache and compute buffer, and perplexity; the un-split form also
+/// without flash attention (its V cache is then transposed).
+#[test]
+fn layout_variants_match_llama_cpp() {
+    let ppl_bin = test_fixtures::bin("llama-perplexity", "llama-perplexity");
+    let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
+    for spec in VARIANTS {
+        let label = spec.0;
+        for (ty, rel) in TYPES {
+            let m = variant_model(spec, ty, "variants");
+            let runs: &[(&str, &[&str])] = if label == "deepseek2-kvb" && ty == "f32" {
+                &[("", &[]), (".nofa", &["-fa", "off"])]
+            } else {
+                &[("", &[])]
+            };
+            for (suffix, extra) in runs {
+                let args: Vec<&str> = GREEDY.iter().chain(&["4"]).chain(*extra).copied().collect();
+                let o = complete_args(&m, &args);
+                let what = format!("{label} {ty}{suffix}");
+                assert!(o.status.success(), "{what}: {}", text(&o.stderr));
+                let want = text(&fixture(&format!("{label}-{ty}{suffix}.greedy.txt")));
+                assert_eq!(text(&o.stdout), want, "{what}");
+                let (log, want_log) = (
+                    text(&o.stderr),
+                    text(&fixture(&format!("{label}-{ty}{suffix}.greedy.log"))),
+                );
+                for line in [
+                    "graph: nodes",
+                    "llama_kv_cache: size",
+                    "CPU compute buffer size",
+                ] {
+                    assert_eq!(line_of(&log, line), line_of(&want_log, line), "{what}");
+                }
+            }
+            #[rustfmt::skip]
+            let o = Command::new(&ppl_bin)
+                .args(["-m", m.to_str().unwrap(), "-f", gpl.to_str().unwrap(), "-c", "128",
+                    "--chunks", "4", "-t", "2"])
+                .output()
+                .expect("run llama-perplexity");
+            let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+            assert!(o.status.success(), "{label} {ty}: {all}");
+            let want_log = text(&fixture(&format!("{label}-{ty}.perplexity.log")));
+            let (got, want) = (chunks(&all), chunks(&want_log));
+            assert_eq!(got.len(), 4, "{label} {ty}: {all}");
+            for (g, w) in got
+                .iter()
+                .zip(&want)
+                .chain([(&final_ppl(&all), &final_ppl(&want_log))])
+            {
+                assert!((g - w).abs() <= rel * w.abs(), "{label} {ty}: {g} vs {w}");
+            }
+            let _ = std::fs::remove_file(m);
+        }
+    }
+}
+
+/// NextN layers are counted in n_layer_all only, each of their tensors is reported unused, and
+/// neither the KV cache nor the graph holds them: llama.cpp's lines for deepseek2 and glm4.
+#[test]
+fn nextn_layers_are_skipped_as_llama_cpp_skips_them() {
+    let glm4 = test_fixtures::cache_dir()
+        .join("deepseek2")
+        .join(format!("glm4-nextn-{}.gguf", std::process::id()));
+    let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
+    #[rustfmt::skip]
+    let o = Command::new(bin)
+        .args(["--arch", "glm4", "--layers", "2", "--embd", "128", "--heads", "4", "--heads-kv", "2",
+            "--ff", "256", "--ctx", "512", "--vocab-size", "1000", "--type", "f32", "--seed", "7",
+            "--nextn", "1", "--quiet", "-o", glm4.to_str().unwrap()])
+        .output()
+        .expect("run llama-gguf-new");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let ds = variant_model(VARIANTS[1], "f32", "nextn");
+    let glm4_fixture =
+        test_fixtures::repo_root().join("tests/fixtures/archs/glm4-nextn-f32.greedy.log");
+    let cases = [
+        (
+            ds.clone(),
+            text(&fixture("deepseek2-v3-nextn-f32.greedy.log")),
+        ),
+        (glm4.clone(), text(&std::fs::read(glm4_fixture).unwrap())),
+    ];
+    let lines = |log: &str, what: &str| -> Vec<String> {
+        log.lines()
+            .filter_map(|l| l.find(what).map(|i| l[i..].to_string()))
+            .collect()
+    };
+    for (m, want_log) in cases {
+        let args: Vec<&str> = GREEDY.iter().chain(&["4"]).copied().collect();
+        let o = complete_args(&m, &args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let log = text(&o.stderr);
+        let unused = lines(&want_log, "model has unused tensor");
+        assert!(
+            unused.iter().any(|l| l.contains("nextn.eh_proj")),
+            "{unused:?}"
+        );
+        assert_eq!(lines(&log, "model has unused tensor"), unused);
+        for what in [
+            "n_layer    ",
+            "n_layer_all",
+            "llama_kv_cache: size",
+            "llama_kv_cache: layer",
+            "graph: nodes",
+        ] {
+            assert_eq!(lines(&log, what), lines(&want_log, what), "{what}");
+        }
+        let _ = std::fs::remove_file(m);
+    }
+}
+
+/// 400 tokens through a 256-token context (llama.cpp's smallest) with context shift on: the
+/// cache is shifted twice, the cached rows' rotated part rotated by the shift (the tail of each
+/// latent row, or of each full key of the un-split form), and the text is llama.cpp's.
+#[test]
+fn context_shift_of_the_latent_cache_gives_llama_cpp_s_text() {
+    for spec in [("deepseek2-v3", "deepseek2-v3", &[][..]), VARIANTS[0]] {
+        let m = variant_model(spec, "f32", "shift");
+        #[rustfmt::skip]
+        let o = complete_args(&m, &["-p", "Once upon a time", "-n", "400", "--temp", "0", "-no-cnv",
+            "-c", "256", "-t", "2", "-v", "--context-shift", "--ignore-eos"]);
+        assert!(o.status.success(), "{}: {}", spec.0, text(&o.stderr));
+        let want = text(&fixture(&format!("{}-f32.shift.txt", spec.0)));
+        let want_shifts: Vec<String> = text(&fixture(&format!("{}-f32.shift.log", spec.0)))
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(want_shifts.len(), 2, "{want_shifts:?}");
+        let log = text(&o.stderr);
+        let shifts: Vec<String> = log
+            .lines()
+            .filter_map(|l| l.find("context full, swapping").map(|i| l[i..].to_string()))
+            .collect();
+        assert_eq!(shifts, want_shifts, "{}", spec.0);
+        // llama.cpp prints each piece with %s, so a piece of one NUL byte (a random model
+        // samples one here) prints nothing; this tool writes the byte
+        let got = text(&o.stdout).replace('\0', "");
+        assert_eq!(got, want, "{}", spec.0);
+        let _ = std::fs::remove_file(m);
+    }
 }

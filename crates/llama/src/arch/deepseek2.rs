@@ -7,7 +7,8 @@
 //! selection bias `exp_probs_b`, optional weight normalisation and scale) plus shared experts.
 
 use super::moe::{self, Gating};
-use super::tensors::{self, layer_tensor, opt, req, MM};
+use super::nextn::Skipped;
+use super::tensors::{self, opt, req, MM};
 use super::{tn, ArchDef, RopeType};
 use crate::error::{LlamaError, Result};
 use crate::graph::{GatedAct, GraphBuilder, MoeParams, NormType};
@@ -36,7 +37,6 @@ pub(crate) mod tn_mla {
     pub const ATTN_K_B: &str = "attn_k_b";
     pub const ATTN_V_B: &str = "attn_v_b";
     pub const FFN_EXP_PROBS_B: &str = "exp_probs_b";
-    pub const FFN_GATE_UP_EXPS: &str = "ffn_gate_up_exps";
 }
 
 /// The MLA keys of llama_hparams.
@@ -85,6 +85,9 @@ pub struct MlaLayer {
     pub wk_b: Option<TensorId>,
     /// {kv_lora_rank, v_head, n_head}: decompresses the attention output
     pub wv_b: Option<TensorId>,
+    /// the older un-split form, {kv_lora_rank, n_head * (qk_nope + v_head)}: decompresses the
+    /// latent into each head's key part and value
+    pub wkv_b: Option<TensorId>,
 }
 
 fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
@@ -101,7 +104,11 @@ fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
     m.n_embd_head_k_mla_impl = k.u32_opt("attention.key_length_mla")?.unwrap_or(0);
     m.n_embd_head_v_mla_impl = k.u32_opt("attention.value_length_mla")?.unwrap_or(0);
     let ff_exp = k
-        .per_layer("expert_feed_forward_length", n_layer as usize, true)?
+        .per_layer(
+            "expert_feed_forward_length",
+            hp.n_layer_all() as usize,
+            true,
+        )?
         .unwrap_or_default();
     hp.moe.n_ff_exp = ff_exp.first().copied().unwrap_or(0);
     hp.moe.n_expert_shared = k.u32_req("expert_shared_count")?;
@@ -139,12 +146,6 @@ fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
             k.full("attention.temperature_length")
         )));
     }
-    if k.u32_opt("nextn_predict_layers")?.unwrap_or(0) != 0 {
-        return Err(LlamaError::Unsupported(format!(
-            "{}: multi-token-prediction layers are not supported",
-            k.full("nextn_predict_layers")
-        )));
-    }
     check_shapes(k, hp)?;
     if hp.moe.n_layer_dense_lead < hp.n_layer {
         moe::require_experts(k, hp, "deepseek2")?;
@@ -170,11 +171,7 @@ fn check_shapes(k: &Keys, hp: &HParams) -> Result<()> {
         )));
     }
     if !m.is_mla() {
-        return Err(LlamaError::Unsupported(format!(
-            "{} missing: the older un-split {} form of deepseek2 is not supported (convert the model again)",
-            k.full("attention.key_length_mla"),
-            tn_mla::ATTN_KV_B
-        )));
+        return check_unsplit_shapes(k, hp);
     }
     let (k_mla, rot, lora) = (m.n_embd_head_k_mla_impl, hp.n_rot, m.n_lora_kv);
     if k_mla <= rot {
@@ -205,6 +202,34 @@ fn check_shapes(k: &Keys, hp: &HParams) -> Result<()> {
     Ok(())
 }
 
+/// The older un-split form: full heads of key_length (unrotated part, then the rotated one)
+/// and value_length, one KV head per query head.
+fn check_unsplit_shapes(k: &Keys, hp: &HParams) -> Result<()> {
+    let (head_k, rot) = (hp.n_embd_head_k, hp.n_rot);
+    if head_k <= rot {
+        return Err(LlamaError::BadHparams(format!(
+            "{} = {head_k} must exceed rope.dimension_count = {rot} (the unrotated part is empty)",
+            k.full("attention.key_length")
+        )));
+    }
+    if hp.mla.n_lora_kv == 0 {
+        return Err(LlamaError::BadHparams(format!(
+            "{} must be positive",
+            k.full("attention.kv_lora_rank")
+        )));
+    }
+    for il in 0..hp.n_layer as usize {
+        if hp.n_head_kv(il) != hp.n_head(il) || hp.n_head(il) != hp.n_head(0) {
+            return Err(LlamaError::BadHparams(format!(
+                "{}: the un-split attn_kv_b form decompresses one key and value per head (n_head_kv = n_head = {} in every layer)",
+                k.full("attention.head_count_kv"),
+                hp.n_head(0)
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn type_name(hp: &HParams) -> &'static str {
     match hp.n_layer {
         27 => "16B",
@@ -215,20 +240,63 @@ fn type_name(hp: &HParams) -> &'static str {
     }
 }
 
+/// The sizes the tensor list is written in.
+struct Dims {
+    n_embd: i64,
+    n_vocab: i64,
+    n_head: i64,
+    n_expert: i64,
+    k_mla: i64,
+    v_mla: i64,
+    rot: i64,
+    q_lora: i64,
+    kv_lora: i64,
+    n_ff_exp: i64,
+    n_ff_shexp: i64,
+}
+
+impl Dims {
+    fn of(hp: &HParams) -> Dims {
+        let m = &hp.mla;
+        let n_ff_exp = hp.moe.n_ff_exp as i64;
+        Dims {
+            n_embd: hp.n_embd as i64,
+            n_vocab: hp.n_vocab as i64,
+            n_head: hp.n_head(0) as i64,
+            n_expert: hp.n_expert as i64,
+            k_mla: m.n_embd_head_k_mla(hp) as i64,
+            v_mla: m.n_embd_head_v_mla(hp) as i64,
+            rot: hp.n_rot as i64,
+            q_lora: m.n_lora_q as i64,
+            kv_lora: m.n_lora_kv as i64,
+            n_ff_exp,
+            n_ff_shexp: n_ff_exp * hp.moe.n_expert_shared as i64,
+        }
+    }
+    fn nope(&self) -> i64 {
+        self.k_mla - self.rot
+    }
+    /// attn_kv_b of the un-split form: {kv_lora_rank, n_head * (qk_nope + v_head)}
+    fn kv_b(&self) -> [i64; 2] {
+        [self.kv_lora, self.n_head * (self.nope() + self.v_mla)]
+    }
+}
+
 fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
-    tensors::embd_and_output(model, c)?;
     let hp = model.hparams.clone();
-    let m = &hp.mla;
-    let n_embd = hp.n_embd as i64;
-    let n_head = hp.n_head(0) as i64;
-    let n_expert = hp.n_expert as i64;
-    let k_mla = m.n_embd_head_k_mla(&hp) as i64;
-    let v_mla = m.n_embd_head_v_mla(&hp) as i64;
-    let rot = hp.n_rot as i64;
-    let nope = k_mla - rot;
-    let (q_lora, kv_lora) = (m.n_lora_q as i64, m.n_lora_kv as i64);
-    let n_ff_exp = hp.moe.n_ff_exp as i64;
-    let n_ff_shexp = n_ff_exp * hp.moe.n_expert_shared as i64;
+    // llama.cpp's mtp_only: a file of the NextN layers alone (a draft model), whose trunk it
+    // would leave empty
+    if hp.n_layer_nextn > 0 && !c.has(&tn::blk(tn::ATTN_NORM, "weight", 0)) {
+        return Err(LlamaError::Unsupported(format!(
+            "{} has no {}: a file of only the NextN (MTP) layers cannot run as a model",
+            "deepseek2",
+            tn::blk(tn::ATTN_NORM, "weight", 0)
+        )));
+    }
+    let skipped = super::nextn::skipped_layers(c, &hp);
+    tensors::embd_and_output(model, c)?;
+    let d = Dims::of(&hp);
+    let (n_embd, n_head) = (d.n_embd, d.n_head);
     let w =
         |c: &mut TensorCreator, base: &str, il, dims: &[i64]| req(c, base, "weight", il, dims, MM);
     for il in 0..hp.n_layer as usize {
@@ -237,21 +305,25 @@ fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
             ..Layer::default()
         };
         let a = &mut l.mla;
-        if q_lora > 0 {
-            a.attn_q_a_norm = tensors::norm(c, tn_mla::ATTN_Q_A_NORM, il, q_lora)?;
+        if d.q_lora > 0 {
+            a.attn_q_a_norm = tensors::norm(c, tn_mla::ATTN_Q_A_NORM, il, d.q_lora)?;
         }
-        a.attn_kv_a_norm = tensors::norm(c, tn_mla::ATTN_KV_A_NORM, il, kv_lora)?;
-        if q_lora > 0 {
-            a.wq_a = w(c, tn_mla::ATTN_Q_A, il, &[n_embd, q_lora])?;
-            a.wq_b = w(c, tn_mla::ATTN_Q_B, il, &[q_lora, n_head * k_mla])?;
+        a.attn_kv_a_norm = tensors::norm(c, tn_mla::ATTN_KV_A_NORM, il, d.kv_lora)?;
+        if d.q_lora > 0 {
+            a.wq_a = w(c, tn_mla::ATTN_Q_A, il, &[n_embd, d.q_lora])?;
+            a.wq_b = w(c, tn_mla::ATTN_Q_B, il, &[d.q_lora, n_head * d.k_mla])?;
         } else {
-            l.wq = w(c, tn::ATTN_Q, il, &[n_embd, n_head * k_mla])?;
+            l.wq = w(c, tn::ATTN_Q, il, &[n_embd, n_head * d.k_mla])?;
         }
         let a = &mut l.mla;
-        a.wkv_a_mqa = w(c, tn_mla::ATTN_KV_A_MQA, il, &[n_embd, kv_lora + rot])?;
-        a.wk_b = w(c, tn_mla::ATTN_K_B, il, &[nope, kv_lora, n_head])?;
-        a.wv_b = w(c, tn_mla::ATTN_V_B, il, &[kv_lora, v_mla, n_head])?;
-        l.wo = w(c, tn::ATTN_OUT, il, &[n_head * v_mla, n_embd])?;
+        a.wkv_a_mqa = w(c, tn_mla::ATTN_KV_A_MQA, il, &[n_embd, d.kv_lora + d.rot])?;
+        if hp.mla.is_mla() {
+            a.wk_b = w(c, tn_mla::ATTN_K_B, il, &[d.nope(), d.kv_lora, n_head])?;
+            a.wv_b = w(c, tn_mla::ATTN_V_B, il, &[d.kv_lora, d.v_mla, n_head])?;
+        } else {
+            a.wkv_b = w(c, tn_mla::ATTN_KV_B, il, &d.kv_b())?;
+        }
+        l.wo = w(c, tn::ATTN_OUT, il, &[n_head * d.v_mla, n_embd])?;
         l.ffn_norm = tensors::norm(c, tn::FFN_NORM, il, n_embd)?;
         if il < hp.moe.n_layer_dense_lead as usize {
             let n_ff = hp.n_ff(il) as i64;
@@ -259,21 +331,61 @@ fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
             l.ffn_down = w(c, tn::FFN_DOWN, il, &[n_ff, n_embd])?;
             l.ffn_up = w(c, tn::FFN_UP, il, &[n_embd, n_ff])?;
         } else {
-            create_moe(c, &mut l, il, [n_embd, n_ff_exp, n_expert, n_ff_shexp])?;
+            create_moe(c, &mut l, il, &d)?;
         }
         model.layers.push(l);
     }
-    moe::expert_scales(c, &mut model.layers, n_expert)
+    for s in skipped {
+        skip_layer(c, &hp, &d, s)?;
+    }
+    moe::expert_scales(c, &mut model.layers, d.n_expert)
 }
 
-/// The router, its selection bias, the expert stacks (the fused gate_up stack is refused by
-/// name: build_moe_ffn here has no path for it) and the shared experts, in llama.cpp's order.
-fn create_moe(
-    c: &mut TensorCreator,
-    l: &mut Layer,
-    il: usize,
-    [n_embd, n_ff_exp, n_expert, n_ff_shexp]: [i64; 4],
-) -> Result<()> {
+/// A NextN layer: the trunk layer's tensors and the NextN ones, checked and skipped.
+fn skip_layer(c: &mut TensorCreator, hp: &HParams, d: &Dims, s: Skipped) -> Result<()> {
+    let (n_embd, n_head) = (d.n_embd, d.n_head);
+    let w = |c: &mut TensorCreator, base: &str, dims: &[i64]| s.t(c, base, "weight", dims, false);
+    w(c, tn::ATTN_NORM, &[n_embd])?;
+    if d.q_lora > 0 {
+        w(c, tn_mla::ATTN_Q_A_NORM, &[d.q_lora])?;
+    }
+    w(c, tn_mla::ATTN_KV_A_NORM, &[d.kv_lora])?;
+    if d.q_lora > 0 {
+        w(c, tn_mla::ATTN_Q_A, &[n_embd, d.q_lora])?;
+        w(c, tn_mla::ATTN_Q_B, &[d.q_lora, n_head * d.k_mla])?;
+    } else {
+        w(c, tn::ATTN_Q, &[n_embd, n_head * d.k_mla])?;
+    }
+    w(c, tn_mla::ATTN_KV_A_MQA, &[n_embd, d.kv_lora + d.rot])?;
+    if hp.mla.is_mla() {
+        w(c, tn_mla::ATTN_K_B, &[d.nope(), d.kv_lora, n_head])?;
+        w(c, tn_mla::ATTN_V_B, &[d.kv_lora, d.v_mla, n_head])?;
+    } else {
+        w(c, tn_mla::ATTN_KV_B, &d.kv_b())?;
+    }
+    w(c, tn::ATTN_OUT, &[n_head * d.v_mla, n_embd])?;
+    w(c, tn::FFN_NORM, &[n_embd])?;
+    if s.il < hp.moe.n_layer_dense_lead as usize {
+        let n_ff = hp.n_ff(s.il) as i64;
+        w(c, tn::FFN_GATE, &[n_embd, n_ff])?;
+        w(c, tn::FFN_DOWN, &[n_ff, n_embd])?;
+        w(c, tn::FFN_UP, &[n_embd, n_ff])?;
+    } else {
+        w(c, moe::tn::FFN_GATE_INP, &[n_embd, d.n_expert])?;
+        s.t(c, tn_mla::FFN_EXP_PROBS_B, "bias", &[d.n_expert], true)?;
+        w(c, moe::tn::FFN_DOWN_EXPS, &[d.n_ff_exp, n_embd, d.n_expert])?;
+        s.gate_up_exps(c, [n_embd, d.n_ff_exp, d.n_expert])?;
+        w(c, moe::tn::FFN_GATE_SHEXP, &[n_embd, d.n_ff_shexp])?;
+        w(c, moe::tn::FFN_DOWN_SHEXP, &[d.n_ff_shexp, n_embd])?;
+        w(c, moe::tn::FFN_UP_SHEXP, &[n_embd, d.n_ff_shexp])?;
+    }
+    s.nextn(c, n_embd, d.n_vocab)
+}
+
+/// The router, its selection bias, the expert stacks (one fused gate/up stack or the two) and
+/// the shared experts, in llama.cpp's order.
+fn create_moe(c: &mut TensorCreator, l: &mut Layer, il: usize, d: &Dims) -> Result<()> {
+    let (n_embd, n_ff_exp, n_expert, n_ff_shexp) = (d.n_embd, d.n_ff_exp, d.n_expert, d.n_ff_shexp);
     let m = &mut l.moe;
     let mmid = Op::MulMatId;
     m.gate_inp = req(
@@ -285,7 +397,6 @@ fn create_moe(
         MM,
     )?;
     m.exp_probs_b = opt(c, tn_mla::FFN_EXP_PROBS_B, "bias", il, &[n_expert], Op::Add)?;
-    let stack = [n_embd, n_ff_exp, n_expert];
     m.down_exps = req(
         c,
         moe::tn::FFN_DOWN_EXPS,
@@ -294,15 +405,7 @@ fn create_moe(
         &[n_ff_exp, n_embd, n_expert],
         mmid,
     )?;
-    let fused = [n_embd, n_ff_exp * 2, n_expert];
-    if opt(c, tn_mla::FFN_GATE_UP_EXPS, "weight", il, &fused, mmid)?.is_some() {
-        return Err(LlamaError::Unsupported(format!(
-            "tensor blk.{il}.{}.weight: fused gate/up expert stacks are not supported",
-            tn_mla::FFN_GATE_UP_EXPS
-        )));
-    }
-    m.gate_exps = layer_tensor(c, moe::tn::FFN_GATE_EXPS, "weight", il, &stack, false, mmid)?;
-    m.up_exps = req(c, moe::tn::FFN_UP_EXPS, "weight", il, &stack, mmid)?;
+    moe::gate_up_exps(c, m, il, [n_embd, n_ff_exp, n_expert])?;
     let sh = |c: &mut TensorCreator, base: &str, dims: &[i64]| req(c, base, "weight", il, dims, MM);
     m.gate_shexp = sh(c, moe::tn::FFN_GATE_SHEXP, &[n_embd, n_ff_shexp])?;
     m.down_shexp = sh(c, moe::tn::FFN_DOWN_SHEXP, &[n_ff_shexp, n_embd])?;
@@ -334,7 +437,11 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
     let inp_l = b.build_inp_embd(tok_embd);
     let attn_scale = (hp.f_attn_temp_scale != 0.0).then(|| b.build_inp_attn_scale());
     let inp_pos = b.build_inp_pos();
-    b.build_attn_inp_k();
+    if hp.mla.is_mla() {
+        b.build_attn_inp_k();
+    } else {
+        b.build_attn_inp_kv();
+    }
     let inp_out_ids = b.build_inp_out_ids();
 
     let attn = |b: &mut GraphBuilder, layer: &Layer, cur: TensorId, il: usize| {
@@ -412,6 +519,16 @@ fn build_mla(
     kv_cmpr = b.build_norm(kv_cmpr, a.attn_kv_a_norm, None, NormType::Rms, ili);
     b.cb(kv_cmpr, "kv_cmpr", ili);
 
+    if !hp.mla.is_mla() {
+        let p = Unsplit {
+            nope,
+            n_head,
+            n_tokens,
+        };
+        return build_unsplit(
+            b, layer, q, k_pe, kv_cmpr, inp_pos, attn_scale, kq_scale, il, p,
+        );
+    }
     let (qty, qnb) = (b.g.ctx[q].ty, b.g.ctx[q].nb);
     let mut q_nope =
         b.g.ctx
@@ -444,4 +561,70 @@ fn build_mla(
         b.cb(q_cur, "Qcur_attn_temp_scaled", ili);
     }
     b.build_attn_mla(layer.wo, q_cur, k_cur, v_cur, need(a.wv_b), kq_scale, il)
+}
+
+/// The sizes the un-split attention views by.
+struct Unsplit {
+    nope: i64,
+    n_head: i64,
+    n_tokens: i64,
+}
+
+/// deepseek2.cpp's non-MLA branch, for the older files with one `attn_kv_b`: the latent is
+/// decompressed into each head's key part and value, the shared rotated key part repeated
+/// for every head, and Q roped over its tail only (ggml_rope_set_offset); attention is then
+/// plain multi-head over a K/V cache of full heads.
+#[allow(clippy::too_many_arguments)]
+fn build_unsplit(
+    b: &mut GraphBuilder,
+    layer: &Layer,
+    q: TensorId,
+    k_pe: TensorId,
+    kv_cmpr: TensorId,
+    inp_pos: TensorId,
+    attn_scale: Option<TensorId>,
+    kq_scale: f32,
+    il: usize,
+    Unsplit {
+        nope,
+        n_head,
+        n_tokens,
+    }: Unsplit,
+) -> TensorId {
+    let hp = &b.model.hparams;
+    let ili = il as i32;
+    let (rot, v_head) = (hp.n_rot as i64, hp.mla.n_embd_head_v_mla(hp) as i64);
+    let wkv_b = b.w(layer.mla.wkv_b.expect("required at load"));
+    let kv = b.g.ctx.mul_mat(wkv_b, kv_cmpr);
+    b.cb(kv, "kv", ili);
+    let ty = b.g.ctx[kv].ty;
+    let row = ty.row_size(nope + v_head);
+    let k_nope =
+        b.g.ctx
+            .view_3d(kv, nope, n_head, n_tokens, row, row * n_head as usize, 0);
+    b.cb(k_nope, "k_nope_view", ili);
+    let off = ty.row_size(nope);
+    let mut v_cur = b.g.ctx.view_3d(
+        kv,
+        v_head,
+        n_head,
+        n_tokens,
+        row,
+        row * n_head as usize,
+        off,
+    );
+    b.cb(v_cur, "Vcur_view", ili);
+    v_cur = b.g.ctx.cont(v_cur);
+    b.cb(v_cur, "Vcur_cont", ili);
+    let mut q_cur = b.rope(q, inp_pos, None);
+    q_cur = b.g.ctx.rope_set_offset(q_cur, nope as i32);
+    b.cb(q_cur, "Qcur", ili);
+    let k_pe_all = b.g.ctx.repeat_4d(k_pe, [rot, n_head, n_tokens, 1]);
+    let k_cur = b.g.ctx.concat(k_nope, k_pe_all, 0);
+    b.cb(k_cur, "Kcur", ili);
+    if let Some(s) = attn_scale {
+        q_cur = b.g.ctx.mul(q_cur, s);
+        b.cb(q_cur, "Qcur_attn_temp_scaled", ili);
+    }
+    b.build_attn(layer.wo, None, q_cur, k_cur, v_cur, kq_scale, il)
 }
