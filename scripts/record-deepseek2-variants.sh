@@ -67,3 +67,16 @@ whole $OUT/deepseek2-kvb-f32.nofa.greedy.log "graphs reused" sh -c \
         < /dev/null > '$OUT/deepseek2-kvb-f32.nofa.greedy.txt' 2> '$OUT/deepseek2-kvb-f32.nofa.greedy.log'"
 shift_run $OUT deepseek2-v3-f32 --arch deepseek2-v3 --heads 4 --heads-kv 1 $DS --type f32
 shift_run $OUT deepseek2-kvb-f32 --arch deepseek2 --heads 4 --heads-kv 4 --mla-kv-b $DS --type f32
+
+# the eval-callback nodes of the un-split attention and of the fused stacks
+for V in "deepseek2-kvb --arch deepseek2 --heads 4 --heads-kv 4 --mla-kv-b" \
+    "deepseek2-v3-fused --arch deepseek2-v3 --heads 4 --heads-kv 1 --fused-gate-up-exps"; do
+    set -- $V
+    N=$1
+    shift
+    M=$TMP/$N-evalcb.gguf
+    "$NEW" "$@" $DS --type f32 --quiet -o "$M"
+    whole $OUT/$N-f32.eval-callback.log "result_output" sh -c \
+        "'$BIN/llama-eval-callback' -m '$M' -p 'hi there' -n 1 --seed 1 -c 256 -t 2 \
+            < /dev/null > '$OUT/$N-f32.eval-callback.log' 2>&1"
+done

@@ -10,19 +10,14 @@
 use gguf::{GgufFile, GgufWriter, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use test_fixtures::llama_logs::{self, evalcb_nodes, line_of, lines_of};
+use test_fixtures::text;
 
 const ARCHS: [&str; 2] = ["deepseek2", "deepseek2-v3"];
 const TYPES: [(&str, f64); 2] = [("f32", 1e-4), ("q8_0", 1e-3)];
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn fixture(name: &str) -> Vec<u8> {
-    let p = test_fixtures::repo_root()
-        .join("tests/fixtures/deepseek2")
-        .join(name);
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    llama_logs::fixture("deepseek2", name)
 }
 
 /// The layout variants (scripts/record-deepseek2-variants.sh): their fixture name, the
@@ -73,15 +68,6 @@ fn variant_model((label, arch, extra): (&str, &str, &[&str]), ty: &str, user: &s
     out
 }
 
-/// The log line holding `what`, from that point on (without the timestamp and prefix).
-fn line_of(log: &str, what: &str) -> String {
-    let l = log
-        .lines()
-        .find(|l| l.contains(what))
-        .unwrap_or_else(|| panic!("no {what:?} line in:\n{log}"));
-    l[l.find(what).unwrap()..].to_string()
-}
-
 /// The print_info lines of the expert and latent-attention settings, and the context's YaRN
 /// attention-factor line.
 fn info_lines(log: &str) -> Vec<String> {
@@ -117,19 +103,6 @@ fn info_lines(log: &str) -> Vec<String> {
             .map(|l| line_of(l, "setting new")),
     );
     out
-}
-
-fn final_ppl(s: &str) -> f64 {
-    let line = line_of(s, "Final estimate: PPL = ");
-    let v = line.split("PPL = ").nth(1).unwrap();
-    v.split_whitespace().next().unwrap().parse().unwrap()
-}
-
-fn chunks(s: &str) -> Vec<f64> {
-    let line = s.lines().find(|l| l.starts_with("[1]")).unwrap_or("");
-    line.split(',')
-        .filter_map(|x| x.split_once(']').and_then(|(_, v)| v.parse().ok()))
-        .collect()
 }
 
 #[test]
@@ -215,53 +188,18 @@ fn perplexity_matches_llama_cpp() {
             let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
             assert!(o.status.success(), "{arch} {ty}: {all}");
             let want_log = text(&fixture(&format!("{arch}-{ty}.perplexity.log")));
-            let (got, want) = (chunks(&all), chunks(&want_log));
-            assert_eq!(got.len(), 4, "{arch} {ty}: {all}");
-            assert_eq!(got.len(), want.len(), "{arch} {ty}: {want_log}");
-            for (g, w) in got
-                .iter()
-                .zip(&want)
-                .chain([(&final_ppl(&all), &final_ppl(&want_log))])
-            {
-                assert!((g - w).abs() <= rel * w.abs(), "{arch} {ty}: {g} vs {w}");
-            }
+            let what = format!("{arch} {ty}");
+            llama_logs::assert_ppl_close(&all, &want_log, rel, Some(4), &what);
             let _ = std::fs::remove_file(m);
         }
     }
-}
-
-/// Each node llama-eval-callback printed: its header (name, op, sources, shape) and its sum.
-fn evalcb_nodes(log: &str) -> Vec<(String, f64)> {
-    let mut out: Vec<(String, f64)> = Vec::new();
-    for line in log.lines() {
-        if let Some((_, h)) = line.split_once("common_debug_cb_eval:") {
-            out.push((h.trim().to_string(), f64::NAN));
-        } else if let (Some(sum), Some(last)) = (line.trim().strip_prefix("sum = "), out.last_mut())
-        {
-            last.1 = sum.parse().unwrap_or(f64::NAN);
-        }
-    }
-    out
 }
 
 /// The nodes of the latent attention and the experts, in llama.cpp's order with its names,
 /// ops and shapes, and their values (the sums printed) equal to llama.cpp's within 1e-4.
 #[test]
 fn eval_callback_nodes_match_llama_cpp() {
-    let bin = test_fixtures::bin("llama-eval-callback", "llama-eval-callback");
     for arch in ARCHS {
-        let m = model(arch, "f32", "evalcb");
-        #[rustfmt::skip]
-        let o = Command::new(&bin)
-            .args(["-m", m.to_str().unwrap(), "-p", "hi there", "-n", "1", "--seed", "1", "-c", "256",
-                "-t", "2"])
-            .env_remove("LLAMA_ARG_MODEL")
-            .output()
-            .expect("run llama-eval-callback");
-        let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
-        assert!(o.status.success(), "{arch}: {all}");
-        let got = evalcb_nodes(&all);
-        let want = evalcb_nodes(&text(&fixture(&format!("{arch}-f32.eval-callback.log"))));
         let mut names = vec!["q_nope_absorbed-0", "ffn_moe_topk-1", "fattn_mla-1"];
         if arch == "deepseek2-v3" {
             names.extend([
@@ -270,20 +208,48 @@ fn eval_callback_nodes_match_llama_cpp() {
                 "ffn_moe_probs_masked-1",
             ]);
         }
-        for name in names {
-            assert!(want.iter().any(|n| n.0.starts_with(name)), "{arch}: {name}");
-        }
-        assert_eq!(got.len(), want.len(), "{arch}: {all}");
-        for ((gh, gs), (wh, ws)) in got.iter().zip(&want) {
-            assert_eq!(gh, wh, "{arch}");
-            // the masked groups' fill sums to -inf in both
-            assert!(
-                gs == ws || (gs - ws).abs() <= 1e-4 * ws.abs().max(1.0),
-                "{arch} {wh}: sum {gs} vs {ws}"
-            );
-        }
-        let _ = std::fs::remove_file(m);
+        assert_evalcb_matches((arch, arch, &[]), &names);
     }
+    // the un-split attention (kv decompressed, V made contiguous, Q roped over its tail) and
+    // the fused stack's product with its two views
+    let un_split = ["kv-0", "k_nope_view-0", "Vcur_cont-0", "Qcur-0", "Kcur-0"];
+    assert_evalcb_matches(VARIANTS[0], &un_split);
+    assert_evalcb_matches(VARIANTS[2], &["ffn_moe_gate_up-1", "ffn_moe_swiglu-1"]);
+}
+
+/// llama-eval-callback on a model of `spec`: llama.cpp's nodes (which include `names`) with
+/// their names, ops and shapes, in its order, their sums within 1e-4.
+fn assert_evalcb_matches(spec: (&str, &str, &[&str]), names: &[&str]) {
+    let label = spec.0;
+    let bin = test_fixtures::bin("llama-eval-callback", "llama-eval-callback");
+    let m = variant_model(spec, "f32", "evalcb");
+    #[rustfmt::skip]
+    let o = Command::new(&bin)
+        .args(["-m", m.to_str().unwrap(), "-p", "hi there", "-n", "1", "--seed", "1", "-c", "256",
+            "-t", "2"])
+        .env_remove("LLAMA_ARG_MODEL")
+        .output()
+        .expect("run llama-eval-callback");
+    let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{label}: {all}");
+    let got = evalcb_nodes(&all);
+    let want = evalcb_nodes(&text(&fixture(&format!("{label}-f32.eval-callback.log"))));
+    for name in names {
+        assert!(
+            want.iter().any(|n| n.0.starts_with(name)),
+            "{label}: {name}"
+        );
+    }
+    assert_eq!(got.len(), want.len(), "{label}: {all}");
+    for ((gh, gs), (wh, ws)) in got.iter().zip(&want) {
+        assert_eq!(gh, wh, "{label}");
+        // the masked groups' fill sums to -inf in both
+        assert!(
+            gs == ws || (gs - ws).abs() <= 1e-4 * ws.abs().max(1.0),
+            "{label} {wh}: sum {gs} vs {ws}"
+        );
+    }
+    let _ = std::fs::remove_file(m);
 }
 
 /// The K-only cache in a session file: llama.cpp's session of the V3-layout model loads here
@@ -417,6 +383,14 @@ fn broken_latent_attention_keys_are_named() {
         }
     });
     assert_fails_with(&complete(&m), "deepseek2.expert_gating_func = 4");
+    // more NextN layers than layers (llama.cpp asserts)
+    let m = edited(&dir, |kv| {
+        kv.push(("deepseek2.nextn_predict_layers".into(), Value::U32(3)));
+    });
+    assert_fails_with(
+        &complete(&m),
+        "deepseek2.nextn_predict_layers = 3 exceeds deepseek2.block_count = 2",
+    );
 }
 
 fn complete_args(m: &Path, args: &[&str]) -> Output {
@@ -489,15 +463,8 @@ fn layout_variants_match_llama_cpp() {
             let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
             assert!(o.status.success(), "{label} {ty}: {all}");
             let want_log = text(&fixture(&format!("{label}-{ty}.perplexity.log")));
-            let (got, want) = (chunks(&all), chunks(&want_log));
-            assert_eq!(got.len(), 4, "{label} {ty}: {all}");
-            for (g, w) in got
-                .iter()
-                .zip(&want)
-                .chain([(&final_ppl(&all), &final_ppl(&want_log))])
-            {
-                assert!((g - w).abs() <= rel * w.abs(), "{label} {ty}: {g} vs {w}");
-            }
+            let what = format!("{label} {ty}");
+            llama_logs::assert_ppl_close(&all, &want_log, rel, Some(4), &what);
             let _ = std::fs::remove_file(m);
         }
     }
@@ -529,22 +496,17 @@ fn nextn_layers_are_skipped_as_llama_cpp_skips_them() {
         ),
         (glm4.clone(), text(&std::fs::read(glm4_fixture).unwrap())),
     ];
-    let lines = |log: &str, what: &str| -> Vec<String> {
-        log.lines()
-            .filter_map(|l| l.find(what).map(|i| l[i..].to_string()))
-            .collect()
-    };
     for (m, want_log) in cases {
         let args: Vec<&str> = GREEDY.iter().chain(&["4"]).copied().collect();
         let o = complete_args(&m, &args);
         assert!(o.status.success(), "{}", text(&o.stderr));
         let log = text(&o.stderr);
-        let unused = lines(&want_log, "model has unused tensor");
+        let unused = lines_of(&want_log, "model has unused tensor");
         assert!(
             unused.iter().any(|l| l.contains("nextn.eh_proj")),
             "{unused:?}"
         );
-        assert_eq!(lines(&log, "model has unused tensor"), unused);
+        assert_eq!(lines_of(&log, "model has unused tensor"), unused);
         for what in [
             "n_layer    ",
             "n_layer_all",
@@ -552,7 +514,7 @@ fn nextn_layers_are_skipped_as_llama_cpp_skips_them() {
             "llama_kv_cache: layer",
             "graph: nodes",
         ] {
-            assert_eq!(lines(&log, what), lines(&want_log, what), "{what}");
+            assert_eq!(lines_of(&log, what), lines_of(&want_log, what), "{what}");
         }
         let _ = std::fs::remove_file(m);
     }
@@ -576,10 +538,7 @@ fn context_shift_of_the_latent_cache_gives_llama_cpp_s_text() {
             .collect();
         assert_eq!(want_shifts.len(), 2, "{want_shifts:?}");
         let log = text(&o.stderr);
-        let shifts: Vec<String> = log
-            .lines()
-            .filter_map(|l| l.find("context full, swapping").map(|i| l[i..].to_string()))
-            .collect();
+        let shifts = lines_of(&log, "context full, swapping");
         assert_eq!(shifts, want_shifts, "{}", spec.0);
         // llama.cpp prints each piece with %s, so a piece of one NUL byte (a random model
         // samples one here) prints nothing; this tool writes the byte

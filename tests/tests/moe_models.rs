@@ -8,20 +8,15 @@
 use gguf::{GgufFile, GgufWriter, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use test_fixtures::llama_logs::{self, evalcb_nodes, graph_line, ppl_chunks as chunks};
+use test_fixtures::text;
 
 /// `--arch` of llama-gguf-new (mixtral writes general.architecture "llama").
 const ARCHS: [&str; 5] = ["qwen3moe", "qwen2moe", "mixtral", "olmoe", "deepseek"];
 const TYPES: [(&str, f64); 2] = [("f32", 1e-4), ("q8_0", 1e-3)];
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn fixture(name: &str) -> Vec<u8> {
-    let p = test_fixtures::repo_root()
-        .join("tests/fixtures/moe")
-        .join(name);
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    llama_logs::fixture("moe", name)
 }
 
 fn gguf_new(out: &Path, arch: &str, ty: &str) {
@@ -59,15 +54,6 @@ fn model(arch: &str, ty: &str, user: &str) -> PathBuf {
     out
 }
 
-/// "graph: nodes = N, splits = M" of a log.
-fn graph_line(log: &str) -> String {
-    let l = log
-        .lines()
-        .find(|l| l.contains("sched_reserve: graph: nodes"))
-        .unwrap_or_else(|| panic!("no graph line in:\n{log}"));
-    l[l.find("graph:").unwrap()..].to_string()
-}
-
 /// The print_info lines about experts, feed-forward sizes and dense leading layers, without
 /// timestamps.
 fn moe_info(log: &str) -> Vec<String> {
@@ -85,22 +71,6 @@ fn moe_info(log: &str) -> Vec<String> {
             .iter()
             .any(|p| r.starts_with(p))
         })
-        .collect()
-}
-
-fn final_ppl(s: &str) -> f64 {
-    let line = s
-        .lines()
-        .find(|l| l.contains("Final estimate: PPL = "))
-        .unwrap_or_else(|| panic!("no final estimate in:\n{s}"));
-    let v = line.split("PPL = ").nth(1).unwrap();
-    v.split_whitespace().next().unwrap().parse().unwrap()
-}
-
-fn chunks(s: &str) -> Vec<f64> {
-    let line = s.lines().find(|l| l.starts_with("[1]")).unwrap_or("");
-    line.split(',')
-        .filter_map(|x| x.split_once(']').and_then(|(_, v)| v.parse().ok()))
         .collect()
 }
 
@@ -150,33 +120,11 @@ fn perplexity_matches_llama_cpp() {
             let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
             assert!(o.status.success(), "{arch} {ty}: {all}");
             let want_log = text(&fixture(&format!("{arch}-{ty}.perplexity.log")));
-            let (got, want) = (chunks(&all), chunks(&want_log));
-            assert_eq!(got.len(), 4, "{arch} {ty}: {all}");
-            assert_eq!(got.len(), want.len(), "{arch} {ty}: {want_log}");
-            for (g, w) in got
-                .iter()
-                .zip(&want)
-                .chain([(&final_ppl(&all), &final_ppl(&want_log))])
-            {
-                assert!((g - w).abs() <= rel * w.abs(), "{arch} {ty}: {g} vs {w}");
-            }
+            let what = format!("{arch} {ty}");
+            llama_logs::assert_ppl_close(&all, &want_log, rel, Some(4), &what);
             let _ = std::fs::remove_file(m);
         }
     }
-}
-
-/// Each node llama-eval-callback printed: its header (name, op, sources, shape) and its sum.
-fn evalcb_nodes(log: &str) -> Vec<(String, f64)> {
-    let mut out: Vec<(String, f64)> = Vec::new();
-    for line in log.lines() {
-        if let Some((_, h)) = line.split_once("common_debug_cb_eval:") {
-            out.push((h.trim().to_string(), f64::NAN));
-        } else if let (Some(sum), Some(last)) = (line.trim().strip_prefix("sum = "), out.last_mut())
-        {
-            last.1 = sum.parse().unwrap_or(f64::NAN);
-        }
-    }
-    out
 }
 
 /// The nodes of build_moe_ffn and around it, in llama.cpp's order with its names, ops and
