@@ -550,6 +550,15 @@ impl<'a> TensorCreator<'a> {
             });
         }
 
+        if self.check_only {
+            let id = self
+                .ctx
+                .new_tensor(info.ty, &got[..(info.n_dims.max(1) as usize).min(4)]);
+            self.names.push(name.to_string());
+            return Ok(Some(id));
+        }
+        // skipped (after the check-only creator above, llama-quantize's, which takes them as
+        // any other tensor: llama.cpp quantizes with load_mtp on)
         if flags & SKIP != 0 {
             ggml::log_warn!(
                 "model has unused tensor {} (size = {} bytes) -- ignoring\n",
@@ -558,13 +567,6 @@ impl<'a> TensorCreator<'a> {
             );
             self.names.push(name.to_string());
             return Ok(None);
-        }
-        if self.check_only {
-            let id = self
-                .ctx
-                .new_tensor(info.ty, &got[..(info.n_dims.max(1) as usize).min(4)]);
-            self.names.push(name.to_string());
-            return Ok(Some(id));
         }
         let (dev, list) = self.buft_list(kind);
         let mut chosen: Option<(DeviceRef, BufferTypeRef)> = None;
