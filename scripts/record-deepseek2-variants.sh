@@ -80,3 +80,19 @@ for V in "deepseek2-kvb --arch deepseek2 --heads 4 --heads-kv 4 --mla-kv-b" \
         "'$BIN/llama-eval-callback' -m '$M' -p 'hi there' -n 1 --seed 1 -c 256 -t 2 \
             < /dev/null > '$OUT/$N-f32.eval-callback.log' 2>&1"
 done
+
+# llama-quantize's output on the f32 variants: sha256 of each file
+rm -f $OUT/quantize.sha256
+for V in "deepseek2-kvb --arch deepseek2 --heads 4 --heads-kv 4 --mla-kv-b" \
+    "deepseek2-v3-nextn --arch deepseek2-v3 --heads 4 --heads-kv 1 --nextn 1" \
+    "deepseek2-v3-fused --arch deepseek2-v3 --heads 4 --heads-kv 1 --fused-gate-up-exps"; do
+    set -- $V
+    N=$1
+    shift
+    M=$TMP/$N-quant.gguf
+    "$NEW" "$@" $DS --type f32 --quiet -o "$M"
+    for Q in q8_0 q4_k_m; do
+        "$BIN/llama-quantize" "$M" "$TMP/$N-$Q.gguf" $Q > /dev/null 2>&1
+        (cd $TMP && sha256sum "$N-$Q.gguf") >> $OUT/quantize.sha256
+    done
+done

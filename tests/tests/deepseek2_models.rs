@@ -547,3 +547,38 @@ fn context_shift_of_the_latent_cache_gives_llama_cpp_s_text() {
         let _ = std::fs::remove_file(m);
     }
 }
+
+/// llama-quantize on the three layouts (q8_0, q4_k_m) writes llama.cpp's bytes: the NextN
+/// tensors are quantized as any other (llama.cpp quantizes with load_mtp on), `attn_kv_b` and
+/// the fused stack get llama.cpp's types.
+#[test]
+fn quantized_layout_variants_are_llama_cpp_s_bytes() {
+    use sha2::{Digest, Sha256};
+    let want = text(&fixture("quantize.sha256"));
+    let bin = test_fixtures::bin("llama-quantize", "llama-quantize");
+    let dir = test_fixtures::scratch_dir("deepseek2-quantize");
+    let mut n = 0;
+    for spec in VARIANTS {
+        let m = variant_model(spec, "f32", "quantize");
+        for q in ["q8_0", "q4_k_m"] {
+            let name = format!("{}-{q}.gguf", spec.0);
+            let out = dir.join(&name);
+            let o = Command::new(&bin)
+                .arg(&m)
+                .arg(&out)
+                .arg(q)
+                .output()
+                .expect("run llama-quantize");
+            assert!(o.status.success(), "{name}: {}", text(&o.stderr));
+            let hash: String = Sha256::digest(std::fs::read(&out).unwrap())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert!(want.contains(&format!("{hash}  {name}")), "{name}: {hash}");
+            n += 1;
+            let _ = std::fs::remove_file(out);
+        }
+        let _ = std::fs::remove_file(m);
+    }
+    assert_eq!(want.lines().count(), n);
+}
