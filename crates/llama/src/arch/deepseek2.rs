@@ -5,24 +5,27 @@
 //! `attn_q_a` / `attn_q_a_norm` / `attn_q_b` (the full models). The feed-forward is
 //! deepseek's: dense leading layers, then experts (softmax or sigmoid router, optional
 //! selection bias `exp_probs_b`, optional weight normalisation and scale) plus shared experts.
+//! Files in the older un-split form (`attn_kv_b`) run deepseek2.cpp's non-MLA branch
+//! (`deepseek2/unsplit.rs`); the tensor list (`deepseek2/tensors.rs`) takes fused gate/up expert
+//! stacks and skips NextN layers.
+
+mod tensors;
+mod unsplit;
 
 use super::moe::{self, Gating};
-use super::nextn::Skipped;
-use super::tensors::{self, opt, req, MM};
-use super::{tn, ArchDef, RopeType};
+use super::{ArchDef, RopeType};
 use crate::error::{LlamaError, Result};
 use crate::graph::{GatedAct, GraphBuilder, MoeParams, NormType};
 use crate::hparams::{HParams, Keys};
 use crate::model::{Layer, Model};
-use crate::model_tensors::TensorCreator;
-use ggml::{Op, TensorId};
+use ggml::TensorId;
 
 pub(super) static ARCH: ArchDef = ArchDef {
     name: "deepseek2",
     rope_type: RopeType::Norm,
     load_hparams,
     type_name,
-    tensors: create_tensors,
+    tensors: tensors::create_tensors,
     graph: build,
 };
 
@@ -171,7 +174,7 @@ fn check_shapes(k: &Keys, hp: &HParams) -> Result<()> {
         )));
     }
     if !m.is_mla() {
-        return check_unsplit_shapes(k, hp);
+        return unsplit::check_unsplit_shapes(k, hp);
     }
     let (k_mla, rot, lora) = (m.n_embd_head_k_mla_impl, hp.n_rot, m.n_lora_kv);
     if k_mla <= rot {
@@ -202,34 +205,6 @@ fn check_shapes(k: &Keys, hp: &HParams) -> Result<()> {
     Ok(())
 }
 
-/// The older un-split form: full heads of key_length (unrotated part, then the rotated one)
-/// and value_length, one KV head per query head.
-fn check_unsplit_shapes(k: &Keys, hp: &HParams) -> Result<()> {
-    let (head_k, rot) = (hp.n_embd_head_k, hp.n_rot);
-    if head_k <= rot {
-        return Err(LlamaError::BadHparams(format!(
-            "{} = {head_k} must exceed rope.dimension_count = {rot} (the unrotated part is empty)",
-            k.full("attention.key_length")
-        )));
-    }
-    if hp.mla.n_lora_kv == 0 {
-        return Err(LlamaError::BadHparams(format!(
-            "{} must be positive",
-            k.full("attention.kv_lora_rank")
-        )));
-    }
-    for il in 0..hp.n_layer as usize {
-        if hp.n_head_kv(il) != hp.n_head(il) || hp.n_head(il) != hp.n_head(0) {
-            return Err(LlamaError::BadHparams(format!(
-                "{}: the un-split attn_kv_b form decompresses one key and value per head (n_head_kv = n_head = {} in every layer)",
-                k.full("attention.head_count_kv"),
-                hp.n_head(0)
-            )));
-        }
-    }
-    Ok(())
-}
-
 fn type_name(hp: &HParams) -> &'static str {
     match hp.n_layer {
         27 => "16B",
@@ -238,179 +213,6 @@ fn type_name(hp: &HParams) -> &'static str {
         61 => "671B",
         _ => "?B",
     }
-}
-
-/// The sizes the tensor list is written in.
-struct Dims {
-    n_embd: i64,
-    n_vocab: i64,
-    n_head: i64,
-    n_expert: i64,
-    k_mla: i64,
-    v_mla: i64,
-    rot: i64,
-    q_lora: i64,
-    kv_lora: i64,
-    n_ff_exp: i64,
-    n_ff_shexp: i64,
-}
-
-impl Dims {
-    fn of(hp: &HParams) -> Dims {
-        let m = &hp.mla;
-        let n_ff_exp = hp.moe.n_ff_exp as i64;
-        Dims {
-            n_embd: hp.n_embd as i64,
-            n_vocab: hp.n_vocab as i64,
-            n_head: hp.n_head(0) as i64,
-            n_expert: hp.n_expert as i64,
-            k_mla: m.n_embd_head_k_mla(hp) as i64,
-            v_mla: m.n_embd_head_v_mla(hp) as i64,
-            rot: hp.n_rot as i64,
-            q_lora: m.n_lora_q as i64,
-            kv_lora: m.n_lora_kv as i64,
-            n_ff_exp,
-            n_ff_shexp: n_ff_exp * hp.moe.n_expert_shared as i64,
-        }
-    }
-    fn nope(&self) -> i64 {
-        self.k_mla - self.rot
-    }
-    /// attn_kv_b of the un-split form: {kv_lora_rank, n_head * (qk_nope + v_head)}
-    fn kv_b(&self) -> [i64; 2] {
-        [self.kv_lora, self.n_head * (self.nope() + self.v_mla)]
-    }
-}
-
-fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
-    let hp = model.hparams.clone();
-    // llama.cpp's mtp_only: a file of the NextN layers alone (a draft model), whose trunk it
-    // would leave empty
-    if hp.n_layer_nextn > 0 && !c.has(&tn::blk(tn::ATTN_NORM, "weight", 0)) {
-        return Err(LlamaError::Unsupported(format!(
-            "{} has no {}: a file of only the NextN (MTP) layers cannot run as a model",
-            "deepseek2",
-            tn::blk(tn::ATTN_NORM, "weight", 0)
-        )));
-    }
-    let skipped = super::nextn::skipped_layers(c, &hp);
-    tensors::embd_and_output(model, c)?;
-    let d = Dims::of(&hp);
-    let (n_embd, n_head) = (d.n_embd, d.n_head);
-    let w =
-        |c: &mut TensorCreator, base: &str, il, dims: &[i64]| req(c, base, "weight", il, dims, MM);
-    for il in 0..hp.n_layer as usize {
-        let mut l = Layer {
-            attn_norm: tensors::norm(c, tn::ATTN_NORM, il, n_embd)?,
-            ..Layer::default()
-        };
-        let a = &mut l.mla;
-        if d.q_lora > 0 {
-            a.attn_q_a_norm = tensors::norm(c, tn_mla::ATTN_Q_A_NORM, il, d.q_lora)?;
-        }
-        a.attn_kv_a_norm = tensors::norm(c, tn_mla::ATTN_KV_A_NORM, il, d.kv_lora)?;
-        if d.q_lora > 0 {
-            a.wq_a = w(c, tn_mla::ATTN_Q_A, il, &[n_embd, d.q_lora])?;
-            a.wq_b = w(c, tn_mla::ATTN_Q_B, il, &[d.q_lora, n_head * d.k_mla])?;
-        } else {
-            l.wq = w(c, tn::ATTN_Q, il, &[n_embd, n_head * d.k_mla])?;
-        }
-        let a = &mut l.mla;
-        a.wkv_a_mqa = w(c, tn_mla::ATTN_KV_A_MQA, il, &[n_embd, d.kv_lora + d.rot])?;
-        if hp.mla.is_mla() {
-            a.wk_b = w(c, tn_mla::ATTN_K_B, il, &[d.nope(), d.kv_lora, n_head])?;
-            a.wv_b = w(c, tn_mla::ATTN_V_B, il, &[d.kv_lora, d.v_mla, n_head])?;
-        } else {
-            a.wkv_b = w(c, tn_mla::ATTN_KV_B, il, &d.kv_b())?;
-        }
-        l.wo = w(c, tn::ATTN_OUT, il, &[n_head * d.v_mla, n_embd])?;
-        l.ffn_norm = tensors::norm(c, tn::FFN_NORM, il, n_embd)?;
-        if il < hp.moe.n_layer_dense_lead as usize {
-            let n_ff = hp.n_ff(il) as i64;
-            l.ffn_gate = w(c, tn::FFN_GATE, il, &[n_embd, n_ff])?;
-            l.ffn_down = w(c, tn::FFN_DOWN, il, &[n_ff, n_embd])?;
-            l.ffn_up = w(c, tn::FFN_UP, il, &[n_embd, n_ff])?;
-        } else {
-            create_moe(c, &mut l, il, &d)?;
-        }
-        model.layers.push(l);
-    }
-    for s in skipped {
-        skip_layer(c, &hp, &d, s)?;
-    }
-    moe::expert_scales(c, &mut model.layers, d.n_expert)
-}
-
-/// A NextN layer: the trunk layer's tensors and the NextN ones, checked and skipped.
-fn skip_layer(c: &mut TensorCreator, hp: &HParams, d: &Dims, s: Skipped) -> Result<()> {
-    let (n_embd, n_head) = (d.n_embd, d.n_head);
-    let w = |c: &mut TensorCreator, base: &str, dims: &[i64]| s.t(c, base, "weight", dims, false);
-    w(c, tn::ATTN_NORM, &[n_embd])?;
-    if d.q_lora > 0 {
-        w(c, tn_mla::ATTN_Q_A_NORM, &[d.q_lora])?;
-    }
-    w(c, tn_mla::ATTN_KV_A_NORM, &[d.kv_lora])?;
-    if d.q_lora > 0 {
-        w(c, tn_mla::ATTN_Q_A, &[n_embd, d.q_lora])?;
-        w(c, tn_mla::ATTN_Q_B, &[d.q_lora, n_head * d.k_mla])?;
-    } else {
-        w(c, tn::ATTN_Q, &[n_embd, n_head * d.k_mla])?;
-    }
-    w(c, tn_mla::ATTN_KV_A_MQA, &[n_embd, d.kv_lora + d.rot])?;
-    if hp.mla.is_mla() {
-        w(c, tn_mla::ATTN_K_B, &[d.nope(), d.kv_lora, n_head])?;
-        w(c, tn_mla::ATTN_V_B, &[d.kv_lora, d.v_mla, n_head])?;
-    } else {
-        w(c, tn_mla::ATTN_KV_B, &d.kv_b())?;
-    }
-    w(c, tn::ATTN_OUT, &[n_head * d.v_mla, n_embd])?;
-    w(c, tn::FFN_NORM, &[n_embd])?;
-    if s.il < hp.moe.n_layer_dense_lead as usize {
-        let n_ff = hp.n_ff(s.il) as i64;
-        w(c, tn::FFN_GATE, &[n_embd, n_ff])?;
-        w(c, tn::FFN_DOWN, &[n_ff, n_embd])?;
-        w(c, tn::FFN_UP, &[n_embd, n_ff])?;
-    } else {
-        w(c, moe::tn::FFN_GATE_INP, &[n_embd, d.n_expert])?;
-        s.t(c, tn_mla::FFN_EXP_PROBS_B, "bias", &[d.n_expert], true)?;
-        w(c, moe::tn::FFN_DOWN_EXPS, &[d.n_ff_exp, n_embd, d.n_expert])?;
-        s.gate_up_exps(c, [n_embd, d.n_ff_exp, d.n_expert])?;
-        w(c, moe::tn::FFN_GATE_SHEXP, &[n_embd, d.n_ff_shexp])?;
-        w(c, moe::tn::FFN_DOWN_SHEXP, &[d.n_ff_shexp, n_embd])?;
-        w(c, moe::tn::FFN_UP_SHEXP, &[n_embd, d.n_ff_shexp])?;
-    }
-    s.nextn(c, n_embd, d.n_vocab)
-}
-
-/// The router, its selection bias, the expert stacks (one fused gate/up stack or the two) and
-/// the shared experts, in llama.cpp's order.
-fn create_moe(c: &mut TensorCreator, l: &mut Layer, il: usize, d: &Dims) -> Result<()> {
-    let (n_embd, n_ff_exp, n_expert, n_ff_shexp) = (d.n_embd, d.n_ff_exp, d.n_expert, d.n_ff_shexp);
-    let m = &mut l.moe;
-    let mmid = Op::MulMatId;
-    m.gate_inp = req(
-        c,
-        moe::tn::FFN_GATE_INP,
-        "weight",
-        il,
-        &[n_embd, n_expert],
-        MM,
-    )?;
-    m.exp_probs_b = opt(c, tn_mla::FFN_EXP_PROBS_B, "bias", il, &[n_expert], Op::Add)?;
-    m.down_exps = req(
-        c,
-        moe::tn::FFN_DOWN_EXPS,
-        "weight",
-        il,
-        &[n_ff_exp, n_embd, n_expert],
-        mmid,
-    )?;
-    moe::gate_up_exps(c, m, il, [n_embd, n_ff_exp, n_expert])?;
-    let sh = |c: &mut TensorCreator, base: &str, dims: &[i64]| req(c, base, "weight", il, dims, MM);
-    m.gate_shexp = sh(c, moe::tn::FFN_GATE_SHEXP, &[n_embd, n_ff_shexp])?;
-    m.down_shexp = sh(c, moe::tn::FFN_DOWN_SHEXP, &[n_ff_shexp, n_embd])?;
-    m.up_shexp = sh(c, moe::tn::FFN_UP_SHEXP, &[n_embd, n_ff_shexp])?;
-    Ok(())
 }
 
 /// deepseek2.cpp's kq_scale: the context's attention factor has YaRN's adjustment cancelled,
@@ -520,12 +322,12 @@ fn build_mla(
     b.cb(kv_cmpr, "kv_cmpr", ili);
 
     if !hp.mla.is_mla() {
-        let p = Unsplit {
+        let p = unsplit::Unsplit {
             nope,
             n_head,
             n_tokens,
         };
-        return build_unsplit(
+        return unsplit::build_unsplit(
             b, layer, q, k_pe, kv_cmpr, inp_pos, attn_scale, kq_scale, il, p,
         );
     }
@@ -561,70 +363,4 @@ fn build_mla(
         b.cb(q_cur, "Qcur_attn_temp_scaled", ili);
     }
     b.build_attn_mla(layer.wo, q_cur, k_cur, v_cur, need(a.wv_b), kq_scale, il)
-}
-
-/// The sizes the un-split attention views by.
-struct Unsplit {
-    nope: i64,
-    n_head: i64,
-    n_tokens: i64,
-}
-
-/// deepseek2.cpp's non-MLA branch, for the older files with one `attn_kv_b`: the latent is
-/// decompressed into each head's key part and value, the shared rotated key part repeated
-/// for every head, and Q roped over its tail only (ggml_rope_set_offset); attention is then
-/// plain multi-head over a K/V cache of full heads.
-#[allow(clippy::too_many_arguments)]
-fn build_unsplit(
-    b: &mut GraphBuilder,
-    layer: &Layer,
-    q: TensorId,
-    k_pe: TensorId,
-    kv_cmpr: TensorId,
-    inp_pos: TensorId,
-    attn_scale: Option<TensorId>,
-    kq_scale: f32,
-    il: usize,
-    Unsplit {
-        nope,
-        n_head,
-        n_tokens,
-    }: Unsplit,
-) -> TensorId {
-    let hp = &b.model.hparams;
-    let ili = il as i32;
-    let (rot, v_head) = (hp.n_rot as i64, hp.mla.n_embd_head_v_mla(hp) as i64);
-    let wkv_b = b.w(layer.mla.wkv_b.expect("required at load"));
-    let kv = b.g.ctx.mul_mat(wkv_b, kv_cmpr);
-    b.cb(kv, "kv", ili);
-    let ty = b.g.ctx[kv].ty;
-    let row = ty.row_size(nope + v_head);
-    let k_nope =
-        b.g.ctx
-            .view_3d(kv, nope, n_head, n_tokens, row, row * n_head as usize, 0);
-    b.cb(k_nope, "k_nope_view", ili);
-    let off = ty.row_size(nope);
-    let mut v_cur = b.g.ctx.view_3d(
-        kv,
-        v_head,
-        n_head,
-        n_tokens,
-        row,
-        row * n_head as usize,
-        off,
-    );
-    b.cb(v_cur, "Vcur_view", ili);
-    v_cur = b.g.ctx.cont(v_cur);
-    b.cb(v_cur, "Vcur_cont", ili);
-    let mut q_cur = b.rope(q, inp_pos, None);
-    q_cur = b.g.ctx.rope_set_offset(q_cur, nope as i32);
-    b.cb(q_cur, "Qcur", ili);
-    let k_pe_all = b.g.ctx.repeat_4d(k_pe, [rot, n_head, n_tokens, 1]);
-    let k_cur = b.g.ctx.concat(k_nope, k_pe_all, 0);
-    b.cb(k_cur, "Kcur", ili);
-    if let Some(s) = attn_scale {
-        q_cur = b.g.ctx.mul(q_cur, s);
-        b.cb(q_cur, "Qcur_attn_temp_scaled", ili);
-    }
-    b.build_attn(layer.wo, None, q_cur, k_cur, v_cur, kq_scale, il)
 }
