@@ -7,9 +7,10 @@
 //! and the eval-callback nodes; and broken MLA metadata stopping llama-completion with one
 //! line naming the key, exit status 1.
 
-use gguf::{GgufFile, GgufWriter, Value};
+use gguf::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use test_fixtures::gguf_edit::{self, assert_fails_with, complete};
 use test_fixtures::llama_logs::{self, evalcb_nodes, line_of, lines_of};
 use test_fixtures::text;
 
@@ -313,44 +314,9 @@ fn sessions_hold_the_latent_cache_as_llama_cpp_s() {
 fn edited(dir: &Path, edit: impl FnOnce(&mut Vec<(String, Value)>)) -> PathBuf {
     let src = dir.join("deepseek2.gguf");
     gguf_new(&src, "deepseek2", "f32", &[]);
-    let f = GgufFile::open(&src).expect("open the model");
-    let mut kv = f.kv.clone();
-    edit(&mut kv);
-    let mut w = GgufWriter::new();
-    for (k, v) in kv {
-        w.add_kv(k, v).unwrap();
-    }
-    for t in &f.tensors {
-        w.add_tensor(t.name.clone(), t.ty, t.shape()).unwrap();
-    }
-    let data: Vec<&[u8]> = f.tensors.iter().map(|t| f.tensor_data(t)).collect();
     let out = dir.join("deepseek2-edited.gguf");
-    std::fs::write(&out, w.to_bytes(&data).unwrap()).unwrap();
+    gguf_edit::rewrite(&src, &out, |kv, _| edit(kv));
     out
-}
-
-fn complete(model: &Path) -> Output {
-    let bin = test_fixtures::bin("llama-completion", "llama-completion");
-    Command::new(bin)
-        .arg("-m")
-        .arg(model)
-        .args(["-p", "hi", "-n", "2", "-no-cnv", "-t", "2"])
-        .env_remove("LLAMA_ARG_MODEL")
-        .output()
-        .expect("run llama-completion")
-}
-
-/// Exit 1, no panic, and the loader's cause line carrying `cause`.
-fn assert_fails_with(o: &Output, cause: &str) {
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| l.contains("error loading model"))
-        .collect();
-    assert!(!lines.is_empty(), "{err}");
-    assert!(lines[0].contains(cause), "want {cause:?} in {:?}", lines[0]);
 }
 
 #[test]

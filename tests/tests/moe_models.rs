@@ -5,9 +5,10 @@
 //! perplexity for each, F32 and Q8_0; and broken expert metadata or tensors stopping
 //! llama-completion with one line naming the key or tensor, exit status 1.
 
-use gguf::{GgufFile, GgufWriter, Value};
+use gguf::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+use test_fixtures::gguf_edit::{self, assert_fails_with, complete, set_u32, Tensors};
 use test_fixtures::llama_logs::{self, evalcb_nodes, graph_line, ppl_chunks as chunks};
 use test_fixtures::text;
 
@@ -250,8 +251,6 @@ fn cpu_moe_flags_log_and_text_as_llama_cpp() {
     let _ = std::fs::remove_file(m);
 }
 
-type Tensors = Vec<(String, ggml::Type, Vec<u64>, Vec<u8>)>;
-
 /// A model of `arch` (f32) with its metadata and tensors edited by `edit`.
 fn edited(
     dir: &Path,
@@ -260,67 +259,9 @@ fn edited(
 ) -> PathBuf {
     let src = dir.join(format!("{arch}.gguf"));
     gguf_new(&src, arch, "f32");
-    let f = GgufFile::open(&src).expect("open the model");
-    let mut kv = f.kv.clone();
-    let mut tensors: Tensors = f
-        .tensors
-        .iter()
-        .map(|t| {
-            (
-                t.name.clone(),
-                t.ty,
-                t.shape().to_vec(),
-                f.tensor_data(t).to_vec(),
-            )
-        })
-        .collect();
-    edit(&mut kv, &mut tensors);
-    let mut w = GgufWriter::new();
-    for (k, v) in kv {
-        w.add_kv(k, v).unwrap();
-    }
-    for (name, ty, shape, _) in &tensors {
-        w.add_tensor(name.clone(), *ty, shape).unwrap();
-    }
-    let data: Vec<&[u8]> = tensors.iter().map(|t| t.3.as_slice()).collect();
     let out = dir.join(format!("{arch}-edited.gguf"));
-    std::fs::write(&out, w.to_bytes(&data).unwrap()).unwrap();
+    gguf_edit::rewrite(&src, &out, edit);
     out
-}
-
-fn set_u32(kv: &mut [(String, Value)], key: &str, v: u32) {
-    let e = kv
-        .iter_mut()
-        .find(|e| e.0 == key)
-        .expect("the key is written");
-    e.1 = Value::U32(v);
-}
-
-fn complete(model: &Path) -> Output {
-    let bin = test_fixtures::bin("llama-completion", "llama-completion");
-    Command::new(bin)
-        .arg("-m")
-        .arg(model)
-        .args(["-p", "hi", "-n", "2", "-no-cnv", "-t", "2"])
-        .env_remove("LLAMA_ARG_MODEL")
-        .output()
-        .expect("run llama-completion")
-}
-
-/// Exit 1, no panic, and one cause line of the loader carrying `cause` (printed once by the
-/// parameter fit's load and once by the real one, as llama.cpp does).
-fn assert_fails_with(o: &Output, cause: &str) {
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| l.contains("error loading model"))
-        .map(|l| l.split_once(" E ").map_or(l, |(_, rest)| rest))
-        .collect();
-    assert!(!lines.is_empty(), "{err}");
-    assert!(lines.iter().all(|l| *l == lines[0]), "{err}");
-    assert!(lines[0].contains(cause), "want {cause:?} in {:?}", lines[0]);
 }
 
 #[test]
