@@ -175,19 +175,10 @@ fn greedy_text_without_flash_attention_matches_llama_cpp() {
 
 #[test]
 fn perplexity_matches_llama_cpp() {
-    let bin = test_fixtures::bin("llama-perplexity", "llama-perplexity");
-    let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
     for arch in ARCHS {
         for (ty, rel) in TYPES {
             let m = model(arch, ty, "ppl");
-            #[rustfmt::skip]
-            let o = Command::new(&bin)
-                .args(["-m", m.to_str().unwrap(), "-f", gpl.to_str().unwrap(), "-c", "128",
-                    "--chunks", "4", "-t", "2"])
-                .output()
-                .expect("run llama-perplexity");
-            let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
-            assert!(o.status.success(), "{arch} {ty}: {all}");
+            let all = llama_logs::perplexity_run(&m, &format!("{arch} {ty}"));
             let want_log = text(&fixture(&format!("{arch}-{ty}.perplexity.log")));
             let what = format!("{arch} {ty}");
             llama_logs::assert_ppl_close(&all, &want_log, rel, Some(4), &what);
@@ -390,8 +381,6 @@ const GREEDY: [&str; 12] = [
 /// without flash attention (its V cache is then transposed).
 #[test]
 fn layout_variants_match_llama_cpp() {
-    let ppl_bin = test_fixtures::bin("llama-perplexity", "llama-perplexity");
-    let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
     for spec in VARIANTS {
         let label = spec.0;
         for (ty, rel) in TYPES {
@@ -420,14 +409,7 @@ fn layout_variants_match_llama_cpp() {
                     assert_eq!(line_of(&log, line), line_of(&want_log, line), "{what}");
                 }
             }
-            #[rustfmt::skip]
-            let o = Command::new(&ppl_bin)
-                .args(["-m", m.to_str().unwrap(), "-f", gpl.to_str().unwrap(), "-c", "128",
-                    "--chunks", "4", "-t", "2"])
-                .output()
-                .expect("run llama-perplexity");
-            let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
-            assert!(o.status.success(), "{label} {ty}: {all}");
+            let all = llama_logs::perplexity_run(&m, &format!("{label} {ty}"));
             let want_log = text(&fixture(&format!("{label}-{ty}.perplexity.log")));
             let what = format!("{label} {ty}");
             llama_logs::assert_ppl_close(&all, &want_log, rel, Some(4), &what);

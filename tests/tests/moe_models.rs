@@ -107,19 +107,10 @@ fn greedy_text_graph_and_expert_lines_match_llama_cpp() {
 
 #[test]
 fn perplexity_matches_llama_cpp() {
-    let bin = test_fixtures::bin("llama-perplexity", "llama-perplexity");
-    let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
     for arch in ARCHS {
         for (ty, rel) in TYPES {
             let m = model(arch, ty, "ppl");
-            #[rustfmt::skip]
-            let o = Command::new(&bin)
-                .args(["-m", m.to_str().unwrap(), "-f", gpl.to_str().unwrap(), "-c", "128",
-                    "--chunks", "4", "-t", "2"])
-                .output()
-                .expect("run llama-perplexity");
-            let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
-            assert!(o.status.success(), "{arch} {ty}: {all}");
+            let all = llama_logs::perplexity_run(&m, &format!("{arch} {ty}"));
             let want_log = text(&fixture(&format!("{arch}-{ty}.perplexity.log")));
             let what = format!("{arch} {ty}");
             llama_logs::assert_ppl_close(&all, &want_log, rel, Some(4), &what);

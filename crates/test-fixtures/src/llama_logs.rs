@@ -84,3 +84,21 @@ pub fn evalcb_nodes(log: &str) -> Vec<(String, f64)> {
     }
     out
 }
+
+/// Our llama-perplexity on `model` over the shared GPL text as the random-weight fixtures were
+/// recorded (`-c 128 --chunks 4 -t 2`): its stdout and stderr, after it succeeded.
+pub fn perplexity_run(model: &std::path::Path, what: &str) -> String {
+    let gpl = crate::shared_dir().join("reference/text/gpl-3.txt");
+    let o = std::process::Command::new(crate::bin("llama-perplexity", "llama-perplexity"))
+        .arg("-m")
+        .arg(model)
+        .arg("-f")
+        .arg(gpl)
+        .args(["-c", "128", "--chunks", "4", "-t", "2"])
+        .env_remove("LLAMA_ARG_MODEL")
+        .output()
+        .expect("run llama-perplexity");
+    let all = format!("{}{}", crate::text(&o.stdout), crate::text(&o.stderr));
+    assert!(o.status.success(), "{what}: {all}");
+    all
+}
