@@ -3,9 +3,10 @@
 //! exit status 1, never a panic; a sliding window longer than the context is what llama.cpp
 //! makes of it, a window cache of the context's size; a split model loads from its first shard.
 
-use gguf::{GgufFile, GgufWriter, Value};
+use gguf::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use test_fixtures::gguf_edit::{self, Tensors};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -24,8 +25,6 @@ fn gguf_new(out: &Path, arch: &str, extra: &[&str]) {
     assert!(o.status.success(), "llama-gguf-new: {}", text(&o.stderr));
 }
 
-type Tensors = Vec<(String, ggml::Type, Vec<u64>, Vec<u8>)>;
-
 /// A model of `arch` with its metadata and tensors edited by `edit`.
 fn edited(
     dir: &Path,
@@ -34,31 +33,8 @@ fn edited(
 ) -> PathBuf {
     let src = dir.join(format!("{arch}.gguf"));
     gguf_new(&src, arch, &[]);
-    let f = GgufFile::open(&src).expect("open the model");
-    let mut kv = f.kv.clone();
-    let mut tensors: Tensors = f
-        .tensors
-        .iter()
-        .map(|t| {
-            (
-                t.name.clone(),
-                t.ty,
-                t.shape().to_vec(),
-                f.tensor_data(t).to_vec(),
-            )
-        })
-        .collect();
-    edit(&mut kv, &mut tensors);
-    let mut w = GgufWriter::new();
-    for (k, v) in kv {
-        w.add_kv(k, v).unwrap();
-    }
-    for (name, ty, shape, _) in &tensors {
-        w.add_tensor(name.clone(), *ty, shape).unwrap();
-    }
-    let data: Vec<&[u8]> = tensors.iter().map(|t| t.3.as_slice()).collect();
     let out = dir.join(format!("{arch}-edited.gguf"));
-    std::fs::write(&out, w.to_bytes(&data).unwrap()).unwrap();
+    gguf_edit::rewrite(&src, &out, edit);
     out
 }
 

@@ -4,14 +4,17 @@
 
 use std::path::PathBuf;
 use std::process::Command;
+use test_fixtures::llama_logs::{self, graph_line};
+use test_fixtures::text;
 
 /// Each model: its fixture name, architecture and the llama-gguf-new flags it adds to the
 /// common ones. `--swa 32` gives a 32-token window to the architectures with one (olmo2 gets
 /// one only with it: OLMo 3); a phi3 named "phi3" makes llama.cpp's vocabulary look up tokens,
 /// "</s>" and "<unk>", that the built-in vocabulary does not have. smollm3 gets four layers,
 /// for its rope-less fourth one, command-r-64 64 for its head norms; mistral3-yarn has
-/// Ministral 3's YaRN keys (factor 4, betas 16 and 2).
-const MODELS: [(&str, &str, &[&str]); 17] = [
+/// Ministral 3's YaRN keys (factor 4, betas 16 and 2); glm4-nextn one NextN layer after the two
+/// (loaded, skipped: deepseek2_models.rs checks its startup lines).
+const MODELS: [(&str, &str, &[&str]); 18] = [
     ("qwen3", "qwen3", &[]),
     ("gemma2", "gemma2", &["--swa", "32"]),
     ("gemma", "gemma", &[]),
@@ -25,6 +28,7 @@ const MODELS: [(&str, &str, &[&str]); 17] = [
     ("command-r-64", "command-r", &[]),
     ("cohere2", "cohere2", &["--swa", "32"]),
     ("glm4", "glm4", &[]),
+    ("glm4-nextn", "glm4", &["--nextn", "1"]),
     ("exaone", "exaone", &[]),
     ("smollm3", "smollm3", &[]),
     ("mistral3", "mistral3", &[]),
@@ -32,15 +36,8 @@ const MODELS: [(&str, &str, &[&str]); 17] = [
 ];
 const TYPES: [(&str, f64); 2] = [("f32", 1e-4), ("q8_0", 1e-3)];
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn fixture(name: &str) -> Vec<u8> {
-    let p = test_fixtures::repo_root()
-        .join("tests/fixtures/archs")
-        .join(name);
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    llama_logs::fixture("archs", name)
 }
 
 /// The model the fixtures were recorded on, written again by llama-gguf-new; `user` keeps the
@@ -65,31 +62,6 @@ fn model((label, arch, extra): (&str, &str, &[&str]), ty: &str, user: &str) -> P
         .expect("run llama-gguf-new");
     assert!(o.status.success(), "llama-gguf-new: {}", text(&o.stderr));
     out
-}
-
-/// "graph: nodes = N, splits = M" of a log.
-fn graph_line(log: &str) -> String {
-    let l = log
-        .lines()
-        .find(|l| l.contains("sched_reserve: graph: nodes"))
-        .unwrap_or_else(|| panic!("no graph line in:\n{log}"));
-    l[l.find("graph:").unwrap()..].to_string()
-}
-
-fn final_ppl(s: &str) -> f64 {
-    let line = s
-        .lines()
-        .find(|l| l.contains("Final estimate: PPL = "))
-        .unwrap_or_else(|| panic!("no final estimate in:\n{s}"));
-    let v = line.split("PPL = ").nth(1).unwrap();
-    v.split_whitespace().next().unwrap().parse().unwrap()
-}
-
-fn chunks(s: &str) -> Vec<f64> {
-    let line = s.lines().find(|l| l.starts_with("[1]")).unwrap_or("");
-    line.split(',')
-        .filter_map(|x| x.split_once(']').and_then(|(_, v)| v.parse().ok()))
-        .collect()
 }
 
 #[test]
@@ -131,30 +103,14 @@ fn greedy_text_and_graph_match_llama_cpp() {
 
 #[test]
 fn perplexity_matches_llama_cpp() {
-    let bin = test_fixtures::bin("llama-perplexity", "llama-perplexity");
-    let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
     for spec in MODELS {
         let label = spec.0;
         for (ty, rel) in TYPES {
             let m = model(spec, ty, "ppl");
-            #[rustfmt::skip]
-            let o = Command::new(&bin)
-                .args(["-m", m.to_str().unwrap(), "-f", gpl.to_str().unwrap(), "-c", "128",
-                    "--chunks", "4", "-t", "2"])
-                .output()
-                .expect("run llama-perplexity");
-            let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
-            assert!(o.status.success(), "{label} {ty}: {all}");
+            let all = llama_logs::perplexity_run(&m, &format!("{label} {ty}"));
             let want_log = text(&fixture(&format!("{label}-{ty}.perplexity.log")));
-            let (got, want) = (chunks(&all), chunks(&want_log));
-            assert_eq!(got.len(), want.len(), "{label} {ty}: {all}");
-            for (g, w) in got
-                .iter()
-                .zip(&want)
-                .chain([(&final_ppl(&all), &final_ppl(&want_log))])
-            {
-                assert!((g - w).abs() <= rel * w.abs(), "{label} {ty}: {g} vs {w}");
-            }
+            let what = format!("{label} {ty}");
+            llama_logs::assert_ppl_close(&all, &want_log, rel, None, &what);
             let _ = std::fs::remove_file(m);
         }
     }

@@ -7,31 +7,48 @@
 //! and the eval-callback nodes; and broken MLA metadata stopping llama-completion with one
 //! line naming the key, exit status 1.
 
-use gguf::{GgufFile, GgufWriter, Value};
+use gguf::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use test_fixtures::gguf_edit::{self, assert_fails_with, complete};
+use test_fixtures::llama_logs::{self, evalcb_nodes, line_of, lines_of};
+use test_fixtures::text;
 
 const ARCHS: [&str; 2] = ["deepseek2", "deepseek2-v3"];
 const TYPES: [(&str, f64); 2] = [("f32", 1e-4), ("q8_0", 1e-3)];
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn fixture(name: &str) -> Vec<u8> {
-    let p = test_fixtures::repo_root()
-        .join("tests/fixtures/deepseek2")
-        .join(name);
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    llama_logs::fixture("deepseek2", name)
 }
 
-fn gguf_new(out: &Path, arch: &str, ty: &str) {
+/// The layout variants (scripts/record-deepseek2-variants.sh): their fixture name, the
+/// llama-gguf-new architecture and flags. `deepseek2-kvb` is the older un-split form (one
+/// `attn_kv_b`, a KV head per query head), `-nextn` has one NextN layer after the two, `-fused`
+/// one `ffn_gate_up_exps` stack per MoE layer.
+const VARIANTS: [(&str, &str, &[&str]); 3] = [
+    ("deepseek2-kvb", "deepseek2", &["--mla-kv-b"]),
+    ("deepseek2-v3-nextn", "deepseek2-v3", &["--nextn", "1"]),
+    (
+        "deepseek2-v3-fused",
+        "deepseek2-v3",
+        &["--fused-gate-up-exps"],
+    ),
+];
+
+fn gguf_new(out: &Path, arch: &str, ty: &str, extra: &[&str]) {
     let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
+    let heads_kv = if extra.contains(&"--mla-kv-b") {
+        "4"
+    } else {
+        "1"
+    };
     #[rustfmt::skip]
     let o = Command::new(bin)
-        .args(["--arch", arch, "--layers", "2", "--embd", "128", "--heads", "4", "--heads-kv", "1",
+        .args(["--arch", arch, "--layers", "2", "--embd", "128", "--heads", "4", "--heads-kv", heads_kv,
             "--ff", "256", "--ctx", "512", "--vocab-size", "1000", "--experts", "8",
-            "--experts-used", "2", "--ff-exp", "64", "--type", ty, "--seed", "7", "--quiet", "-o"])
+            "--experts-used", "2", "--ff-exp", "64", "--type", ty, "--seed", "7", "--quiet"])
+        .args(extra)
+        .arg("-o")
         .arg(out)
         .output()
         .expect("run llama-gguf-new");
@@ -41,20 +58,15 @@ fn gguf_new(out: &Path, arch: &str, ty: &str) {
 /// The model the fixtures were recorded on, written again; `user` keeps the file of each test
 /// apart (the tests of this binary run at once in one process).
 fn model(arch: &str, ty: &str, user: &str) -> PathBuf {
-    let dir = test_fixtures::cache_dir().join("deepseek2");
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{arch}-{ty}-{user}-{}.gguf", std::process::id()));
-    gguf_new(&out, arch, ty);
-    out
+    variant_model((arch, arch, &[]), ty, user)
 }
 
-/// The log line holding `what`, from that point on (without the timestamp and prefix).
-fn line_of(log: &str, what: &str) -> String {
-    let l = log
-        .lines()
-        .find(|l| l.contains(what))
-        .unwrap_or_else(|| panic!("no {what:?} line in:\n{log}"));
-    l[l.find(what).unwrap()..].to_string()
+fn variant_model((label, arch, extra): (&str, &str, &[&str]), ty: &str, user: &str) -> PathBuf {
+    let dir = test_fixtures::cache_dir().join("deepseek2");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join(format!("{label}-{ty}-{user}-{}.gguf", std::process::id()));
+    gguf_new(&out, arch, ty, extra);
+    out
 }
 
 /// The print_info lines of the expert and latent-attention settings, and the context's YaRN
@@ -92,19 +104,6 @@ fn info_lines(log: &str) -> Vec<String> {
             .map(|l| line_of(l, "setting new")),
     );
     out
-}
-
-fn final_ppl(s: &str) -> f64 {
-    let line = line_of(s, "Final estimate: PPL = ");
-    let v = line.split("PPL = ").nth(1).unwrap();
-    v.split_whitespace().next().unwrap().parse().unwrap()
-}
-
-fn chunks(s: &str) -> Vec<f64> {
-    let line = s.lines().find(|l| l.starts_with("[1]")).unwrap_or("");
-    line.split(',')
-        .filter_map(|x| x.split_once(']').and_then(|(_, v)| v.parse().ok()))
-        .collect()
 }
 
 #[test]
@@ -176,67 +175,23 @@ fn greedy_text_without_flash_attention_matches_llama_cpp() {
 
 #[test]
 fn perplexity_matches_llama_cpp() {
-    let bin = test_fixtures::bin("llama-perplexity", "llama-perplexity");
-    let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
     for arch in ARCHS {
         for (ty, rel) in TYPES {
             let m = model(arch, ty, "ppl");
-            #[rustfmt::skip]
-            let o = Command::new(&bin)
-                .args(["-m", m.to_str().unwrap(), "-f", gpl.to_str().unwrap(), "-c", "128",
-                    "--chunks", "4", "-t", "2"])
-                .output()
-                .expect("run llama-perplexity");
-            let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
-            assert!(o.status.success(), "{arch} {ty}: {all}");
+            let all = llama_logs::perplexity_run(&m, &format!("{arch} {ty}"));
             let want_log = text(&fixture(&format!("{arch}-{ty}.perplexity.log")));
-            let (got, want) = (chunks(&all), chunks(&want_log));
-            assert_eq!(got.len(), 4, "{arch} {ty}: {all}");
-            assert_eq!(got.len(), want.len(), "{arch} {ty}: {want_log}");
-            for (g, w) in got
-                .iter()
-                .zip(&want)
-                .chain([(&final_ppl(&all), &final_ppl(&want_log))])
-            {
-                assert!((g - w).abs() <= rel * w.abs(), "{arch} {ty}: {g} vs {w}");
-            }
+            let what = format!("{arch} {ty}");
+            llama_logs::assert_ppl_close(&all, &want_log, rel, Some(4), &what);
             let _ = std::fs::remove_file(m);
         }
     }
-}
-
-/// Each node llama-eval-callback printed: its header (name, op, sources, shape) and its sum.
-fn evalcb_nodes(log: &str) -> Vec<(String, f64)> {
-    let mut out: Vec<(String, f64)> = Vec::new();
-    for line in log.lines() {
-        if let Some((_, h)) = line.split_once("common_debug_cb_eval:") {
-            out.push((h.trim().to_string(), f64::NAN));
-        } else if let (Some(sum), Some(last)) = (line.trim().strip_prefix("sum = "), out.last_mut())
-        {
-            last.1 = sum.parse().unwrap_or(f64::NAN);
-        }
-    }
-    out
 }
 
 /// The nodes of the latent attention and the experts, in llama.cpp's order with its names,
 /// ops and shapes, and their values (the sums printed) equal to llama.cpp's within 1e-4.
 #[test]
 fn eval_callback_nodes_match_llama_cpp() {
-    let bin = test_fixtures::bin("llama-eval-callback", "llama-eval-callback");
     for arch in ARCHS {
-        let m = model(arch, "f32", "evalcb");
-        #[rustfmt::skip]
-        let o = Command::new(&bin)
-            .args(["-m", m.to_str().unwrap(), "-p", "hi there", "-n", "1", "--seed", "1", "-c", "256",
-                "-t", "2"])
-            .env_remove("LLAMA_ARG_MODEL")
-            .output()
-            .expect("run llama-eval-callback");
-        let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
-        assert!(o.status.success(), "{arch}: {all}");
-        let got = evalcb_nodes(&all);
-        let want = evalcb_nodes(&text(&fixture(&format!("{arch}-f32.eval-callback.log"))));
         let mut names = vec!["q_nope_absorbed-0", "ffn_moe_topk-1", "fattn_mla-1"];
         if arch == "deepseek2-v3" {
             names.extend([
@@ -245,20 +200,48 @@ fn eval_callback_nodes_match_llama_cpp() {
                 "ffn_moe_probs_masked-1",
             ]);
         }
-        for name in names {
-            assert!(want.iter().any(|n| n.0.starts_with(name)), "{arch}: {name}");
-        }
-        assert_eq!(got.len(), want.len(), "{arch}: {all}");
-        for ((gh, gs), (wh, ws)) in got.iter().zip(&want) {
-            assert_eq!(gh, wh, "{arch}");
-            // the masked groups' fill sums to -inf in both
-            assert!(
-                gs == ws || (gs - ws).abs() <= 1e-4 * ws.abs().max(1.0),
-                "{arch} {wh}: sum {gs} vs {ws}"
-            );
-        }
-        let _ = std::fs::remove_file(m);
+        assert_evalcb_matches((arch, arch, &[]), &names);
     }
+    // the un-split attention (kv decompressed, V made contiguous, Q roped over its tail) and
+    // the fused stack's product with its two views
+    let un_split = ["kv-0", "k_nope_view-0", "Vcur_cont-0", "Qcur-0", "Kcur-0"];
+    assert_evalcb_matches(VARIANTS[0], &un_split);
+    assert_evalcb_matches(VARIANTS[2], &["ffn_moe_gate_up-1", "ffn_moe_swiglu-1"]);
+}
+
+/// llama-eval-callback on a model of `spec`: llama.cpp's nodes (which include `names`) with
+/// their names, ops and shapes, in its order, their sums within 1e-4.
+fn assert_evalcb_matches(spec: (&str, &str, &[&str]), names: &[&str]) {
+    let label = spec.0;
+    let bin = test_fixtures::bin("llama-eval-callback", "llama-eval-callback");
+    let m = variant_model(spec, "f32", "evalcb");
+    #[rustfmt::skip]
+    let o = Command::new(&bin)
+        .args(["-m", m.to_str().unwrap(), "-p", "hi there", "-n", "1", "--seed", "1", "-c", "256",
+            "-t", "2"])
+        .env_remove("LLAMA_ARG_MODEL")
+        .output()
+        .expect("run llama-eval-callback");
+    let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
+    assert!(o.status.success(), "{label}: {all}");
+    let got = evalcb_nodes(&all);
+    let want = evalcb_nodes(&text(&fixture(&format!("{label}-f32.eval-callback.log"))));
+    for name in names {
+        assert!(
+            want.iter().any(|n| n.0.starts_with(name)),
+            "{label}: {name}"
+        );
+    }
+    assert_eq!(got.len(), want.len(), "{label}: {all}");
+    for ((gh, gs), (wh, ws)) in got.iter().zip(&want) {
+        assert_eq!(gh, wh, "{label}");
+        // the masked groups' fill sums to -inf in both
+        assert!(
+            gs == ws || (gs - ws).abs() <= 1e-4 * ws.abs().max(1.0),
+            "{label} {wh}: sum {gs} vs {ws}"
+        );
+    }
+    let _ = std::fs::remove_file(m);
 }
 
 /// The K-only cache in a session file: llama.cpp's session of the V3-layout model loads here
@@ -321,45 +304,10 @@ fn sessions_hold_the_latent_cache_as_llama_cpp_s() {
 /// A deepseek2 model (f32) with its metadata edited by `edit`.
 fn edited(dir: &Path, edit: impl FnOnce(&mut Vec<(String, Value)>)) -> PathBuf {
     let src = dir.join("deepseek2.gguf");
-    gguf_new(&src, "deepseek2", "f32");
-    let f = GgufFile::open(&src).expect("open the model");
-    let mut kv = f.kv.clone();
-    edit(&mut kv);
-    let mut w = GgufWriter::new();
-    for (k, v) in kv {
-        w.add_kv(k, v).unwrap();
-    }
-    for t in &f.tensors {
-        w.add_tensor(t.name.clone(), t.ty, t.shape()).unwrap();
-    }
-    let data: Vec<&[u8]> = f.tensors.iter().map(|t| f.tensor_data(t)).collect();
+    gguf_new(&src, "deepseek2", "f32", &[]);
     let out = dir.join("deepseek2-edited.gguf");
-    std::fs::write(&out, w.to_bytes(&data).unwrap()).unwrap();
+    gguf_edit::rewrite(&src, &out, |kv, _| edit(kv));
     out
-}
-
-fn complete(model: &Path) -> Output {
-    let bin = test_fixtures::bin("llama-completion", "llama-completion");
-    Command::new(bin)
-        .arg("-m")
-        .arg(model)
-        .args(["-p", "hi", "-n", "2", "-no-cnv", "-t", "2"])
-        .env_remove("LLAMA_ARG_MODEL")
-        .output()
-        .expect("run llama-completion")
-}
-
-/// Exit 1, no panic, and the loader's cause line carrying `cause`.
-fn assert_fails_with(o: &Output, cause: &str) {
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| l.contains("error loading model"))
-        .collect();
-    assert!(!lines.is_empty(), "{err}");
-    assert!(lines[0].contains(cause), "want {cause:?} in {:?}", lines[0]);
 }
 
 #[test]
@@ -369,7 +317,7 @@ fn broken_latent_attention_keys_are_named() {
         kv.retain(|e| e.0 != "deepseek2.attention.kv_lora_rank")
     });
     assert_fails_with(&complete(&m), "deepseek2.attention.kv_lora_rank");
-    // the older un-split attn_kv_b form: no MLA head sizes
+    // one MLA head size without the other
     let m = edited(&dir, |kv| {
         kv.retain(|e| e.0 != "deepseek2.attention.key_length_mla")
     });
@@ -392,4 +340,193 @@ fn broken_latent_attention_keys_are_named() {
         }
     });
     assert_fails_with(&complete(&m), "deepseek2.expert_gating_func = 4");
+    // more NextN layers than layers (llama.cpp asserts)
+    let m = edited(&dir, |kv| {
+        kv.push(("deepseek2.nextn_predict_layers".into(), Value::U32(3)));
+    });
+    assert_fails_with(
+        &complete(&m),
+        "deepseek2.nextn_predict_layers = 3 exceeds deepseek2.block_count = 2",
+    );
+}
+
+fn complete_args(m: &Path, args: &[&str]) -> Output {
+    let bin = test_fixtures::bin("llama-completion", "llama-completion");
+    Command::new(bin)
+        .arg("-m")
+        .arg(m)
+        .args(args)
+        .env_remove("LLAMA_ARG_MODEL")
+        .output()
+        .expect("run llama-completion")
+}
+
+const GREEDY: [&str; 12] = [
+    "-p",
+    "Once upon a time",
+    "-n",
+    "16",
+    "--temp",
+    "0",
+    "-no-cnv",
+    "-c",
+    "256",
+    "-t",
+    "2",
+    "-lv",
+];
+
+/// The older un-split form, NextN layers and the fused gate/up stacks, F32 and Q8_0: llama.cpp's
+/// greedy text, graph size, KV cache and compute buffer, and perplexity; the un-split form also
+/// without flash attention (its V cache is then transposed).
+#[test]
+fn layout_variants_match_llama_cpp() {
+    for spec in VARIANTS {
+        let label = spec.0;
+        for (ty, rel) in TYPES {
+            let m = variant_model(spec, ty, "variants");
+            let runs: &[(&str, &[&str])] = if label == "deepseek2-kvb" && ty == "f32" {
+                &[("", &[]), (".nofa", &["-fa", "off"])]
+            } else {
+                &[("", &[])]
+            };
+            for (suffix, extra) in runs {
+                let args: Vec<&str> = GREEDY.iter().chain(&["4"]).chain(*extra).copied().collect();
+                let o = complete_args(&m, &args);
+                let what = format!("{label} {ty}{suffix}");
+                assert!(o.status.success(), "{what}: {}", text(&o.stderr));
+                let want = text(&fixture(&format!("{label}-{ty}{suffix}.greedy.txt")));
+                assert_eq!(text(&o.stdout), want, "{what}");
+                let (log, want_log) = (
+                    text(&o.stderr),
+                    text(&fixture(&format!("{label}-{ty}{suffix}.greedy.log"))),
+                );
+                for line in [
+                    "graph: nodes",
+                    "llama_kv_cache: size",
+                    "CPU compute buffer size",
+                ] {
+                    assert_eq!(line_of(&log, line), line_of(&want_log, line), "{what}");
+                }
+            }
+            let all = llama_logs::perplexity_run(&m, &format!("{label} {ty}"));
+            let want_log = text(&fixture(&format!("{label}-{ty}.perplexity.log")));
+            let what = format!("{label} {ty}");
+            llama_logs::assert_ppl_close(&all, &want_log, rel, Some(4), &what);
+            let _ = std::fs::remove_file(m);
+        }
+    }
+}
+
+/// NextN layers are counted in n_layer_all only, each of their tensors is reported unused, and
+/// neither the KV cache nor the graph holds them: llama.cpp's lines for deepseek2 and glm4.
+#[test]
+fn nextn_layers_are_skipped_as_llama_cpp_skips_them() {
+    let glm4 = test_fixtures::cache_dir()
+        .join("deepseek2")
+        .join(format!("glm4-nextn-{}.gguf", std::process::id()));
+    let bin = test_fixtures::bin("llama-gguf-new", "llama-gguf-new");
+    #[rustfmt::skip]
+    let o = Command::new(bin)
+        .args(["--arch", "glm4", "--layers", "2", "--embd", "128", "--heads", "4", "--heads-kv", "2",
+            "--ff", "256", "--ctx", "512", "--vocab-size", "1000", "--type", "f32", "--seed", "7",
+            "--nextn", "1", "--quiet", "-o", glm4.to_str().unwrap()])
+        .output()
+        .expect("run llama-gguf-new");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let ds = variant_model(VARIANTS[1], "f32", "nextn");
+    let glm4_fixture =
+        test_fixtures::repo_root().join("tests/fixtures/archs/glm4-nextn-f32.greedy.log");
+    let cases = [
+        (
+            ds.clone(),
+            text(&fixture("deepseek2-v3-nextn-f32.greedy.log")),
+        ),
+        (glm4.clone(), text(&std::fs::read(glm4_fixture).unwrap())),
+    ];
+    for (m, want_log) in cases {
+        let args: Vec<&str> = GREEDY.iter().chain(&["4"]).copied().collect();
+        let o = complete_args(&m, &args);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let log = text(&o.stderr);
+        let unused = lines_of(&want_log, "model has unused tensor");
+        assert!(
+            unused.iter().any(|l| l.contains("nextn.eh_proj")),
+            "{unused:?}"
+        );
+        assert_eq!(lines_of(&log, "model has unused tensor"), unused);
+        for what in [
+            "n_layer    ",
+            "n_layer_all",
+            "llama_kv_cache: size",
+            "llama_kv_cache: layer",
+            "graph: nodes",
+        ] {
+            assert_eq!(lines_of(&log, what), lines_of(&want_log, what), "{what}");
+        }
+        let _ = std::fs::remove_file(m);
+    }
+}
+
+/// 400 tokens through a 256-token context (llama.cpp's smallest) with context shift on: the
+/// cache is shifted twice, the cached rows' rotated part rotated by the shift (the tail of each
+/// latent row, or of each full key of the un-split form), and the text is llama.cpp's.
+#[test]
+fn context_shift_of_the_latent_cache_gives_llama_cpp_s_text() {
+    for spec in [("deepseek2-v3", "deepseek2-v3", &[][..]), VARIANTS[0]] {
+        let m = variant_model(spec, "f32", "shift");
+        #[rustfmt::skip]
+        let o = complete_args(&m, &["-p", "Once upon a time", "-n", "400", "--temp", "0", "-no-cnv",
+            "-c", "256", "-t", "2", "-v", "--context-shift", "--ignore-eos"]);
+        assert!(o.status.success(), "{}: {}", spec.0, text(&o.stderr));
+        let want = text(&fixture(&format!("{}-f32.shift.txt", spec.0)));
+        let want_shifts: Vec<String> = text(&fixture(&format!("{}-f32.shift.log", spec.0)))
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(want_shifts.len(), 2, "{want_shifts:?}");
+        let log = text(&o.stderr);
+        let shifts = lines_of(&log, "context full, swapping");
+        assert_eq!(shifts, want_shifts, "{}", spec.0);
+        // llama.cpp prints each piece with %s, so a piece of one NUL byte (a random model
+        // samples one here) prints nothing; this tool writes the byte
+        let got = text(&o.stdout).replace('\0', "");
+        assert_eq!(got, want, "{}", spec.0);
+        let _ = std::fs::remove_file(m);
+    }
+}
+
+/// llama-quantize on the three layouts (q8_0, q4_k_m) writes llama.cpp's bytes: the NextN
+/// tensors are quantized as any other (llama.cpp quantizes with load_mtp on), `attn_kv_b` and
+/// the fused stack get llama.cpp's types.
+#[test]
+fn quantized_layout_variants_are_llama_cpp_s_bytes() {
+    use sha2::{Digest, Sha256};
+    let want = text(&fixture("quantize.sha256"));
+    let bin = test_fixtures::bin("llama-quantize", "llama-quantize");
+    let dir = test_fixtures::scratch_dir("deepseek2-quantize");
+    let mut n = 0;
+    for spec in VARIANTS {
+        let m = variant_model(spec, "f32", "quantize");
+        for q in ["q8_0", "q4_k_m"] {
+            let name = format!("{}-{q}.gguf", spec.0);
+            let out = dir.join(&name);
+            let o = Command::new(&bin)
+                .arg(&m)
+                .arg(&out)
+                .arg(q)
+                .output()
+                .expect("run llama-quantize");
+            assert!(o.status.success(), "{name}: {}", text(&o.stderr));
+            let hash: String = Sha256::digest(std::fs::read(&out).unwrap())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert!(want.contains(&format!("{hash}  {name}")), "{name}: {hash}");
+            n += 1;
+            let _ = std::fs::remove_file(out);
+        }
+        let _ = std::fs::remove_file(m);
+    }
+    assert_eq!(want.lines().count(), n);
 }

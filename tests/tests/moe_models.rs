@@ -5,23 +5,19 @@
 //! perplexity for each, F32 and Q8_0; and broken expert metadata or tensors stopping
 //! llama-completion with one line naming the key or tensor, exit status 1.
 
-use gguf::{GgufFile, GgufWriter, Value};
+use gguf::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+use test_fixtures::gguf_edit::{self, assert_fails_with, complete, set_u32, Tensors};
+use test_fixtures::llama_logs::{self, evalcb_nodes, graph_line, ppl_chunks as chunks};
+use test_fixtures::text;
 
 /// `--arch` of llama-gguf-new (mixtral writes general.architecture "llama").
 const ARCHS: [&str; 5] = ["qwen3moe", "qwen2moe", "mixtral", "olmoe", "deepseek"];
 const TYPES: [(&str, f64); 2] = [("f32", 1e-4), ("q8_0", 1e-3)];
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn fixture(name: &str) -> Vec<u8> {
-    let p = test_fixtures::repo_root()
-        .join("tests/fixtures/moe")
-        .join(name);
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    llama_logs::fixture("moe", name)
 }
 
 fn gguf_new(out: &Path, arch: &str, ty: &str) {
@@ -59,15 +55,6 @@ fn model(arch: &str, ty: &str, user: &str) -> PathBuf {
     out
 }
 
-/// "graph: nodes = N, splits = M" of a log.
-fn graph_line(log: &str) -> String {
-    let l = log
-        .lines()
-        .find(|l| l.contains("sched_reserve: graph: nodes"))
-        .unwrap_or_else(|| panic!("no graph line in:\n{log}"));
-    l[l.find("graph:").unwrap()..].to_string()
-}
-
 /// The print_info lines about experts, feed-forward sizes and dense leading layers, without
 /// timestamps.
 fn moe_info(log: &str) -> Vec<String> {
@@ -85,22 +72,6 @@ fn moe_info(log: &str) -> Vec<String> {
             .iter()
             .any(|p| r.starts_with(p))
         })
-        .collect()
-}
-
-fn final_ppl(s: &str) -> f64 {
-    let line = s
-        .lines()
-        .find(|l| l.contains("Final estimate: PPL = "))
-        .unwrap_or_else(|| panic!("no final estimate in:\n{s}"));
-    let v = line.split("PPL = ").nth(1).unwrap();
-    v.split_whitespace().next().unwrap().parse().unwrap()
-}
-
-fn chunks(s: &str) -> Vec<f64> {
-    let line = s.lines().find(|l| l.starts_with("[1]")).unwrap_or("");
-    line.split(',')
-        .filter_map(|x| x.split_once(']').and_then(|(_, v)| v.parse().ok()))
         .collect()
 }
 
@@ -136,47 +107,16 @@ fn greedy_text_graph_and_expert_lines_match_llama_cpp() {
 
 #[test]
 fn perplexity_matches_llama_cpp() {
-    let bin = test_fixtures::bin("llama-perplexity", "llama-perplexity");
-    let gpl = test_fixtures::shared_dir().join("reference/text/gpl-3.txt");
     for arch in ARCHS {
         for (ty, rel) in TYPES {
             let m = model(arch, ty, "ppl");
-            #[rustfmt::skip]
-            let o = Command::new(&bin)
-                .args(["-m", m.to_str().unwrap(), "-f", gpl.to_str().unwrap(), "-c", "128",
-                    "--chunks", "4", "-t", "2"])
-                .output()
-                .expect("run llama-perplexity");
-            let all = format!("{}{}", text(&o.stdout), text(&o.stderr));
-            assert!(o.status.success(), "{arch} {ty}: {all}");
+            let all = llama_logs::perplexity_run(&m, &format!("{arch} {ty}"));
             let want_log = text(&fixture(&format!("{arch}-{ty}.perplexity.log")));
-            let (got, want) = (chunks(&all), chunks(&want_log));
-            assert_eq!(got.len(), 4, "{arch} {ty}: {all}");
-            assert_eq!(got.len(), want.len(), "{arch} {ty}: {want_log}");
-            for (g, w) in got
-                .iter()
-                .zip(&want)
-                .chain([(&final_ppl(&all), &final_ppl(&want_log))])
-            {
-                assert!((g - w).abs() <= rel * w.abs(), "{arch} {ty}: {g} vs {w}");
-            }
+            let what = format!("{arch} {ty}");
+            llama_logs::assert_ppl_close(&all, &want_log, rel, Some(4), &what);
             let _ = std::fs::remove_file(m);
         }
     }
-}
-
-/// Each node llama-eval-callback printed: its header (name, op, sources, shape) and its sum.
-fn evalcb_nodes(log: &str) -> Vec<(String, f64)> {
-    let mut out: Vec<(String, f64)> = Vec::new();
-    for line in log.lines() {
-        if let Some((_, h)) = line.split_once("common_debug_cb_eval:") {
-            out.push((h.trim().to_string(), f64::NAN));
-        } else if let (Some(sum), Some(last)) = (line.trim().strip_prefix("sum = "), out.last_mut())
-        {
-            last.1 = sum.parse().unwrap_or(f64::NAN);
-        }
-    }
-    out
 }
 
 /// The nodes of build_moe_ffn and around it, in llama.cpp's order with its names, ops and
@@ -302,8 +242,6 @@ fn cpu_moe_flags_log_and_text_as_llama_cpp() {
     let _ = std::fs::remove_file(m);
 }
 
-type Tensors = Vec<(String, ggml::Type, Vec<u64>, Vec<u8>)>;
-
 /// A model of `arch` (f32) with its metadata and tensors edited by `edit`.
 fn edited(
     dir: &Path,
@@ -312,67 +250,9 @@ fn edited(
 ) -> PathBuf {
     let src = dir.join(format!("{arch}.gguf"));
     gguf_new(&src, arch, "f32");
-    let f = GgufFile::open(&src).expect("open the model");
-    let mut kv = f.kv.clone();
-    let mut tensors: Tensors = f
-        .tensors
-        .iter()
-        .map(|t| {
-            (
-                t.name.clone(),
-                t.ty,
-                t.shape().to_vec(),
-                f.tensor_data(t).to_vec(),
-            )
-        })
-        .collect();
-    edit(&mut kv, &mut tensors);
-    let mut w = GgufWriter::new();
-    for (k, v) in kv {
-        w.add_kv(k, v).unwrap();
-    }
-    for (name, ty, shape, _) in &tensors {
-        w.add_tensor(name.clone(), *ty, shape).unwrap();
-    }
-    let data: Vec<&[u8]> = tensors.iter().map(|t| t.3.as_slice()).collect();
     let out = dir.join(format!("{arch}-edited.gguf"));
-    std::fs::write(&out, w.to_bytes(&data).unwrap()).unwrap();
+    gguf_edit::rewrite(&src, &out, edit);
     out
-}
-
-fn set_u32(kv: &mut [(String, Value)], key: &str, v: u32) {
-    let e = kv
-        .iter_mut()
-        .find(|e| e.0 == key)
-        .expect("the key is written");
-    e.1 = Value::U32(v);
-}
-
-fn complete(model: &Path) -> Output {
-    let bin = test_fixtures::bin("llama-completion", "llama-completion");
-    Command::new(bin)
-        .arg("-m")
-        .arg(model)
-        .args(["-p", "hi", "-n", "2", "-no-cnv", "-t", "2"])
-        .env_remove("LLAMA_ARG_MODEL")
-        .output()
-        .expect("run llama-completion")
-}
-
-/// Exit 1, no panic, and one cause line of the loader carrying `cause` (printed once by the
-/// parameter fit's load and once by the real one, as llama.cpp does).
-fn assert_fails_with(o: &Output, cause: &str) {
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| l.contains("error loading model"))
-        .map(|l| l.split_once(" E ").map_or(l, |(_, rest)| rest))
-        .collect();
-    assert!(!lines.is_empty(), "{err}");
-    assert!(lines.iter().all(|l| *l == lines[0]), "{err}");
-    assert!(lines[0].contains(cause), "want {cause:?} in {:?}", lines[0]);
 }
 
 #[test]

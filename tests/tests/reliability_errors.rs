@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use gguf::{GgufFile, GgufWriter, Value};
+use gguf::Value;
+use test_fixtures::gguf_edit::{self, Tensors};
 
 fn tool(name: &str) -> PathBuf {
     let full = format!("llama-{name}");
@@ -122,34 +123,8 @@ fn text_file(dir: &Path) -> PathBuf {
 
 /// A copy of the small model with its metadata and tensors edited by `edit` (tensors as
 /// name, type, shape and data).
-fn edited_model(
-    out: &Path,
-    edit: impl FnOnce(&mut Vec<(String, Value)>, &mut Vec<(String, ggml::Type, Vec<u64>, Vec<u8>)>),
-) {
-    let f = GgufFile::open(small_model()).expect("open the small model");
-    let mut kv = f.kv.clone();
-    let mut tensors: Vec<_> = f
-        .tensors
-        .iter()
-        .map(|t| {
-            (
-                t.name.clone(),
-                t.ty,
-                t.shape().to_vec(),
-                f.tensor_data(t).to_vec(),
-            )
-        })
-        .collect();
-    edit(&mut kv, &mut tensors);
-    let mut w = GgufWriter::new();
-    for (k, v) in kv {
-        w.add_kv(k, v).unwrap();
-    }
-    for (name, ty, shape, _) in &tensors {
-        w.add_tensor(name.clone(), *ty, shape).unwrap();
-    }
-    let data: Vec<&[u8]> = tensors.iter().map(|t| t.3.as_slice()).collect();
-    std::fs::write(out, w.to_bytes(&data).unwrap()).unwrap();
+fn edited_model(out: &Path, edit: impl FnOnce(&mut Vec<(String, Value)>, &mut Tensors)) {
+    gguf_edit::rewrite(small_model(), out, edit);
 }
 
 /// The lines each model tool prints when the model at `path` cannot be loaded because of

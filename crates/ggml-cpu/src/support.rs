@@ -83,7 +83,9 @@ pub(crate) fn supports_op(ctx: &Context, id: TensorId) -> bool {
                 && matches!(s0.ty, Type::F32 | Type::F16)
                 && rp.n_dims > 0
                 && rp.n_dims % 2 == 0
-                && rp.n_dims as i64 <= s0.ne[0]
+                && rp.n_offs >= 0
+                && rp.n_offs % 2 == 0
+                && (rp.n_offs + rp.n_dims) as i64 <= s0.ne[0]
                 && ty(1) == Some(Type::I32)
                 && ty(2).is_none_or(|f| f == Type::F32)
         }

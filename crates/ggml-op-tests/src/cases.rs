@@ -729,6 +729,7 @@ fn rope_cases(out: &mut Vec<Case>) {
                         beta_fast: 32.0,
                         beta_slow: 1.0,
                         sections: [0; 4],
+                        n_offs: 0,
                     };
                     let mut b = Built::new(c.rope_ext(a, pos, f, p)).with(
                         pos,
@@ -770,6 +771,29 @@ fn rope_cases(out: &mut Vec<Case>) {
             )
         },
     ));
+    // ggml_rope_set_offset (deepseek2's un-split attention): the rotated part is the tail
+    for mode in [rope_mode::NORMAL, rope_mode::NEOX] {
+        let desc = format!("ROPE(f32,mode={mode},n_dims=8,n_offs=24,[32,4,5])");
+        out.push(Case::new("ROPE", Type::F32, desc, DEFAULT, move |c| {
+            let a = t(c, Type::F32, &[32, 4, 5, 1]);
+            let pos = t(c, Type::I32, &[5]);
+            let p = RopeParams {
+                n_dims: 8,
+                mode,
+                n_ctx_orig: 4096,
+                ..RopeParams::default()
+            };
+            let r = c.rope_ext(a, pos, None, p);
+            let r = c.rope_set_offset(r, 24);
+            Built::new(r).with(
+                pos,
+                Init::Index {
+                    max: 100,
+                    unique: false,
+                },
+            )
+        }));
+    }
 }
 
 fn attn_cases(out: &mut Vec<Case>) {

@@ -369,10 +369,11 @@ pub fn eval(ctx: &Context, sh: &mut Shadow, id: TensorId) {
                         interp
                     };
                     let (c, s) = (theta.cos() * mscale, theta.sin() * mscale);
+                    let off = rp.n_offs as usize;
                     let (j0, j1) = if neox {
-                        (i, i + nd / 2)
+                        (off + i, off + i + nd / 2)
                     } else {
-                        (2 * i, 2 * i + 1)
+                        (off + 2 * i, off + 2 * i + 1)
                     };
                     let (x0, x1) = (a.get(j0, i1, i2, i3), a.get(j1, i1, i2, i3));
                     out[at(&on, j0, i1, i2, i3)] = x0 * c - x1 * s;

@@ -185,7 +185,9 @@ pub(crate) fn supports(gpu: &Gpu, ctx: &Context, id: TensorId) -> bool {
                 && sinks_ok
         }
         Op::Rope(rp) => {
-            let mode_ok = rp.mode == rope_mode::NORMAL || rp.mode == rope_mode::NEOX;
+            // no shader takes ggml_rope_set_offset's offset
+            let mode_ok =
+                (rp.mode == rope_mode::NORMAL || rp.mode == rope_mode::NEOX) && rp.n_offs == 0;
             let pos_ok = s1.is_some_and(|p| p.ty == Type::I32 && p.is_contiguous());
             let ff_ok = src(ctx, t, 2).is_none_or(|f| f.ty == Type::F32 && f.is_contiguous());
             let ty_ok = |x: &Tensor| {

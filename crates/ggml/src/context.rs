@@ -753,6 +753,25 @@ impl Context {
     ) -> TensorId {
         self.rope_impl(a, pos, ff, p, true)
     }
+    /// ggml_rope_set_offset: the ROPE `t` rotates the n_dims values of each row from `n_offs`
+    /// on (deepseek2's un-split attention keeps the rotated part last) and copies the rest.
+    pub fn rope_set_offset(&mut self, t: TensorId, n_offs: i32) -> TensorId {
+        let ne0 = self[t].ne[0];
+        let Op::Rope(p) = &mut self[t].op else {
+            panic!("rope_set_offset: not a ROPE");
+        };
+        assert!(
+            p.mode != rope_mode::VISION,
+            "rope_set_offset: not for vision rope"
+        );
+        assert!(
+            n_offs >= 0 && n_offs % 2 == 0 && (n_offs + p.n_dims) as i64 <= ne0,
+            "rope_set_offset: offset {n_offs} with {} rotated values exceeds the row of {ne0}",
+            p.n_dims
+        );
+        p.n_offs = n_offs;
+        t
+    }
     fn rope_impl(
         &mut self,
         a: TensorId,

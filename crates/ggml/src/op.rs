@@ -96,6 +96,9 @@ pub struct RopeParams {
     pub beta_fast: f32,
     pub beta_slow: f32,
     pub sections: [i32; 4],
+    /// the first rotated value of each row (ggml_rope_set_offset, op_params[15]): the
+    /// n_dims values from here are rotated, the rest copied
+    pub n_offs: i32,
 }
 
 impl Default for RopeParams {
@@ -111,6 +114,7 @@ impl Default for RopeParams {
             beta_fast: 32.0,
             beta_slow: 1.0,
             sections: [0; 4],
+            n_offs: 0,
         }
     }
 }

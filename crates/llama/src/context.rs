@@ -567,6 +567,7 @@ impl Context {
                 beta_fast: c.yarn_beta_fast,
                 beta_slow: c.yarn_beta_slow,
                 sections: [0; 4],
+                n_offs: 0,
             },
             warmup: c.warmup,
         }

@@ -69,7 +69,12 @@ fn assert_valid_window(n_swa: u32, swa_type: SwaType) {
 pub struct HParams {
     pub n_ctx_train: u32,
     pub n_embd: u32,
+    /// the decoder layers the graph runs (llama_hparams::n_layer(): block_count less the
+    /// trailing multi-token-prediction layers)
     pub n_layer: u32,
+    /// nextn_predict_layers: the trailing NextN/MTP layers of block_count, loaded (skipped)
+    /// but neither run nor cached
+    pub n_layer_nextn: u32,
     pub n_vocab: u32,
     pub n_rot: u32,
     pub n_embd_head_k: u32,
@@ -257,12 +262,23 @@ impl HParams {
         };
         let n_ctx_train = k.u32_req("context_length")?;
         let n_embd = k.u32_req("embedding_length")?;
-        let n_layer = k.u32_req("block_count")?;
-        if n_layer as usize > MAX_LAYERS {
+        let n_layer_all = k.u32_req("block_count")?;
+        if n_layer_all as usize > MAX_LAYERS {
             return Err(LlamaError::BadHparams(format!(
-                "n_layer = {n_layer} exceeds {MAX_LAYERS}"
+                "n_layer = {n_layer_all} exceeds {MAX_LAYERS}"
             )));
         }
+        // every architecture reads it (llama_model_base::load_hparams); those without NextN
+        // layers in their tensor list then miss the trailing layers' tensors, as llama.cpp
+        let n_layer_nextn = k.u32_opt("nextn_predict_layers")?.unwrap_or(0);
+        if n_layer_nextn > n_layer_all {
+            return Err(LlamaError::BadHparams(format!(
+                "{} = {n_layer_nextn} exceeds {} = {n_layer_all}",
+                k.full("nextn_predict_layers"),
+                k.full("block_count")
+            )));
+        }
+        let n_layer = n_layer_all - n_layer_nextn;
         let n_expert = k.u32_opt("expert_count")?.unwrap_or(0);
         let n_expert_used = k.u32_opt("expert_used_count")?.unwrap_or(0);
         // llama.cpp asserts this (GGML_ASSERT); here it is one line naming the keys
@@ -274,7 +290,7 @@ impl HParams {
             )));
         }
 
-        let nl = n_layer as usize;
+        let nl = n_layer_all as usize;
         let n_ff_arr = k
             .per_layer("feed_forward_length", nl, false)?
             .unwrap_or_else(|| vec![0; nl]);
@@ -364,6 +380,7 @@ impl HParams {
             n_ctx_train,
             n_embd,
             n_layer,
+            n_layer_nextn,
             n_vocab,
             n_rot,
             n_embd_head_k,
@@ -452,14 +469,17 @@ impl HParams {
     /// set_swa_pattern: every n_pattern-th layer is dense (the last of each group, or the first
     /// with dense_first); 0 makes every layer sliding-window.
     pub(crate) fn set_swa_pattern(&mut self, n_pattern: u32, dense_first: bool) {
+        let n_layer = self.n_layer;
         for (il, swa) in self.swa_layers.iter_mut().enumerate() {
             let il = il as u32;
-            *swa = n_pattern == 0
-                || if dense_first {
-                    !il.is_multiple_of(n_pattern)
-                } else {
-                    il % n_pattern < n_pattern - 1
-                };
+            // the NextN layers are never sliding-window
+            *swa = il < n_layer
+                && (n_pattern == 0
+                    || if dense_first {
+                        !il.is_multiple_of(n_pattern)
+                    } else {
+                        il % n_pattern < n_pattern - 1
+                    });
         }
     }
 
@@ -471,7 +491,7 @@ impl HParams {
         dense_first: bool,
     ) -> Result<()> {
         let key = "attention.sliding_window_pattern";
-        if let Some(arr) = k.bool_arr_opt(key, self.n_layer as usize)? {
+        if let Some(arr) = k.bool_arr_opt(key, self.n_layer_all() as usize)? {
             self.swa_layers = arr;
             return Ok(());
         }
@@ -498,6 +518,7 @@ impl HParams {
             n_ctx_train: 0,
             n_embd: 0,
             n_layer: 0,
+            n_layer_nextn: 0,
             n_vocab,
             n_rot: 0,
             n_embd_head_k: 0,
@@ -581,9 +602,14 @@ impl HParams {
             .max()
             .unwrap_or(0)
     }
-    /// Per-layer values print as one number when uniform, else as a list (print_f).
+    /// block_count: the decoder layers and the NextN layers after them.
+    pub fn n_layer_all(&self) -> u32 {
+        self.n_layer + self.n_layer_nextn
+    }
+    /// Per-layer values print as one number when uniform, else as a list (print_f, over
+    /// every layer of the file).
     pub(crate) fn fmt_per_layer(&self, f: impl Fn(usize) -> u32) -> String {
-        let vals: Vec<u32> = (0..self.n_layer as usize).map(f).collect();
+        let vals: Vec<u32> = (0..self.n_layer_all() as usize).map(f).collect();
         match vals.first() {
             Some(&first) if vals.iter().all(|&v| v == first) => first.to_string(),
             None => String::new(),

@@ -47,7 +47,7 @@ impl Model {
         p("n_embd", hp.n_embd.to_string());
         p("n_embd_out", hp.n_embd.to_string());
         p("n_layer", hp.n_layer.to_string());
-        p("n_layer_all", hp.n_layer.to_string());
+        p("n_layer_all", hp.n_layer_all().to_string());
         p("n_head", hp.fmt_per_layer(|il| hp.n_head(il)));
         p("n_head_kv", hp.fmt_per_layer(|il| hp.n_head_kv(il)));
         p("n_rot", hp.n_rot.to_string());

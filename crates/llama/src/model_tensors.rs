@@ -35,6 +35,9 @@ pub enum LayerKind {
 pub const REQUIRED: u32 = 0;
 pub const NOT_REQUIRED: u32 = 1;
 pub const DUPLICATED: u32 = 2;
+/// TENSOR_SKIP: the tensor is checked (present unless NOT_REQUIRED, its shape) and counted,
+/// but not loaded: the NextN/MTP layers, which no graph here runs.
+pub const SKIP: u32 = 4;
 
 struct Created {
     id: TensorId,
@@ -296,8 +299,9 @@ impl<'a> TensorCreator<'a> {
             })
             .collect();
 
-        // layer placement: the last n_gpu_layers layers (the output layer counted) go to the GPUs
-        let n_layer = hp.n_layer as i32;
+        // layer placement: the last n_gpu_layers layers (the output layer counted) go to the
+        // GPUs; the NextN layers count, as llama.cpp places over n_layer_all
+        let n_layer = hp.n_layer_all() as i32;
         let n_gpu_layers = if params.n_gpu_layers >= 0 {
             params.n_gpu_layers
         } else {
@@ -552,6 +556,17 @@ impl<'a> TensorCreator<'a> {
                 .new_tensor(info.ty, &got[..(info.n_dims.max(1) as usize).min(4)]);
             self.names.push(name.to_string());
             return Ok(Some(id));
+        }
+        // skipped (after the check-only creator above, llama-quantize's, which takes them as
+        // any other tensor: llama.cpp quantizes with load_mtp on)
+        if flags & SKIP != 0 {
+            ggml::log_warn!(
+                "model has unused tensor {} (size = {} bytes) -- ignoring\n",
+                name,
+                info.size
+            );
+            self.names.push(name.to_string());
+            return Ok(None);
         }
         let (dev, list) = self.buft_list(kind);
         let mut chosen: Option<(DeviceRef, BufferTypeRef)> = None;

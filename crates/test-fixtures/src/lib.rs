@@ -1,6 +1,10 @@
 //! Test helpers shared by the workspace's tests: where the project's shared documents are, and
 //! the reference model, generated once per target directory by shared/scripts/make-tiny-model.py.
 
+#[cfg(feature = "gguf-edit")]
+pub mod gguf_edit;
+pub mod llama_logs;
+
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Command;

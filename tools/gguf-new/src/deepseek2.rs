@@ -1,6 +1,7 @@
 //! deepseek2's shapes: multi-head latent attention in the split form convert_hf_to_gguf.py
 //! writes today (attn_kv_a_mqa, attn_kv_a_norm, attn_k_b, attn_v_b; one KV head of the latent
-//! plus its rotated part), YaRN rope scaling, a dense first layer, then experts with shared
+//! plus its rotated part; with --mla-kv-b the older un-split attn_kv_b and one KV head per
+//! query head), YaRN rope scaling, a dense first layer, then experts with shared
 //! experts. Two variants: `deepseek2` is DeepSeek-V2-Lite's layout (Q straight from attn_q,
 //! softmax router, weights neither normalised nor scaled), `deepseek2-v3` DeepSeek-V3's
 //! (low-rank Q through attn_q_a / attn_q_a_norm / attn_q_b, sigmoid router with the selection
@@ -44,7 +45,16 @@ pub fn is_deepseek2(arch: Arch) -> bool {
 /// The flags these shapes need: an even head size for the rotated half, one KV head.
 pub fn check(s: &Shape) -> Result<(), String> {
     if !is_deepseek2(s.arch) {
+        if s.fused_gate_up || s.kv_b {
+            return Err("--fused-gate-up-exps and --mla-kv-b apply to deepseek2".into());
+        }
         return Ok(());
+    }
+    if s.fused_gate_up && s.moe.scales {
+        return Err(
+            "--expert-scales scales separate gate and up stacks: not with --fused-gate-up-exps"
+                .into(),
+        );
     }
     let head = s.embd / s.heads;
     if head < 2 || !head.is_multiple_of(4) {
@@ -57,7 +67,11 @@ pub fn check(s: &Shape) -> Result<(), String> {
     if s.arch == Arch::Deepseek2V3 && (!e.is_multiple_of(4) || e < 8) {
         return Err("deepseek2-v3 selects from 4 expert groups: --experts must be a multiple of 4, at least 8".into());
     }
-    if s.heads_kv != 1 {
+    // the un-split form caches full keys and values per head, as the older converter wrote
+    if s.kv_b && s.heads_kv != s.heads {
+        return Err("deepseek2 with --mla-kv-b has one KV head per query head: --heads-kv must equal --heads".into());
+    }
+    if !s.kv_b && s.heads_kv != 1 {
         return Err("deepseek2 caches one latent per token: --heads-kv must be 1".into());
     }
     Ok(())
@@ -73,12 +87,22 @@ pub fn kv(s: &Shape) -> Vec<(String, Value)> {
     let v3 = s.arch == Arch::Deepseek2V3;
     let u = |k: &str, v: u64| (format!("{a}.{k}"), Value::U32(v as u32));
     let f = |k: &str, v: f32| (format!("{a}.{k}"), Value::F32(v));
-    let mut kv = vec![
-        u("rope.dimension_count", m.rope),
-        u("attention.key_length", m.kv_lora + m.rope),
-        u("attention.value_length", m.kv_lora),
-        u("attention.key_length_mla", m.nope + m.rope),
-        u("attention.value_length_mla", m.v_head),
+    let mut kv = vec![u("rope.dimension_count", m.rope)];
+    if s.kv_b {
+        // the older form: the decompressed head sizes, no MLA keys
+        kv.extend([
+            u("attention.key_length", m.nope + m.rope),
+            u("attention.value_length", m.v_head),
+        ]);
+    } else {
+        kv.extend([
+            u("attention.key_length", m.kv_lora + m.rope),
+            u("attention.value_length", m.kv_lora),
+            u("attention.key_length_mla", m.nope + m.rope),
+            u("attention.value_length_mla", m.v_head),
+        ]);
+    }
+    kv.extend([
         u("attention.q_lora_rank", m.q_lora),
         u("attention.kv_lora_rank", m.kv_lora),
         (format!("{a}.rope.scaling.type"), "yarn".into()),
@@ -90,7 +114,7 @@ pub fn kv(s: &Shape) -> Vec<(String, Value)> {
             "rope.scaling.yarn_log_multiplier",
             if v3 { 0.1 } else { 0.0707 },
         ),
-    ];
+    ]);
     if v3 {
         kv.extend([
             (format!("{a}.expert_weights_norm"), Value::Bool(true)),
@@ -139,24 +163,35 @@ pub fn attn_tensors(s: &Shape, il: u32, wtype: ggml::Type) -> Vec<Spec> {
             std(e),
         ),
         t("attn_kv_a_norm.weight", vec![m.kv_lora], f32, Init::Norm),
-        t(
-            "attn_k_b.weight",
-            vec![m.nope, m.kv_lora, h],
-            wtype,
-            std(m.nope),
-        ),
-        t(
-            "attn_v_b.weight",
-            vec![m.kv_lora, m.v_head, h],
+    ]);
+    if s.kv_b {
+        out.push(t(
+            "attn_kv_b.weight",
+            vec![m.kv_lora, h * (m.nope + m.v_head)],
             wtype,
             std(m.kv_lora),
-        ),
-        t(
-            "attn_output.weight",
-            vec![h * m.v_head, e],
-            wtype,
-            std(h * m.v_head),
-        ),
-    ]);
+        ));
+    } else {
+        out.extend([
+            t(
+                "attn_k_b.weight",
+                vec![m.nope, m.kv_lora, h],
+                wtype,
+                std(m.nope),
+            ),
+            t(
+                "attn_v_b.weight",
+                vec![m.kv_lora, m.v_head, h],
+                wtype,
+                std(m.kv_lora),
+            ),
+        ]);
+    }
+    out.extend([t(
+        "attn_output.weight",
+        vec![h * m.v_head, e],
+        wtype,
+        std(h * m.v_head),
+    )]);
     out
 }

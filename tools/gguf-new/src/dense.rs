@@ -116,7 +116,7 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Option<Vec<Spec>> 
         vec![e, n_vocab],
         Init::Normal(1.0),
     )];
-    for il in 0..s.layers {
+    for il in 0..s.layers + s.nextn {
         let p = |n: &str| format!("blk.{il}.{n}");
         if !lay.olmo2 {
             out.push(vec(p("attn_norm.weight"), e, Init::Norm));
@@ -186,6 +186,7 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Option<Vec<Spec>> 
         if lay.post_norms {
             out.push(vec(p("post_ffw_norm.weight"), e, Init::Norm));
         }
+        out.extend(crate::nextn::tensors(s, il, n_vocab, wtype));
     }
     out.push(vec("output_norm.weight".into(), e, Init::Norm));
     if lay.norm_bias {

@@ -5,6 +5,7 @@ mod deepseek2;
 mod dense;
 mod model;
 mod moe;
+mod nextn;
 mod vocab;
 mod weights;
 
@@ -192,6 +193,17 @@ pub struct Args {
     /// (yarn_log_multiplier 1) and betas 16 and 2
     #[arg(long)]
     pub yarn: Option<f32>,
+    /// deepseek2, glm4: this many NextN (multi-token-prediction) layers after --layers
+    /// (nextn_predict_layers; block_count counts them)
+    #[arg(long, value_name = "N")]
+    pub nextn: Option<u32>,
+    /// deepseek2: the experts' gate and up stacks as one ffn_gate_up_exps tensor
+    #[arg(long)]
+    pub fused_gate_up_exps: bool,
+    /// deepseek2: the older un-split attention form (attn_kv_b instead of attn_k_b / attn_v_b,
+    /// no key_length_mla / value_length_mla, one KV head per query head)
+    #[arg(long)]
+    pub mla_kv_b: bool,
     /// general.name
     #[arg(long)]
     pub name: Option<String>,

@@ -30,6 +30,12 @@ pub struct Shape {
     pub moe: crate::moe::MoeShape,
     /// mistral3's YaRN factor (--yarn)
     pub yarn: Option<f32>,
+    /// NextN layers after `layers` (--nextn)
+    pub nextn: u32,
+    /// deepseek2: one fused ffn_gate_up_exps stack (--fused-gate-up-exps)
+    pub fused_gate_up: bool,
+    /// deepseek2: the older un-split attn_kv_b form (--mla-kv-b)
+    pub kv_b: bool,
 }
 
 /// Known shapes. `tiny` is the reference model of make-tiny-model.py.
@@ -50,6 +56,9 @@ pub fn preset(name: &str) -> Option<Shape> {
             swa_set: false,
             moe: Default::default(),
             yarn: None,
+            nextn: 0,
+            fused_gate_up: false,
+            kv_b: false,
         };
     Some(match name {
         "tiny" => s(Arch::Llama, 4, 256, 8, 2, 704, 4096, 151936, 500000.0, 1e-5),
@@ -140,6 +149,9 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
             scales: args.expert_scales,
         },
         yarn: args.yarn,
+        nextn: args.nextn.unwrap_or(0),
+        fused_gate_up: args.fused_gate_up_exps,
+        kv_b: args.mla_kv_b,
     };
     if let Some(f) = s.yarn {
         if s.arch != Arch::Mistral3 {
@@ -151,6 +163,7 @@ fn resolve_shape(args: &Args) -> Result<Shape, String> {
     }
     crate::moe::check(&s)?;
     crate::deepseek2::check(&s)?;
+    crate::nextn::check(&s)?;
     for (name, v) in [
         ("layers", s.layers),
         ("embd", s.embd),
@@ -219,13 +232,14 @@ pub fn tensors(s: &Shape, n_vocab: u64, wtype: ggml::Type) -> Vec<Spec> {
     )];
     let head = e / s.heads as u64;
     let gemma = s.arch == Arch::Gemma2;
-    for il in 0..s.layers {
+    for il in 0..s.layers + s.nextn {
         let p = |n: &str| format!("blk.{il}.{n}");
         out.push(vec(p("attn_norm.weight"), e, Init::Norm));
         if crate::deepseek2::is_deepseek2(s.arch) {
             out.extend(crate::deepseek2::attn_tensors(s, il, wtype));
             out.push(vec(p("ffn_norm.weight"), e, Init::Norm));
             out.extend(crate::moe::ffn_tensors(s, il, wtype));
+            out.extend(crate::nextn::tensors(s, il, n_vocab, wtype));
             continue;
         }
         out.push(mat(p("attn_q.weight"), vec![e, e], std(e)));
@@ -280,7 +294,7 @@ fn kv_pairs(s: &Shape, name: &str, ftype: u32, vocab: Vocab) -> Vec<(String, Val
         ("general.name".into(), name.into()),
         (format!("{a}.context_length"), Value::U32(s.ctx)),
         (format!("{a}.embedding_length"), Value::U32(s.embd)),
-        (format!("{a}.block_count"), Value::U32(s.layers)),
+        (format!("{a}.block_count"), Value::U32(s.layers + s.nextn)),
         (format!("{a}.feed_forward_length"), Value::U32(s.ff)),
         (format!("{a}.attention.head_count"), Value::U32(s.heads)),
         (
@@ -320,6 +334,7 @@ fn kv_pairs(s: &Shape, name: &str, ftype: u32, vocab: Vocab) -> Vec<(String, Val
         }
     }
     kv.extend(crate::moe::kv(s));
+    kv.extend(crate::nextn::kv(s));
     kv.extend(vocab.kv);
     kv
 }

@@ -167,12 +167,25 @@ pub fn ffn_tensors(s: &Shape, il: u32, wtype: ggml::Type) -> Vec<Spec> {
             t("ffn_down.weight", vec![ff, e], wtype, std(ff)),
         ];
     }
-    let mut out = vec![
-        t("ffn_gate_inp.weight", vec![e, n], ggml::Type::F32, std(e)),
-        t("ffn_gate_exps.weight", vec![e, ff, n], wtype, std(e)),
-        t("ffn_up_exps.weight", vec![e, ff, n], wtype, std(e)),
-        t("ffn_down_exps.weight", vec![ff, e, n], wtype, std(ff)),
-    ];
+    let mut out = vec![t(
+        "ffn_gate_inp.weight",
+        vec![e, n],
+        ggml::Type::F32,
+        std(e),
+    )];
+    if s.fused_gate_up {
+        // gate rows first, then up, as the converters concatenate them
+        out.push(t(
+            "ffn_gate_up_exps.weight",
+            vec![e, 2 * ff, n],
+            wtype,
+            std(e),
+        ));
+    } else {
+        out.push(t("ffn_gate_exps.weight", vec![e, ff, n], wtype, std(e)));
+        out.push(t("ffn_up_exps.weight", vec![e, ff, n], wtype, std(e)));
+    }
+    out.push(t("ffn_down_exps.weight", vec![ff, e, n], wtype, std(ff)));
     if s.moe.scales {
         // about 1, so that a wrong expert's scale shows in the output
         for stack in ["ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"] {

@@ -53,7 +53,9 @@ pub(crate) fn rope(p: &mut Params, n: &Node, rp: &RopeParams) {
     let (a, pos, d) = (n.s(0), n.s(1), n.dst);
     let ff = n.src[2];
     let ne0 = a.ne[0];
-    let n_dims = (rp.n_dims.max(0) as usize).min(ne0);
+    // the rotated values start at n_offs (ggml_rope_set_offset); support checks the bounds
+    let off = (rp.n_offs.max(0) as usize).min(ne0);
+    let n_dims = (rp.n_dims.max(0) as usize).min(ne0 - off);
     let theta_scale = rp.freq_base.powf(-2.0 / rp.n_dims as f32);
     let corr = corr_dims(
         rp.n_dims,
@@ -95,7 +97,7 @@ pub(crate) fn rope(p: &mut Params, n: &Node, rp: &RopeParams) {
         unsafe {
             a.load_row(i1, i2, i3, x);
             y.copy_from_slice(x);
-            rotate(x, y, cache, n_dims, neox);
+            rotate(&x[off..], &mut y[off..], cache, n_dims, neox);
             d.store_row(i1, i2, i3, y);
         }
     }

@@ -24,7 +24,7 @@ pub(super) static ARCH: ArchDef = ArchDef {
 
 fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
     hp.f_norm_rms_eps = k.f32_req("attention.layer_norm_rms_epsilon")?;
-    let n_layer = hp.n_layer as usize;
+    let n_layer = hp.n_layer_all() as usize;
     hp.moe.n_layer_dense_lead = k.u32_opt("leading_dense_block_count")?.unwrap_or(0);
     let ff_exp = k
         .per_layer("expert_feed_forward_length", n_layer, true)?

@@ -5,23 +5,27 @@
 //! `attn_q_a` / `attn_q_a_norm` / `attn_q_b` (the full models). The feed-forward is
 //! deepseek's: dense leading layers, then experts (softmax or sigmoid router, optional
 //! selection bias `exp_probs_b`, optional weight normalisation and scale) plus shared experts.
+//! Files in the older un-split form (`attn_kv_b`) run deepseek2.cpp's non-MLA branch
+//! (`deepseek2/unsplit.rs`); the tensor list (`deepseek2/tensors.rs`) takes fused gate/up expert
+//! stacks and skips NextN layers.
+
+mod tensors;
+mod unsplit;
 
 use super::moe::{self, Gating};
-use super::tensors::{self, layer_tensor, opt, req, MM};
-use super::{tn, ArchDef, RopeType};
+use super::{ArchDef, RopeType};
 use crate::error::{LlamaError, Result};
 use crate::graph::{GatedAct, GraphBuilder, MoeParams, NormType};
 use crate::hparams::{HParams, Keys};
 use crate::model::{Layer, Model};
-use crate::model_tensors::TensorCreator;
-use ggml::{Op, TensorId};
+use ggml::TensorId;
 
 pub(super) static ARCH: ArchDef = ArchDef {
     name: "deepseek2",
     rope_type: RopeType::Norm,
     load_hparams,
     type_name,
-    tensors: create_tensors,
+    tensors: tensors::create_tensors,
     graph: build,
 };
 
@@ -36,7 +40,6 @@ pub(crate) mod tn_mla {
     pub const ATTN_K_B: &str = "attn_k_b";
     pub const ATTN_V_B: &str = "attn_v_b";
     pub const FFN_EXP_PROBS_B: &str = "exp_probs_b";
-    pub const FFN_GATE_UP_EXPS: &str = "ffn_gate_up_exps";
 }
 
 /// The MLA keys of llama_hparams.
@@ -85,6 +88,9 @@ pub struct MlaLayer {
     pub wk_b: Option<TensorId>,
     /// {kv_lora_rank, v_head, n_head}: decompresses the attention output
     pub wv_b: Option<TensorId>,
+    /// the older un-split form, {kv_lora_rank, n_head * (qk_nope + v_head)}: decompresses the
+    /// latent into each head's key part and value
+    pub wkv_b: Option<TensorId>,
 }
 
 fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
@@ -101,7 +107,11 @@ fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
     m.n_embd_head_k_mla_impl = k.u32_opt("attention.key_length_mla")?.unwrap_or(0);
     m.n_embd_head_v_mla_impl = k.u32_opt("attention.value_length_mla")?.unwrap_or(0);
     let ff_exp = k
-        .per_layer("expert_feed_forward_length", n_layer as usize, true)?
+        .per_layer(
+            "expert_feed_forward_length",
+            hp.n_layer_all() as usize,
+            true,
+        )?
         .unwrap_or_default();
     hp.moe.n_ff_exp = ff_exp.first().copied().unwrap_or(0);
     hp.moe.n_expert_shared = k.u32_req("expert_shared_count")?;
@@ -139,12 +149,6 @@ fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
             k.full("attention.temperature_length")
         )));
     }
-    if k.u32_opt("nextn_predict_layers")?.unwrap_or(0) != 0 {
-        return Err(LlamaError::Unsupported(format!(
-            "{}: multi-token-prediction layers are not supported",
-            k.full("nextn_predict_layers")
-        )));
-    }
     check_shapes(k, hp)?;
     if hp.moe.n_layer_dense_lead < hp.n_layer {
         moe::require_experts(k, hp, "deepseek2")?;
@@ -170,11 +174,7 @@ fn check_shapes(k: &Keys, hp: &HParams) -> Result<()> {
         )));
     }
     if !m.is_mla() {
-        return Err(LlamaError::Unsupported(format!(
-            "{} missing: the older un-split {} form of deepseek2 is not supported (convert the model again)",
-            k.full("attention.key_length_mla"),
-            tn_mla::ATTN_KV_B
-        )));
+        return unsplit::check_unsplit_shapes(k, hp);
     }
     let (k_mla, rot, lora) = (m.n_embd_head_k_mla_impl, hp.n_rot, m.n_lora_kv);
     if k_mla <= rot {
@@ -215,101 +215,6 @@ fn type_name(hp: &HParams) -> &'static str {
     }
 }
 
-fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
-    tensors::embd_and_output(model, c)?;
-    let hp = model.hparams.clone();
-    let m = &hp.mla;
-    let n_embd = hp.n_embd as i64;
-    let n_head = hp.n_head(0) as i64;
-    let n_expert = hp.n_expert as i64;
-    let k_mla = m.n_embd_head_k_mla(&hp) as i64;
-    let v_mla = m.n_embd_head_v_mla(&hp) as i64;
-    let rot = hp.n_rot as i64;
-    let nope = k_mla - rot;
-    let (q_lora, kv_lora) = (m.n_lora_q as i64, m.n_lora_kv as i64);
-    let n_ff_exp = hp.moe.n_ff_exp as i64;
-    let n_ff_shexp = n_ff_exp * hp.moe.n_expert_shared as i64;
-    let w =
-        |c: &mut TensorCreator, base: &str, il, dims: &[i64]| req(c, base, "weight", il, dims, MM);
-    for il in 0..hp.n_layer as usize {
-        let mut l = Layer {
-            attn_norm: tensors::norm(c, tn::ATTN_NORM, il, n_embd)?,
-            ..Layer::default()
-        };
-        let a = &mut l.mla;
-        if q_lora > 0 {
-            a.attn_q_a_norm = tensors::norm(c, tn_mla::ATTN_Q_A_NORM, il, q_lora)?;
-        }
-        a.attn_kv_a_norm = tensors::norm(c, tn_mla::ATTN_KV_A_NORM, il, kv_lora)?;
-        if q_lora > 0 {
-            a.wq_a = w(c, tn_mla::ATTN_Q_A, il, &[n_embd, q_lora])?;
-            a.wq_b = w(c, tn_mla::ATTN_Q_B, il, &[q_lora, n_head * k_mla])?;
-        } else {
-            l.wq = w(c, tn::ATTN_Q, il, &[n_embd, n_head * k_mla])?;
-        }
-        let a = &mut l.mla;
-        a.wkv_a_mqa = w(c, tn_mla::ATTN_KV_A_MQA, il, &[n_embd, kv_lora + rot])?;
-        a.wk_b = w(c, tn_mla::ATTN_K_B, il, &[nope, kv_lora, n_head])?;
-        a.wv_b = w(c, tn_mla::ATTN_V_B, il, &[kv_lora, v_mla, n_head])?;
-        l.wo = w(c, tn::ATTN_OUT, il, &[n_head * v_mla, n_embd])?;
-        l.ffn_norm = tensors::norm(c, tn::FFN_NORM, il, n_embd)?;
-        if il < hp.moe.n_layer_dense_lead as usize {
-            let n_ff = hp.n_ff(il) as i64;
-            l.ffn_gate = w(c, tn::FFN_GATE, il, &[n_embd, n_ff])?;
-            l.ffn_down = w(c, tn::FFN_DOWN, il, &[n_ff, n_embd])?;
-            l.ffn_up = w(c, tn::FFN_UP, il, &[n_embd, n_ff])?;
-        } else {
-            create_moe(c, &mut l, il, [n_embd, n_ff_exp, n_expert, n_ff_shexp])?;
-        }
-        model.layers.push(l);
-    }
-    moe::expert_scales(c, &mut model.layers, n_expert)
-}
-
-/// The router, its selection bias, the expert stacks (the fused gate_up stack is refused by
-/// name: build_moe_ffn here has no path for it) and the shared experts, in llama.cpp's order.
-fn create_moe(
-    c: &mut TensorCreator,
-    l: &mut Layer,
-    il: usize,
-    [n_embd, n_ff_exp, n_expert, n_ff_shexp]: [i64; 4],
-) -> Result<()> {
-    let m = &mut l.moe;
-    let mmid = Op::MulMatId;
-    m.gate_inp = req(
-        c,
-        moe::tn::FFN_GATE_INP,
-        "weight",
-        il,
-        &[n_embd, n_expert],
-        MM,
-    )?;
-    m.exp_probs_b = opt(c, tn_mla::FFN_EXP_PROBS_B, "bias", il, &[n_expert], Op::Add)?;
-    let stack = [n_embd, n_ff_exp, n_expert];
-    m.down_exps = req(
-        c,
-        moe::tn::FFN_DOWN_EXPS,
-        "weight",
-        il,
-        &[n_ff_exp, n_embd, n_expert],
-        mmid,
-    )?;
-    let fused = [n_embd, n_ff_exp * 2, n_expert];
-    if opt(c, tn_mla::FFN_GATE_UP_EXPS, "weight", il, &fused, mmid)?.is_some() {
-        return Err(LlamaError::Unsupported(format!(
-            "tensor blk.{il}.{}.weight: fused gate/up expert stacks are not supported",
-            tn_mla::FFN_GATE_UP_EXPS
-        )));
-    }
-    m.gate_exps = layer_tensor(c, moe::tn::FFN_GATE_EXPS, "weight", il, &stack, false, mmid)?;
-    m.up_exps = req(c, moe::tn::FFN_UP_EXPS, "weight", il, &stack, mmid)?;
-    let sh = |c: &mut TensorCreator, base: &str, dims: &[i64]| req(c, base, "weight", il, dims, MM);
-    m.gate_shexp = sh(c, moe::tn::FFN_GATE_SHEXP, &[n_embd, n_ff_shexp])?;
-    m.down_shexp = sh(c, moe::tn::FFN_DOWN_SHEXP, &[n_ff_shexp, n_embd])?;
-    m.up_shexp = sh(c, moe::tn::FFN_UP_SHEXP, &[n_embd, n_ff_shexp])?;
-    Ok(())
-}
-
 /// deepseek2.cpp's kq_scale: the context's attention factor has YaRN's adjustment cancelled,
 /// then the square of DeepSeek's mscale (with `rope.scaling.yarn_log_multiplier`) scales the
 /// scores, over the decompressed head size.
@@ -334,7 +239,11 @@ fn build(model: &Model, b: &mut GraphBuilder) -> TensorId {
     let inp_l = b.build_inp_embd(tok_embd);
     let attn_scale = (hp.f_attn_temp_scale != 0.0).then(|| b.build_inp_attn_scale());
     let inp_pos = b.build_inp_pos();
-    b.build_attn_inp_k();
+    if hp.mla.is_mla() {
+        b.build_attn_inp_k();
+    } else {
+        b.build_attn_inp_kv();
+    }
     let inp_out_ids = b.build_inp_out_ids();
 
     let attn = |b: &mut GraphBuilder, layer: &Layer, cur: TensorId, il: usize| {
@@ -412,6 +321,16 @@ fn build_mla(
     kv_cmpr = b.build_norm(kv_cmpr, a.attn_kv_a_norm, None, NormType::Rms, ili);
     b.cb(kv_cmpr, "kv_cmpr", ili);
 
+    if !hp.mla.is_mla() {
+        let p = unsplit::Unsplit {
+            nope,
+            n_head,
+            n_tokens,
+        };
+        return unsplit::build_unsplit(
+            b, layer, q, k_pe, kv_cmpr, inp_pos, attn_scale, kq_scale, il, p,
+        );
+    }
     let (qty, qnb) = (b.g.ctx[q].ty, b.g.ctx[q].nb);
     let mut q_nope =
         b.g.ctx

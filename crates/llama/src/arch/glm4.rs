@@ -1,7 +1,9 @@
 //! The glm4 architecture (src/models/glm4.cpp), dense GLM-4-0414: normal rope over part of each
 //! head, norms after attention and after the fused-SwiGLU feed-forward (one up matrix of twice
-//! the width). Multimodal rope sections and NextN prediction layers are refused.
+//! the width). Multimodal rope sections are refused; NextN prediction layers are loaded as
+//! llama.cpp loads them, skipped (`arch/nextn.rs`).
 
+use super::nextn::Skipped;
 use super::tensors::{self, req, OutputHead, MM};
 use super::{tn, ArchDef, RopeType};
 use crate::error::{LlamaError, Result};
@@ -27,12 +29,6 @@ fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
         return Err(LlamaError::Unsupported(format!(
             "{}: multimodal rope (M-RoPE) is not supported",
             k.full("rope.dimension_sections")
-        )));
-    }
-    if k.u32_opt("nextn_predict_layers")?.is_some_and(|n| n > 0) {
-        return Err(LlamaError::Unsupported(format!(
-            "{}: NextN prediction layers are not supported",
-            k.full("nextn_predict_layers")
         )));
     }
     Ok(())
@@ -70,6 +66,28 @@ fn create_tensors(model: &mut Model, c: &mut TensorCreator) -> Result<()> {
         l.ffn_up = req(c, tn::FFN_UP, "weight", il, &[n_embd, 2 * n_ff], MM)?;
         l.ffn_post_norm = tensors::norm(c, tn::FFN_POST_NORM, il, n_embd)?;
         model.layers.push(l);
+    }
+    // the NextN layers: every tensor skipped (required, but for create_tensor_qkv's and the
+    // optional NextN ones), as glm4.cpp flags them; no trunk_only probe here
+    for il in hp.n_layer as usize..hp.n_layer_all() as usize {
+        let s = Skipped {
+            il,
+            all_optional: false,
+        };
+        let n_embd_q = head * hp.n_head(il) as i64;
+        let n_ff = hp.n_ff(il) as i64;
+        let w =
+            |c: &mut TensorCreator, base: &str, dims: &[i64]| s.t(c, base, "weight", dims, false);
+        w(c, tn::ATTN_NORM, &[n_embd])?;
+        let (nk, nv) = (hp.n_embd_k_gqa(il) as i64, hp.n_embd_v_gqa(il) as i64);
+        s.qkv(c, [n_embd, n_embd_q, nk, nv])?;
+        w(c, tn::ATTN_OUT, &[n_embd_q, n_embd])?;
+        w(c, tn::ATTN_POST_NORM, &[n_embd])?;
+        w(c, tn::FFN_NORM, &[n_embd])?;
+        w(c, tn::FFN_DOWN, &[n_ff, n_embd])?;
+        w(c, tn::FFN_UP, &[n_embd, 2 * n_ff])?;
+        w(c, tn::FFN_POST_NORM, &[n_embd])?;
+        s.nextn(c, n_embd, hp.n_vocab as i64)?;
     }
     Ok(())
 }

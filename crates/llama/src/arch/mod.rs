@@ -18,6 +18,7 @@ mod llama;
 mod llama_like;
 mod mistral3;
 pub(crate) mod moe;
+mod nextn;
 mod olmo2;
 mod olmoe;
 mod phi3;

@@ -18,6 +18,8 @@ pub(crate) mod tn {
     pub const FFN_GATE_EXPS: &str = "ffn_gate_exps";
     pub const FFN_DOWN_EXPS: &str = "ffn_down_exps";
     pub const FFN_UP_EXPS: &str = "ffn_up_exps";
+    /// gate and up stacks in one {n_embd, 2 n_ff_exp, n_expert} (gate rows first)
+    pub const FFN_GATE_UP_EXPS: &str = "ffn_gate_up_exps";
     pub const FFN_GATE_INP_SHEXP: &str = "ffn_gate_inp_shexp";
     pub const FFN_GATE_SHEXP: &str = "ffn_gate_shexp";
     pub const FFN_DOWN_SHEXP: &str = "ffn_down_shexp";
@@ -34,6 +36,8 @@ pub struct MoeLayer {
     pub gate_exps: Option<TensorId>,
     pub down_exps: Option<TensorId>,
     pub up_exps: Option<TensorId>,
+    /// the fused gate/up stack, in place of gate_exps and up_exps (create_tensor_gate_up_exps)
+    pub gate_up_exps: Option<TensorId>,
     /// per-expert scales of the stacks ({n_expert}; llama.cpp's `.scale` tensors, NVFP4 scale2)
     pub gate_exps_s: Option<TensorId>,
     pub down_exps_s: Option<TensorId>,
@@ -248,6 +252,25 @@ pub(crate) fn shared_expert(
 /// llama.cpp's generic pass after load_arch_tensors: each expert stack's optional per-expert
 /// `.scale` ({n_expert}, NVFP4 scale2), which build_moe_ffn multiplies into the stack's
 /// products.
+/// create_tensor_gate_up_exps: the fused `ffn_gate_up_exps` stack when the file has it, else
+/// the gate and up stacks (required).
+pub(crate) fn gate_up_exps(
+    c: &mut TensorCreator,
+    m: &mut MoeLayer,
+    il: usize,
+    [n_embd, n_ff, n_expert]: [i64; 3],
+) -> Result<()> {
+    let mmid = Op::MulMatId;
+    let fused = [n_embd, n_ff * 2, n_expert];
+    m.gate_up_exps = opt(c, tn::FFN_GATE_UP_EXPS, "weight", il, &fused, mmid)?;
+    if m.gate_up_exps.is_none() {
+        let stack = [n_embd, n_ff, n_expert];
+        m.gate_exps = req(c, tn::FFN_GATE_EXPS, "weight", il, &stack, mmid)?;
+        m.up_exps = req(c, tn::FFN_UP_EXPS, "weight", il, &stack, mmid)?;
+    }
+    Ok(())
+}
+
 pub(crate) fn expert_scales(
     c: &mut TensorCreator,
     layers: &mut [crate::model::Layer],

@@ -22,8 +22,7 @@ pub(super) static ARCH: ArchDef = ArchDef {
 };
 
 fn load_hparams(k: &Keys, hp: &mut HParams) -> Result<()> {
-    let n_layer = hp.n_layer as usize;
-    hp.moe.read_n_ff_exp(k, n_layer)?;
+    hp.moe.read_n_ff_exp(k, hp.n_layer_all() as usize)?;
     hp.f_norm_rms_eps = k.f32_req("attention.layer_norm_rms_epsilon")?;
     moe::require_experts(k, hp, "qwen3moe")?;
     super::require_full_rope(hp, "qwen3moe")

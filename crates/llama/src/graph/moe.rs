@@ -103,23 +103,29 @@ impl GraphBuilder<'_> {
         self.g.build_forward_expand(weights);
 
         let cur = self.g.ctx.reshape_3d(cur, n_embd, 1, n_tokens);
-        let up = self.build_lora_mm_id(need(l.up_exps), cur, selected, l.up_exps_s);
-        self.cb(up, "ffn_moe_up", il);
-        if l.up_exps_s.is_some() {
-            self.cb(up, "ffn_moe_up_scaled", il);
-        }
-        let has_gate = l.gate_exps.is_some();
-        let gated = match l.gate_exps {
-            Some(g) => {
-                let t = self.build_lora_mm_id(g, cur, selected, l.gate_exps_s);
-                self.cb(t, "ffn_moe_gate", il);
-                t
+        let (gated, up, has_gate) = match l.gate_up_exps {
+            // one product for both stacks, then a view of each half (gate rows first)
+            Some(gu) => {
+                let gate_up = self.build_lora_mm_id(gu, cur, selected, None);
+                self.cb(gate_up, "ffn_moe_gate_up", il);
+                let t = &self.g.ctx[gate_up];
+                let (ne, nb) = (t.ne, t.nb);
+                let n_ff = ne[0] / 2;
+                let gate = self
+                    .g
+                    .ctx
+                    .view_3d(gate_up, n_ff, ne[1], ne[2], nb[1], nb[2], 0);
+                self.cb(gate, "ffn_moe_gate", il);
+                let off = n_ff as usize * nb[0];
+                let up = self
+                    .g
+                    .ctx
+                    .view_3d(gate_up, n_ff, ne[1], ne[2], nb[1], nb[2], off);
+                self.cb(up, "ffn_moe_up", il);
+                (gate, up, true)
             }
-            None => up,
+            None => self.moe_gate_and_up(cur, l, selected, il),
         };
-        if l.gate_exps_s.is_some() {
-            self.cb(gated, "ffn_moe_gate_scaled", il);
-        }
         let act = match (p.act, has_gate) {
             (GatedAct::Silu, true) => {
                 let t = self.g.ctx.swiglu_split(gated, up);
@@ -175,6 +181,35 @@ impl GraphBuilder<'_> {
         }
         self.cb(out, "ffn_moe_out", il);
         out
+    }
+
+    /// The separate up and (optional) gate stacks' products; returns (gate or up, up, whether
+    /// there is a gate).
+    fn moe_gate_and_up(
+        &mut self,
+        cur: TensorId,
+        l: &MoeLayer,
+        selected: TensorId,
+        il: i32,
+    ) -> (TensorId, TensorId, bool) {
+        let up_exps = l.up_exps.expect("the up stack is required at load");
+        let up = self.build_lora_mm_id(up_exps, cur, selected, l.up_exps_s);
+        self.cb(up, "ffn_moe_up", il);
+        if l.up_exps_s.is_some() {
+            self.cb(up, "ffn_moe_up_scaled", il);
+        }
+        let gated = match l.gate_exps {
+            Some(g) => {
+                let t = self.build_lora_mm_id(g, cur, selected, l.gate_exps_s);
+                self.cb(t, "ffn_moe_gate", il);
+                t
+            }
+            None => up,
+        };
+        if l.gate_exps_s.is_some() {
+            self.cb(gated, "ffn_moe_gate_scaled", il);
+        }
+        (gated, up, l.gate_exps.is_some())
     }
 
     /// ggml_argsort_top_k: a descending argsort and a view of its first `k` columns; returns

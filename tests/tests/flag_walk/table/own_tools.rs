@@ -394,6 +394,50 @@ pub(super) fn tools_of_their_own(v: &mut Vec<Entry>) {
         Gguf("mistral3.rope.scaling.factor f32              = 4.000000"),
         "",
     ));
+    // deepseek2's layouts: one KV head (the latent) and no dense leading layer in one layer
+    v.push(e(
+        gn,
+        &["--nextn"],
+        &[
+            "1",
+            "--arch",
+            "deepseek2",
+            "--heads-kv",
+            "1",
+            "--dense-lead",
+            "0",
+        ],
+        Gguf("deepseek2.nextn_predict_layers u32              = 1"),
+        "",
+    ));
+    v.push(e(
+        gn,
+        &["--fused-gate-up-exps"],
+        &[
+            "--arch",
+            "deepseek2",
+            "--heads-kv",
+            "1",
+            "--dense-lead",
+            "0",
+        ],
+        Gguf("blk.0.ffn_gate_up_exps.weight"),
+        "",
+    ));
+    v.push(e(
+        gn,
+        &["--mla-kv-b"],
+        &[
+            "--arch",
+            "deepseek2",
+            "--heads-kv",
+            "2",
+            "--dense-lead",
+            "0",
+        ],
+        Gguf("blk.0.attn_kv_b.weight"),
+        "",
+    ));
     v.push(e(gn, &["--quiet"], &[], Unwalked, ""));
     v.push(e(gn, &["--force"], &[], Unwalked, ""));
 
