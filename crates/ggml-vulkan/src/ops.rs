@@ -678,9 +678,9 @@ pub(crate) fn plan(gpu: &Gpu, ctx: &Context, id: TensorId) -> Result<Dispatch, S
 
 /// The float order in which the CPU backend sums a K-quant MUL_MAT (the shader's KORD_*), as
 /// crates/ggml-cpu/src/ops/ktile.rs picks it after llama.cpp's x86 dispatch: 2-D Q4_K weights
-/// with rows % 8 == 0 and an f32 src1 take the repacked q4_K_8x8 gemm/gemv, other K types times
-/// >= 8 columns the tiled path, and the rest the AVX2 vec_dot (whose order the shader has for
-/// Q4_K and Q6_K). 0: element by element (no AVX2 on the host, or a type without an exact path).
+/// with rows % 8 == 0 and an f32 src1 take the repacked q4_K_8x8 gemm/gemv, other K types
+/// times 8 or more columns the tiled path, and the rest the AVX2 vec_dot (whose order the
+/// shader has for Q4_K and Q6_K). 0: element by element (no AVX2 on the host, or a type without an exact path).
 fn k_order(a: &Tensor, b: &Tensor) -> u32 {
     const ELEM: u32 = 0;
     const REPACK: u32 = 1;
