@@ -124,8 +124,10 @@ impl Gpu {
         // through doubles (the `_f64` variants), since the driver splits fma into a multiply
         // and an add. GPUs fuse fma and keep the float variants (no slow doubles).
         let f64_ok =
-            instance::has_float64(i, pd) && props.device_type == vk::PhysicalDeviceType::CPU;
-        let base = vk::PhysicalDeviceFeatures::default().shader_float64(f64_ok);
+            instance::has_float64_int64(i, pd) && props.device_type == vk::PhysicalDeviceType::CPU;
+        let base = vk::PhysicalDeviceFeatures::default()
+            .shader_float64(f64_ok)
+            .shader_int64(f64_ok);
         let info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_features(&base)
