@@ -141,7 +141,7 @@ pub fn init_from_params_with(
         );
         InitError::Model
     };
-    let mparams = match model_params(p) {
+    let mut mparams = match model_params(p) {
         Ok(m) => m,
         Err(e) => {
             crate::log_err!("{}{}\n", cmn("common_init_from_params"), e);
@@ -153,7 +153,7 @@ pub fn init_from_params_with(
         let f = cmn("common_init_result");
         crate::log_trc!("{f}fitting params to device memory ...\n");
         crate::log_trc!("{f}(for bugs during this step try to reproduce them with -fit off, or provide --verbose logs if the bug only occurs with -fit on)\n");
-        fit::fit_params(p, &mparams, &mut cparams);
+        fit::fit_params(p, &mut mparams, &mut cparams);
     }
     cparams.cb_eval = cb_eval;
     let model = match Model::load(Path::new(&p.model), &mparams) {

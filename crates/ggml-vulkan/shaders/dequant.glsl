@@ -50,6 +50,102 @@ const float kvalues_iq4nl[16] = float[16](-127.0, -104.0, -83.0, -65.0, -49.0, -
     -10.0, 1.0, 13.0, 25.0, 38.0, 53.0, 69.0, 89.0, 113.0);
 #endif
 
+#if TYPE == T_Q3_K || TYPE == T_Q4_K || TYPE == T_Q5_K || TYPE == T_Q6_K
+// The integer parts of the K-quant blocks, for products that keep the CPU's float order
+// (mul_mat.comp): the unsigned code of element i of the block at byte b (Q6_K stores it +32,
+// Q3_K +4: KQ_BIAS), the signed scale of its 16-value sub-block j, Q4_K/Q5_K's min of its
+// 32-value sub-block s, and the block's f16 scales.
+#if TYPE == T_Q4_K
+#define KQ_BYTES 144
+#define KQ_BIAS 0
+#elif TYPE == T_Q5_K
+#define KQ_BYTES 176
+#define KQ_BIAS 0
+#elif TYPE == T_Q6_K
+#define KQ_BYTES 210
+#define KQ_BIAS 32
+#else
+#define KQ_BYTES 110
+#define KQ_BIAS 4
+#endif
+
+int kq_code(uint b, uint i) {
+#if TYPE == T_Q4_K || TYPE == T_Q5_K
+    uint c = i / 64;
+    uint l = i % 32;
+    bool high = (i % 64) >= 32;
+#if TYPE == T_Q4_K
+    uint q = q_u8(b + 16 + 32 * c + l);
+#else
+    uint q = q_u8(b + 48 + 32 * c + l);
+#endif
+    q = high ? (q >> 4) : (q & 0xFu);
+#if TYPE == T_Q5_K
+    uint hbit = high ? (2u << (2 * c)) : (1u << (2 * c));
+    if ((q_u8(b + 16 + l) & hbit) != 0u) {
+        q += 16u;
+    }
+#endif
+    return int(q);
+#elif TYPE == T_Q6_K
+    uint n = i / 128;
+    uint r = i % 128;
+    uint quarter = r / 32;
+    uint l = r % 32;
+    uint ql = q_u8(b + 64 * n + l + ((quarter & 1u) != 0u ? 32u : 0u));
+    ql = quarter >= 2 ? (ql >> 4) : (ql & 0xFu);
+    uint qh = (q_u8(b + 128 + 32 * n + l) >> (2 * quarter)) & 3u;
+    return int(ql | (qh << 4));
+#else
+    uint n = i / 128;
+    uint r = i % 128;
+    uint j = r / 32;
+    uint l = r % 32;
+    uint q = (q_u8(b + 32 + 32 * n + l) >> (2 * j)) & 3u;
+    uint hi = (q_u8(b + l) >> (4 * n + j)) & 1u;
+    return int(q | (hi << 2));
+#endif
+}
+
+int kq_scale16(uint b, uint j) {
+#if TYPE == T_Q4_K || TYPE == T_Q5_K
+    return int(scale_min_k4(b + 4, j / 2).x);
+#elif TYPE == T_Q6_K
+    return q_i8(b + 192 + j);
+#else
+    uint lo4 = j < 8 ? (q_u8(b + 96 + j) & 0xFu) : (q_u8(b + 96 + j - 8) >> 4);
+    uint hi2 = (q_u8(b + 96 + 8 + j % 4) >> (2 * (j / 4))) & 3u;
+    return int(lo4 | (hi2 << 4)) - 32;
+#endif
+}
+
+int kq_min32(uint b, uint s) {
+#if TYPE == T_Q4_K || TYPE == T_Q5_K
+    return int(scale_min_k4(b + 4, s).y);
+#else
+    return 0;
+#endif
+}
+
+float kq_d(uint b) {
+#if TYPE == T_Q4_K || TYPE == T_Q5_K
+    return q_half(b);
+#elif TYPE == T_Q6_K
+    return q_half(b + 208);
+#else
+    return q_half(b + 108);
+#endif
+}
+
+float kq_dmin(uint b) {
+#if TYPE == T_Q4_K || TYPE == T_Q5_K
+    return q_half(b + 2);
+#else
+    return 0.0;
+#endif
+}
+#endif
+
 float dequant(uint row, uint k) {
 #if TYPE == T_F32
     return qf[(row >> 2) + k];

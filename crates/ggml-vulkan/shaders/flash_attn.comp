@@ -32,6 +32,57 @@ layout(std430, binding = 3) writeonly buffer D { float d[]; };
 layout(std430, binding = 4) readonly buffer M { float16_t m16[]; };
 layout(std430, binding = 5) readonly buffer S { float sinks[]; };
 
+#if defined(EXACT_F64)
+// The CPU backend's float steps, rounded once each on a device whose fma is a multiply and an
+// add (lavapipe): see mul_mat.comp.
+float exact_fma(float a, float b, float c) {
+    precise double r = double(a) * double(b) + double(c);
+    return float(r);
+}
+
+// expf as glibc computes it (the CPU backend's f32::exp): x * 32 / ln 2 = k + r, 2^(k/32) from
+// a table of 2^(j/32) (the doubles nearest them) scaled by 2^(k >> 5), a cubic in r, all in
+// double, rounded to float at the end. Equal to glibc's expf on 300000 random inputs in
+// [-40, 5] (docs/vulkan.md).
+const double EXPF_T[32] = double[32](
+    1.0lf, 1.0218971486541166lf, 1.0442737824274138lf, 1.0671404006768237lf,
+    1.0905077326652577lf, 1.1143867425958924lf, 1.1387886347566916lf, 1.1637248587775775lf,
+    1.189207115002721lf, 1.215247359980469lf, 1.241857812073484lf, 1.2690509571917332lf,
+    1.2968395546510096lf, 1.3252366431597413lf, 1.3542555469368927lf, 1.383909881963832lf,
+    1.4142135623730951lf, 1.4451808069770467lf, 1.4768261459394993lf, 1.5091644275934228lf,
+    1.5422108254079407lf, 1.5759808451078865lf, 1.6104903319492543lf, 1.645755478153965lf,
+    1.681792830507429lf, 1.718619298122478lf, 1.7562521603732995lf, 1.7947090750031072lf,
+    1.8340080864093424lf, 1.8741676341103lf, 1.9152065613971474lf, 1.9571441241754002lf);
+
+float glibc_expf(float x) {
+    if (isnan(x)) {
+        return x;
+    }
+    if (x > 88.72283172607421875) {
+        return 1.0 / 0.0;
+    }
+    if (x < -103.97207641601562) {
+        return 0.0;
+    }
+    double z = 46.16624130844683lf * double(x);
+    double kd = roundEven(z);
+    int k = int(kd);
+    double r = z - kd;
+    double s = ldexp(EXPF_T[k & 31], k >> 5);
+    precise double zz = 1.6938359250920212e-06lf * r + 0.00023459809789509004lf;
+    precise double r2 = r * r;
+    precise double y = 0.021660849396613134lf * r + 1.0lf;
+    precise double y2 = zz * r2 + y;
+    return float(y2 * s);
+}
+#define FA_EXP glibc_expf
+#else
+float exact_fma(float a, float b, float c) {
+    return fma(a, b, c);
+}
+#define FA_EXP exp
+#endif
+
 float kat(uint i) {
     return (p.flags & 1u) != 0u ? float(k16[i]) : k32[i];
 }
@@ -78,6 +129,34 @@ void main() {
             float s = 0.0;
             // as the CPU: q converted to K's type (f16) before the dot product
             bool kf16 = (p.flags & 1u) != 0u;
+#if defined(EXACT_F64)
+            if (kf16) {
+                // ggml_vec_dot_f16 on AVX2: 4 x 8 lanes of fused products per 32 values,
+                // GGML_F32x8_REDUCE, then the tail's products added in double
+                float a[32];
+                for (uint j = 0; j < 32; j++) {
+                    a[j] = 0.0;
+                }
+                uint i = 0;
+                for (; i + 32 <= p.dk; i += 32) {
+                    for (uint j = 0; j < 32; j++) {
+                        float qv = float(float16_t(q[qrow + i + j]));
+                        a[j] = exact_fma(kat(krow + i + j), qv, a[j]);
+                    }
+                }
+                float t0[4];
+                for (uint l = 0; l < 4; l++) {
+                    float lo = (a[l] + a[16 + l]) + (a[8 + l] + a[24 + l]);
+                    float hi = (a[l + 4] + a[20 + l]) + (a[12 + l] + a[28 + l]);
+                    t0[l] = lo + hi;
+                }
+                double sum = double((t0[0] + t0[1]) + (t0[2] + t0[3]));
+                for (; i < p.dk; i++) {
+                    sum += double(kat(krow + i) * float(float16_t(q[qrow + i])));
+                }
+                s = float(sum);
+            } else
+#endif
             for (uint i = 0; i < p.dk; i++) {
                 float qv = q[qrow + i];
                 s += (kf16 ? float(float16_t(qv)) : qv) * kat(krow + i);
@@ -90,35 +169,42 @@ void main() {
             float ms = 1.0;
             float vs = 1.0;
             if (s > mx) {
-                ms = exp(mx - s);
+                ms = FA_EXP(mx - s);
                 mx = s;
                 for (uint i = 0; i < p.dv; i++) {
                     acc[i] = vf16 ? float(float16_t(acc[i] * ms)) : acc[i] * ms;
                 }
             } else {
-                vs = exp(s - mx);
+                vs = FA_EXP(s - mx);
             }
             uint vrow = vbase + ic * p.nb21;
             // an f16 V accumulates in f16, rounded at every step, as ggml's CPU kernel
+            // (ggml_vec_mad_f16 fuses whole 8-lane chunks only; its tail rounds twice)
+            uint fused = vf16 ? p.dv - p.dv % 8u : p.dv;
             for (uint i = 0; i < p.dv; i++) {
-                float a = fma(vat(vrow + i), vs, acc[i]);
+                float a = i < fused ? exact_fma(vat(vrow + i), vs, acc[i])
+                                    : acc[i] + vat(vrow + i) * vs;
                 acc[i] = vf16 ? float(float16_t(a)) : a;
             }
-            sum = fma(sum, ms, vs);
+            sum = exact_fma(sum, ms, vs);
         }
         if ((p.flags & 8u) != 0u) {
             float sink = sinks[iq2];
             if (sink > mx) {
-                float ms = exp(mx - sink);
+                float ms = FA_EXP(mx - sink);
                 for (uint i = 0; i < p.dv; i++) {
                     acc[i] *= ms;
                 }
                 sum = sum * ms + 1.0;
             } else {
-                sum += exp(sink - mx);
+                sum += FA_EXP(sink - mx);
             }
         }
+#if defined(EXACT_F64)
+        float inv = sum == 0.0 ? 0.0 : float(1.0lf / double(sum));
+#else
         float inv = sum == 0.0 ? 0.0 : 1.0 / sum;
+#endif
         uint drow = p.offd + ((iq3 * p.n_q + iq1) * p.n_head + iq2) * p.dv;
         for (uint i = 0; i < p.dv; i++) {
             d[drow + i] = acc[i] * inv;

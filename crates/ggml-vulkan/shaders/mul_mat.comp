@@ -21,7 +21,18 @@ layout(push_constant) uniform Params {
     uint off0;               // src0 byte offset
     uint off1, offd;         // element offsets
     uint r2, r3;             // src1 / src0 broadcast ratios in dims 2 and 3
+    uint kord;               // K types: the CPU's float order (KORD_*; 0: element by element)
 } p;
+
+// The orders of the CPU backend's K-quant kernels (crates/ggml-cpu/src/ops/ktile.rs and
+// dot/x86.rs), chosen on the host as the CPU chooses them for the same shapes.
+#define KORD_ELEM 0u
+// repacked q4_K_8x8: gemm for the first ne11 - ne11 % 4 columns, gemv for the rest
+#define KORD_REPACK 1u
+#define KORD_TILED 2u
+// the AVX2 vec_dot (Q4_K, Q6_K)
+#define KORD_VEC 3u
+#define KORD_GEMV 4u
 
 #include "dequant.glsl"
 
@@ -29,6 +40,123 @@ layout(std430, binding = 1) readonly buffer B { float b[]; };
 layout(std430, binding = 3) writeonly buffer D { float d[]; };
 
 #include "src1_round.glsl"
+
+// fma(a, b, c) rounded once, as the CPU's FMA instructions do. Where the driver splits GLSL's
+// fma into a multiply and an add (lavapipe does), EXACT_F64 computes it in double: the product
+// of two floats is exact there, and the sum is rounded to double and then to float, which
+// differs from one rounding only when the double lands on a float tie (about 2^-29 of sums).
+#if defined(EXACT_F64)
+float exact_fma(float a, float b, float c) {
+    precise double r = double(a) * double(b) + double(c);
+    return float(r);
+}
+#else
+float exact_fma(float a, float b, float c) {
+    return fma(a, b, c);
+}
+#endif
+
+#if TYPE == T_Q8_0
+#define Q32_BYTES 34
+#elif TYPE == T_Q5_0
+#define Q32_BYTES 22
+#endif
+
+#if defined(KQ_BYTES)
+// One row of K-quant weights (from byte `row`) times the src1 column at element `col`, whose
+// index in its plane is i11, in the float order of the CPU kernel p.kord names. Per 256-value
+// block the integer parts are exact: for each 16-value sub-block j the sum of code x Q8_K code
+// (raw) and of the Q8_K codes (bs), so that S (codes x scales, the KQ_BIAS taken off through
+// bs) and M (mins x activation sums) per 64 values and the AVX2 vec_dot's 8 lanes (lane l:
+// elements 4l..4l+3 of every 32) are the CPU's integers; only the float steps follow the order.
+float kq_dot(uint row, uint col, uint i11) {
+    uint ord = p.kord;
+    if (ord == KORD_REPACK && i11 >= p.ne11 - p.ne11 % 4u) {
+        ord = KORD_GEMV;
+    }
+    float acc = 0.0;
+    float accm = 0.0;
+    float l8[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    float m4[4] = float[4](0.0, 0.0, 0.0, 0.0);
+    for (uint kb = 0; kb < p.ne00; kb += 256) {
+        uint bw = row + (kb / 256) * KQ_BYTES;
+        uint base = col + kb * p.nb10;
+        vec2 blk = act_block(base, p.nb10);
+        int sc[16];
+        int bs[16];
+        int lane[8] = int[8](0, 0, 0, 0, 0, 0, 0, 0);
+        int s4[4] = int[4](0, 0, 0, 0);
+        for (uint j = 0; j < 16; j++) {
+            sc[j] = kq_scale16(bw, j);
+            int raw = 0;
+            int sum = 0;
+            for (uint t = 0; t < 16; t++) {
+                uint e = 16 * j + t;
+                int y = int(min(127.0, roundEven(blk.x * b[base + e * p.nb10])));
+                int prod = kq_code(bw, e) * y;
+                raw += prod;
+                sum += y;
+                if (t % 4 == 3) {
+                    lane[4 * (j % 2) + t / 4] += sc[j] * raw;
+                    s4[j / 4] += sc[j] * raw;
+                    raw = 0;
+                }
+            }
+            bs[j] = sum;
+            s4[j / 4] -= KQ_BIAS * sc[j] * sum;
+        }
+        int mm[4];
+        for (uint q = 0; q < 4; q++) {
+            mm[q] = kq_min32(bw, 2 * q) * (bs[4 * q] + bs[4 * q + 1])
+                + kq_min32(bw, 2 * q + 1) * (bs[4 * q + 2] + bs[4 * q + 3]);
+        }
+        float dx = kq_d(bw);
+        float dmin = kq_dmin(bw);
+        float dy = blk.y;
+        if (ord == KORD_REPACK) {
+            float ds = dx * dy;
+            float dm = dmin * dy;
+            for (uint q = 0; q < 4; q++) {
+                acc = exact_fma(float(s4[q]), ds, acc);
+                accm = exact_fma(float(mm[q]), dm, accm);
+            }
+        } else if (ord == KORD_GEMV) {
+            acc = exact_fma(float(s4[0] + s4[1] + s4[2] + s4[3]), dx * dy, acc);
+            accm = exact_fma(float(mm[0] + mm[1] + mm[2] + mm[3]), dmin * dy, accm);
+        } else if (ord == KORD_TILED) {
+            float r = float(s4[0] + s4[1] + s4[2] + s4[3]) * dx;
+#if TYPE == T_Q4_K || TYPE == T_Q5_K
+            r = exact_fma(-dmin, float(mm[0] + mm[1] + mm[2] + mm[3]), r);
+#endif
+            acc = exact_fma(r, dy, acc);
+        } else {
+            // vec_dot: Q6_K's lanes lose 32 x (scale x activation sum) of sub-blocks 2l, 2l + 1
+            float d = dy * dx;
+            for (uint q = 0; q < 8; q++) {
+                int v = lane[q];
+#if TYPE == T_Q6_K
+                v -= 32 * (sc[2 * q] * bs[2 * q] + sc[2 * q + 1] * bs[2 * q + 1]);
+#endif
+                l8[q] = exact_fma(d, float(v), l8[q]);
+            }
+#if TYPE == T_Q4_K
+            float dm = -dy * dmin;
+            for (uint q = 0; q < 4; q++) {
+                m4[q] = exact_fma(dm, float(mm[q]), m4[q]);
+            }
+#endif
+        }
+    }
+    if (ord == KORD_VEC) {
+        float h = ((l8[0] + l8[4]) + (l8[2] + l8[6])) + ((l8[1] + l8[5]) + (l8[3] + l8[7]));
+#if TYPE == T_Q4_K
+        h += (m4[0] + m4[2]) + (m4[1] + m4[3]);
+#endif
+        return h;
+    }
+    return acc - accm;
+}
+#endif
 
 void main() {
     uint j0 = gl_WorkGroupID.y * NCOLS;
@@ -63,18 +191,22 @@ void main() {
                     int a1 = int(roundEven(b[base + (i + 16) * p.nb10] * blk.x));
                     isum += (int(q & 0xFu) - 8) * a0 + (int(q >> 4) - 8) * a1;
                 }
-                acc[c] = fma(float(isum), dx * blk.y, acc[c]);
+                acc[c] = exact_fma(float(isum), dx * blk.y, acc[c]);
             }
         }
-#elif TYPE == T_Q8_0
-        // the CPU backend's order for Q8_0 (ggml's AVX2 vec_dot_q8_0_q8_0 and its tiles): lane
-        // j of 8 f32 accumulators takes the exact integer sum of products 4j..4j+3 of each
-        // block, fused times f32(dx) * f32(dy); the lanes are summed at the end as
-        // hsum_float_8 does
+#elif TYPE == T_Q8_0 || TYPE == T_Q5_0
+        // the CPU backend's order for Q8_0 and Q5_0 (ggml's AVX2 vec_dot_q8_0_q8_0 /
+        // vec_dot_q5_0_q8_0 and their tiles): lane j of 8 f32 accumulators takes the exact
+        // integer sum of products 4j..4j+3 of each block, fused times f32(dx) * f32(dy); the
+        // lanes are summed at the end as hsum_float_8 does
         for (uint c = 0; c < ncols; c++) {
             float l[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
             for (uint kb = 0; kb < p.ne00; kb += 32) {
-                uint bw = row + (kb / 32) * 34;
+                uint bw = row + (kb / 32) * Q32_BYTES;
+#if TYPE == T_Q5_0
+                uint qh = q_u8(bw + 2) | (q_u8(bw + 3) << 8) | (q_u8(bw + 4) << 16)
+                    | (q_u8(bw + 5) << 24);
+#endif
                 uint base = col + kb * p.nb10 + c * p.nb11;
                 vec2 blk = act_block(base, p.nb10);
                 float dd = q_half(bw) * blk.y;
@@ -82,14 +214,27 @@ void main() {
                     int isum = 0;
                     for (uint t = 0; t < 4; t++) {
                         uint k = 4 * j + t;
-                        isum += q_i8(bw + 2 + k) * int(roundEven(b[base + k * p.nb10] * blk.x));
+#if TYPE == T_Q8_0
+                        int q = q_i8(bw + 2 + k);
+#else
+                        uint lo = k < 16 ? (q_u8(bw + 6 + k) & 0xFu) : (q_u8(bw + 6 + k - 16) >> 4);
+                        int q = int(lo | (((qh >> k) & 1u) << 4)) - 16;
+#endif
+                        isum += q * int(roundEven(b[base + k * p.nb10] * blk.x));
                     }
-                    l[j] = fma(dd, float(isum), l[j]);
+                    l[j] = exact_fma(dd, float(isum), l[j]);
                 }
             }
             acc[c] = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
         }
 #else
+#if defined(KQ_BYTES)
+        if (p.kord != KORD_ELEM) {
+            for (uint c = 0; c < ncols; c++) {
+                acc[c] = kq_dot(row, col + c * p.nb11, j0 + c);
+            }
+        } else
+#endif
         for (uint kb = 0; kb < p.ne00; kb += ACT_QB) {
             vec2 blk[NCOLS];
             for (uint c = 0; c < ncols; c++) {

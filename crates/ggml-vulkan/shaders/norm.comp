@@ -11,6 +11,9 @@ layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 3) writeonly buffer D { float d[]; };
 
 shared float sum[WG];
+#if defined(EXACT_F64)
+shared float rms_scale;
+#endif
 
 float reduce(float v) {
     uint tid = gl_LocalInvocationID.x;
@@ -46,6 +49,30 @@ void main() {
             }
             mean = reduce(s) / float(p.ne00);
         }
+#if defined(EXACT_F64)
+        if (p.op == 0) {
+            // the CPU backend's RMS_NORM: the f32 squares summed in order in double, the mean
+            // rounded to f32, scale = 1 / sqrt(mean + eps) in f32 (each step rounded once; a
+            // double quotient or root of floats rounded to float is the float result)
+            if (tid == 0) {
+                double acc = 0.0;
+                for (uint i = 0; i < p.ne00; i++) {
+                    float x = a[src + i * p.nb00];
+                    acc += double(x * x);
+                }
+                float m = float(acc / double(p.ne00));
+                float root = float(sqrt(double(m + p.f0)));
+                rms_scale = float(1.0lf / double(root));
+            }
+            barrier();
+            float sc = rms_scale;
+            for (uint i = tid; i < p.ne00; i += WG) {
+                d[dst + i * p.nb0] = a[src + i * p.nb00] * sc;
+            }
+            barrier();
+            continue;
+        }
+#endif
         float s2 = 0.0;
         for (uint i = tid; i < p.ne00; i += WG) {
             float v = a[src + i * p.nb00] - mean;

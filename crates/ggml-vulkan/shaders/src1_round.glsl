@@ -14,6 +14,17 @@
 #define ACT_QB 32
 #endif
 
+// a / b rounded once. Where the driver computes a division through a reciprocal (so that the
+// quotient may be an ulp off, which moves a Q8 code or d), EXACT_F64 divides in double: a double
+// quotient of two floats rounded to float is the correctly rounded float quotient.
+float act_div(float a, float b) {
+#if defined(EXACT_F64)
+    return float(double(a) / double(b));
+#else
+    return a / b;
+#endif
+}
+
 // (code multiplier, d) of the activation block of ACT_QB values from b[base] with stride s.
 vec2 act_block(uint base, uint s) {
 #if defined(ACT_Q8)
@@ -21,8 +32,8 @@ vec2 act_block(uint base, uint s) {
     for (uint j = 0; j < ACT_QB; j++) {
         amax = max(amax, abs(b[base + j * s]));
     }
-    float d = float(float16_t(amax / 127.0));
-    return vec2(amax != 0.0 ? 127.0 / amax : 0.0, d);
+    float d = float(float16_t(act_div(amax, 127.0)));
+    return vec2(amax != 0.0 ? act_div(127.0, amax) : 0.0, d);
 #elif defined(ACT_Q8K)
     float amax = 0.0;
     float mx = 0.0;
@@ -36,8 +47,8 @@ vec2 act_block(uint base, uint s) {
     if (amax == 0.0) {
         return vec2(0.0, 0.0);
     }
-    float iscale = -127.0 / mx;
-    return vec2(iscale, 1.0 / iscale);
+    float iscale = act_div(-127.0, mx);
+    return vec2(iscale, act_div(1.0, iscale));
 #else
     return vec2(1.0, 1.0);
 #endif

@@ -119,8 +119,18 @@ impl Gpu {
             vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(true);
         let mut f12 =
             vk::PhysicalDeviceVulkan12Features::default().storage_buffer8_bit_access(true);
+        // double precision on a CPU-type device (lavapipe) that has it: there the shaders that
+        // keep the CPU backend's float order round their fused multiply-adds and divisions
+        // through doubles (the `_f64` variants), since the driver splits fma into a multiply
+        // and an add. GPUs fuse fma and keep the float variants (no slow doubles).
+        let f64_ok =
+            instance::has_float64_int64(i, pd) && props.device_type == vk::PhysicalDeviceType::CPU;
+        let base = vk::PhysicalDeviceFeatures::default()
+            .shader_float64(f64_ok)
+            .shader_int64(f64_ok);
         let info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
+            .enabled_features(&base)
             .enabled_extension_names(&exts)
             .push_next(&mut f11)
             .push_next(&mut f12);
@@ -187,7 +197,7 @@ impl Gpu {
         // SAFETY: as above.
         let fence = unsafe { device.create_fence(&vk::FenceCreateInfo::default(), None) }
             .map_err(|e| vk_err("vkCreateFence", e))?;
-        let pipelines = Pipelines::new(&device)?;
+        let pipelines = Pipelines::new(&device, f64_ok)?;
         Ok(Gpu {
             name: format!("Vulkan{index}"),
             description,

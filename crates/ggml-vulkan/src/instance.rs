@@ -132,6 +132,13 @@ fn usable(instance: &ash::Instance, pd: vk::PhysicalDevice) -> bool {
         && compute_queue_family(instance, pd).is_some()
 }
 
+/// Whether shaders may use 64-bit floats and integers (shaderFloat64, shaderInt64).
+pub(crate) fn has_float64_int64(instance: &ash::Instance, pd: vk::PhysicalDevice) -> bool {
+    // SAFETY: pd came from this instance.
+    let f = unsafe { instance.get_physical_device_features(pd) };
+    f.shader_float64 == vk::TRUE && f.shader_int64 == vk::TRUE
+}
+
 pub(crate) fn has_extension(instance: &ash::Instance, pd: vk::PhysicalDevice, name: &CStr) -> bool {
     // SAFETY: pd came from this instance.
     let exts = unsafe { instance.enumerate_device_extension_properties(pd) }.unwrap_or_default();

@@ -660,6 +660,7 @@ pub(crate) fn plan(gpu: &Gpu, ctx: &Context, id: TensorId) -> Result<Dispatch, S
             p.u(t.nb[1] / 4).u(t.nb[2] / 4).u(t.nb[3] / 4);
             p.u(resid[0]).u(resid[1] / 4).u(resid[3] / 4);
             p.u(b.ne[2] / a.ne[2]).u(b.ne[3] / a.ne[3]);
+            p.u(k_order(a, b));
             let groups = [
                 (a.ne[1] as u32).div_ceil(64).min(65535),
                 (b.ne[1] as u32).div_ceil(8),
@@ -675,6 +676,42 @@ pub(crate) fn plan(gpu: &Gpu, ctx: &Context, id: TensorId) -> Result<Dispatch, S
         push: p.w,
         groups,
     })
+}
+
+/// The float order in which the CPU backend sums a K-quant MUL_MAT (the shader's KORD_*), as
+/// crates/ggml-cpu/src/ops/ktile.rs picks it after llama.cpp's x86 dispatch: 2-D Q4_K weights
+/// with rows % 8 == 0 and an f32 src1 take the repacked q4_K_8x8 gemm/gemv, other K types
+/// times 8 or more columns the tiled path, and the rest the AVX2 vec_dot (whose order the
+/// shader has for Q4_K and Q6_K). 0: element by element (no AVX2 on the host, or a type without an exact path).
+fn k_order(a: &Tensor, b: &Tensor) -> u32 {
+    const ELEM: u32 = 0;
+    const REPACK: u32 = 1;
+    const TILED: u32 = 2;
+    const VEC: u32 = 3;
+    if !host_avx2_fma() || !matches!(a.ty, Type::Q3K | Type::Q4K | Type::Q5K | Type::Q6K) {
+        return ELEM;
+    }
+    let flat = a.ne[2] == 1 && a.ne[3] == 1;
+    if a.ty == Type::Q4K && a.ne[1] % 8 == 0 && flat && b.ty == Type::F32 {
+        return REPACK;
+    }
+    if b.ne[1] >= 8 && matches!(b.ty, Type::F32 | Type::Q8K) {
+        return TILED;
+    }
+    match a.ty {
+        Type::Q4K | Type::Q6K => VEC,
+        _ => ELEM,
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn host_avx2_fma() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn host_avx2_fma() -> bool {
+    false
 }
 
 /// ggml_rope_yarn_corr_dims

@@ -45,6 +45,16 @@ pub(crate) const SHADERS: &[(&str, &[u8])] = spirv![
     "mul_mat_q5_k",
     "mul_mat_q6_k",
     "mul_mat_iq4_nl",
+    "mul_mat_q4_0_f64",
+    "mul_mat_q5_0_f64",
+    "mul_mat_q8_0_f64",
+    "mul_mat_q3_k_f64",
+    "mul_mat_q4_k_f64",
+    "mul_mat_q5_k_f64",
+    "mul_mat_q6_k_f64",
+    "norm_f64",
+    "flash_attn_f64",
+    "rope_f64",
     "get_rows_f32",
     "get_rows_f16",
     "get_rows_bf16",
@@ -79,10 +89,12 @@ pub(crate) struct Pipelines {
     pub set_layout: vk::DescriptorSetLayout,
     pub layout: vk::PipelineLayout,
     made: Mutex<HashMap<&'static str, vk::Pipeline>>,
+    /// use a shader's `_f64` variant where there is one (exact rounding on lavapipe)
+    exact_f64: bool,
 }
 
 impl Pipelines {
-    pub(crate) fn new(device: &ash::Device) -> Result<Pipelines, String> {
+    pub(crate) fn new(device: &ash::Device, exact_f64: bool) -> Result<Pipelines, String> {
         let bindings: Vec<_> = (0..N_BINDINGS)
             .map(|b| {
                 vk::DescriptorSetLayoutBinding::default()
@@ -118,6 +130,7 @@ impl Pipelines {
             set_layout,
             layout,
             made: Mutex::new(HashMap::new()),
+            exact_f64,
         })
     }
 
@@ -132,9 +145,12 @@ impl Pipelines {
         if let Some(&p) = made.get(name) {
             return Ok(p);
         }
-        let bytes = SHADERS
+        let variant = SHADERS
             .iter()
-            .find(|(n, _)| *n == name)
+            .filter(|_| self.exact_f64)
+            .find(|(n, _)| n.strip_suffix("_f64") == Some(name));
+        let bytes = variant
+            .or_else(|| SHADERS.iter().find(|(n, _)| *n == name))
             .map(|(_, b)| *b)
             .ok_or_else(|| format!("no shader '{name}'"))?;
         let code = ash::util::read_spv(&mut std::io::Cursor::new(bytes))

@@ -71,3 +71,54 @@ fn mul_mat_matches_the_cpu_to_float_rounding() {
         }
     }
 }
+
+// The types whose shaders keep the CPU backend's float order (exact integer block sums, the
+// CPU kernel's float steps; docs/vulkan.md) give its results to the bit, for every batch size
+// the CPU's dispatch tells apart: one column (vec_dot / gemv), fewer than 8 (Q4_K's repacked
+// gemm for the first ne11 - ne11 % 4, gemv after), 8 or more (the tiled K path), and Q4_K
+// weights with rows % 8 != 0 (not repacked: the AVX2 vec_dot, tiled from 8 columns).
+#[test]
+fn exact_order_types_match_the_cpu_bit_for_bit() {
+    let Some(vk) = common::device_or_skip() else {
+        return;
+    };
+    let cpu = ggml_cpu::device();
+    let mut failures = Vec::new();
+    for (wty, m) in [
+        (Type::Q8_0, 64),
+        (Type::Q4_0, 64),
+        (Type::Q5_0, 64),
+        (Type::Q4K, 64),
+        (Type::Q4K, 60),
+        (Type::Q6K, 64),
+    ] {
+        for n in [1, 3, 5, 6, 8, 13, 40] {
+            let k = 512;
+            let want = run(
+                &cpu,
+                Box::new(ggml_cpu::CpuBackend::new(ggml_cpu::device())),
+                wty,
+                k,
+                m,
+                n,
+            );
+            let got = run(&vk, vk.clone().init_backend().unwrap(), wty, k, m, n);
+            let differ = got
+                .iter()
+                .zip(&want)
+                .filter(|(g, w)| g.to_bits() != w.to_bits())
+                .count();
+            let first = got
+                .iter()
+                .zip(&want)
+                .position(|(g, w)| g.to_bits() != w.to_bits());
+            let shown = first.map(|i| (i, got[i], want[i]));
+            if differ != 0 {
+                failures.push(format!(
+                    "{wty:?} rows {m} n={n}: {differ} cells differ, first (cell, vulkan, cpu) {shown:?}"
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
