@@ -1,6 +1,8 @@
 // Runs llama.cpp's own dot products on the cases that ggml-cpu's tests_ggml writes (see
-// tests/fixtures/vec-dot-avx2/README.md): for each case, ggml_vec_dot_<name> (the kernel of
-// the build, AVX2 here) and ggml_vec_dot_<name>_generic, printed as f32 bits.
+// tests/fixtures/vec-dot-avx2/README.md and vec-dot-avx512/README.md): for each case,
+// ggml_vec_dot_<name> (the kernel of the libggml-cpu it is linked against: AVX2 or AVX-512)
+// and ggml_vec_dot_<name>_generic, printed as f32 bits. vec.cpp's F32/F16/BF16 dot products
+// have no generic twin: for them both columns hold the kernel of the build.
 //
 // With `--bench ROWS`, each case's x holds ROWS weight rows and the kernel of the build is
 // timed over all of them against the one activation row (one thread, best of 3 runs of at
@@ -21,8 +23,14 @@ typedef void (*vec_dot_t)(int, float *, size_t, const void *, size_t, const void
 DOT(iq2_xxs_q8_K) DOT(iq2_xs_q8_K) DOT(iq2_s_q8_K) DOT(iq3_xxs_q8_K) DOT(iq3_s_q8_K)
 DOT(iq1_s_q8_K) DOT(iq1_m_q8_K) DOT(iq4_xs_q8_K) DOT(tq1_0_q8_K) DOT(tq2_0_q8_K)
 DOT(mxfp4_q8_0) DOT(nvfp4_q8_0) DOT(q1_0_q8_0)
+DOT(q4_0_q8_0) DOT(q4_1_q8_1) DOT(q5_0_q8_0) DOT(q5_1_q8_1) DOT(q8_0_q8_0) DOT(iq4_nl_q8_0)
+DOT(q2_K_q8_K) DOT(q3_K_q8_K) DOT(q4_K_q8_K) DOT(q5_K_q8_K) DOT(q6_K_q8_K)
 // x86 has no Q2_0 kernel: arch-fallback.h names the generic one ggml_vec_dot_q2_0_q8_0
 void ggml_vec_dot_q2_0_q8_0(int, float *, size_t, const void *, size_t, const void *, size_t, int);
+// vec.cpp's float dot products take typed pointers; the calling convention is the same
+void ggml_vec_dot_f32(int, float *, size_t, const void *, size_t, const void *, size_t, int);
+void ggml_vec_dot_f16(int, float *, size_t, const void *, size_t, const void *, size_t, int);
+void ggml_vec_dot_bf16(int, float *, size_t, const void *, size_t, const void *, size_t, int);
 void ggml_cpu_init(void);
 
 #define ENTRY(name) {#name, ggml_vec_dot_##name, ggml_vec_dot_##name##_generic}
@@ -34,6 +42,12 @@ static const struct {
     ENTRY(iq3_s_q8_K),   ENTRY(iq1_s_q8_K),  ENTRY(iq1_m_q8_K), ENTRY(iq4_xs_q8_K),
     ENTRY(tq1_0_q8_K),   ENTRY(tq2_0_q8_K),  ENTRY(mxfp4_q8_0), ENTRY(nvfp4_q8_0),
     ENTRY(q1_0_q8_0),    {"q2_0_q8_0", ggml_vec_dot_q2_0_q8_0, ggml_vec_dot_q2_0_q8_0},
+    ENTRY(q4_0_q8_0),    ENTRY(q4_1_q8_1),   ENTRY(q5_0_q8_0),  ENTRY(q5_1_q8_1),
+    ENTRY(q8_0_q8_0),    ENTRY(iq4_nl_q8_0), ENTRY(q2_K_q8_K),  ENTRY(q3_K_q8_K),
+    ENTRY(q4_K_q8_K),    ENTRY(q5_K_q8_K),   ENTRY(q6_K_q8_K),
+    {"f32", ggml_vec_dot_f32, ggml_vec_dot_f32},
+    {"f16", ggml_vec_dot_f16, ggml_vec_dot_f16},
+    {"bf16", ggml_vec_dot_bf16, ggml_vec_dot_bf16},
 };
 
 static uint8_t *part(FILE *f, uint32_t *len) {
@@ -85,7 +99,7 @@ int main(int argc, char **argv) {
     FILE *f = fopen(path, "rb");
     if (!f) { perror(path); return 1; }
     ggml_cpu_init();
-    if (!rows) printf("# name n ggml_avx2_bits ggml_generic_bits\n");
+    if (!rows) printf("# name n ggml_build_bits ggml_generic_bits\n");
     uint32_t len;
     uint8_t *name;
     while ((name = part(f, &len)) != NULL) {

@@ -27,6 +27,8 @@ mod tq;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 #[cfg(target_arch = "x86_64")]
+mod x86_bf16;
+#[cfg(target_arch = "x86_64")]
 mod x86_fp4;
 #[cfg(target_arch = "x86_64")]
 mod x86_iq;

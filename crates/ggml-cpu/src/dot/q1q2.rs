@@ -53,3 +53,28 @@ pub fn q2_0_q8_0(n: usize, x: &[u8], y: &[u8]) -> f32 {
     }
     sumf
 }
+
+/// ggml's generic Q2_0 kernel as GCC compiles it with FMA when it does not avoid FMA chains
+/// (its x86 builds have no Q2_0 kernel of their own; an Intel -march=native tuning fuses
+/// `sumi += d1 * sumi_block` and `sumf += d0 * sumi`, a Zen tuning does not). For
+/// ggml's AVX-512 build on such a CPU.
+#[cfg(target_arch = "x86_64")]
+pub fn q2_0_q8_0_fused(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let nb = check(n, 64, x, 18, y, 68);
+    let mut sumf = 0.0f32;
+    for i in 0..nb {
+        let bx = &x[18 * i..18 * i + 18];
+        let mut sumi = 0.0f32;
+        for k in 0..2 {
+            let yb = &y[34 * (2 * i + k)..34 * (2 * i + k) + 34];
+            let mut s = 0i32;
+            for j in 0..32 {
+                let q = ((bx[2 + 8 * k + j / 4] >> ((j % 4) * 2)) & 3) as i32 - 1;
+                s += q * yb[2 + j] as i8 as i32;
+            }
+            sumi = d_at(yb, 0).mul_add(s as f32, sumi);
+        }
+        sumf = d_at(bx, 0).mul_add(sumi, sumf);
+    }
+    sumf
+}

@@ -46,7 +46,7 @@ pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
     Some(match ty {
         Type::F32 => f32_avx512,
         Type::F16 => f16_avx512,
-        Type::Bf16 => bf16_avx512,
+        Type::Bf16 => super::x86_bf16::kernel(),
         Type::Q8_0 => q8_0_avx512,
         Type::Q4_0 => q4_0_avx512,
         Type::Q4_1 => q4_1_avx512,
@@ -55,9 +55,10 @@ pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
         Type::Q4K => q4_k_avx512,
         Type::Q2K => super::x86_k23::q2_k_avx512,
         Type::Q3K => super::x86_k23::q3_k_avx512,
-        Type::Iq4Nl => iq4_nl_avx512,
+        Type::Iq4Nl => iq4_nl_avx2,
         Type::Q5K => q5_k_avx512,
         Type::Q6K => q6_k_avx512,
+        Type::Q2_0 => super::q1q2::q2_0_q8_0_fused,
         _ => return None,
     })
 }
@@ -86,14 +87,12 @@ wrapper!(q5_0_avx512, q5_0_k512, 32, 22, 34);
 wrapper!(q5_k_avx2, q5_k_k2, 256, 176, 292);
 wrapper!(q5_k_avx512, q5_k_k512, 256, 176, 292);
 wrapper!(iq4_nl_avx2, iq4_nl_k2, 32, 18, 34);
-wrapper!(iq4_nl_avx512, iq4_nl_k512, 32, 18, 34);
 wrapper!(q5_1_avx2, q5_1_k2, 32, 24, 36);
 wrapper!(q5_1_avx512, q5_1_k512, 32, 24, 36);
 wrapper!(q4_k_avx2, q4_k_k2, 256, 144, 292);
 wrapper!(q6_k_avx2, q6_k_k2, 256, 210, 292);
 wrapper!(f32_avx512, f32_k512, 1, 4, 4);
 wrapper!(f16_avx512, f16_k512, 1, 2, 2);
-wrapper!(bf16_avx512, bf16_k512, 1, 2, 2);
 wrapper!(q8_0_avx512, q8_0_k512, 32, 34, 34);
 wrapper!(q4_0_avx512, q4_0_k512, 32, 18, 34);
 wrapper!(q4_k_avx512, q4_k_k512, 256, 144, 292);
@@ -498,14 +497,47 @@ fn unpack_iq4_nl(p: *const u8) -> __m256i {
     _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), unpack_nibbles(p))
 }
 
-q8_0_like!(iq4_nl_k2, "avx2,fma,f16c", 18, unpack_iq4_nl, mul_sum_i8);
-q8_0_like!(
-    iq4_nl_k512,
-    "avx2,fma,f16c,avx512vnni,avx512vl",
-    18,
-    unpack_iq4_nl,
-    mul_sum_i8_vnni
-);
+/// # Safety
+/// AVX2, FMA and F16C must be available; `x`, `y` must hold `nb` blocks.
+///
+/// ggml's AVX2 ggml_vec_dot_iq4_nl_q8_0 (its AVX-512 build runs the same code, VNNI unused):
+/// pairs of blocks into two accumulators, fused; the hsum of their sum; an odd last block in
+/// scalar code, `sumf += d * sumi` fused by GCC.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn iq4_nl_k2(nb: usize, x: &[u8], y: &[u8]) -> f32 {
+    let (px, py) = (x.as_ptr(), y.as_ptr());
+    let mut acc = [_mm256_setzero_ps(); 2];
+    let mut ib = 0;
+    while ib + 1 < nb {
+        for (k, a) in acc.iter_mut().enumerate() {
+            // SAFETY: blocks ib and ib + 1 lie within the nb blocks the caller checked; both
+            // start with their fp16 scale, then the quants.
+            let (d, qx, qy) = unsafe {
+                let (bx, by) = (px.add(18 * (ib + k)), py.add(34 * (ib + k)));
+                (
+                    _mm256_set1_ps(h2f_f16c(by) * h2f_f16c(bx)),
+                    unpack_iq4_nl(bx.add(2)),
+                    _mm256_loadu_si256(by.add(2) as *const __m256i),
+                )
+            };
+            *a = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(mul_sum_i8(qx, qy)), *a);
+        }
+        ib += 2;
+    }
+    let mut sumf = hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+    if ib < nb {
+        let (bx, by) = (&x[18 * ib..18 * ib + 18], &y[34 * ib..34 * ib + 34]);
+        let d = h2f(rd16(by, 0)) * h2f(rd16(bx, 0));
+        let mut sumi = 0i32;
+        for j in 0..16 {
+            let q = |v: u8| ggml::quants::KVALUES_IQ4NL[v as usize] as i32;
+            sumi += q(bx[2 + j] & 0xF) * by[2 + j] as i8 as i32
+                + q(bx[2 + j] >> 4) * by[18 + j] as i8 as i32;
+        }
+        sumf = d.mul_add(sumi as f32, sumf);
+    }
+    sumf
+}
 q8_0_like!(q8_0_k2, "avx2,fma,f16c", 34, load32, mul_sum_i8);
 q8_0_like!(q4_0_k2, "avx2,fma,f16c", 18, unpack_q4_0, mul_sum_i8);
 q8_0_like!(
@@ -823,9 +855,18 @@ unsafe fn f32_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
         i += 64;
     }
     let mut sum = reduce_f32x16(&acc);
+    // ggml's leftover loop `sumf += x[i]*y[i]` as GCC compiles it for AVX-512: the products
+    // of all but the last (n - i) % 4 elements are rounded apart (its vmulps over 8 or 4
+    // lanes) and added one by one, the last ones fused
+    let fused_from = n - (n - i) % 4;
     while i < n {
-        // SAFETY: i < n. (GCC fuses ggml's `sumf += x[i]*y[i]`.)
-        sum = unsafe { (*px.add(i)).mul_add(*py.add(i), sum) };
+        // SAFETY: i < n.
+        let (a, b) = unsafe { (*px.add(i), *py.add(i)) };
+        sum = if i < fused_from {
+            sum + a * b
+        } else {
+            a.mul_add(b, sum)
+        };
         i += 1;
     }
     sum
@@ -873,37 +914,6 @@ fn reduce_f32x16(acc: &[__m512; 4]) -> f32 {
     let h = _mm_add_ps(_mm256_extractf128_ps::<1>(h8), _mm256_castps256_ps128(h8));
     let h = _mm_add_ps(h, _mm_movehl_ps(h, h));
     _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)))
-}
-
-/// # Safety
-/// AVX-512F must be available; `x` and `y` must hold `n` bf16.
-#[target_feature(enable = "avx512f")]
-unsafe fn bf16_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
-    let (px, py) = (x.as_ptr(), y.as_ptr());
-    let cvt = |v: __m256i| _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(v), 16));
-    let mut acc = [_mm512_setzero_ps(); 2];
-    let mut i = 0;
-    while i + 32 <= n {
-        for (k, a) in acc.iter_mut().enumerate() {
-            let o = 2 * (i + 16 * k);
-            // SAFETY: 16 bf16 from element i + 16k are in bounds.
-            let (vx, vy) = unsafe {
-                (
-                    cvt(_mm256_loadu_si256(px.add(o) as *const __m256i)),
-                    cvt(_mm256_loadu_si256(py.add(o) as *const __m256i)),
-                )
-            };
-            *a = _mm512_fmadd_ps(vx, vy, *a);
-        }
-        i += 32;
-    }
-    let mut sum = _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
-    while i < n {
-        let (a, b) = (rd16(x, 2 * i), rd16(y, 2 * i));
-        sum += f32::from_bits((a as u32) << 16) * f32::from_bits((b as u32) << 16);
-        i += 1;
-    }
-    sum
 }
 
 #[cfg(test)]

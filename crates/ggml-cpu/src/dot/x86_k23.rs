@@ -1,13 +1,11 @@
 //! AVX2 and AVX-512 VNNI dot products for Q2_K and Q3_K against Q8_K. They sum exact integers
-//! per super-block; Q3_K then follows ggml's lane order (8 float lanes fused per block), Q2_K
-//! scales the block's total once in f32.
+//! per super-block, then follow ggml's AVX2 lane order (8 float lanes fused per block).
 
 use std::arch::x86_64::*;
 
 use super::scalar::check;
 use super::x86::{
-    dot_u8_i8_scaled, dot_u8_i8_scaled_vnni, h2f_f16c, hsum_epi32, hsum_ps, load32, pair16, pair32,
-    rd_i16,
+    dot_u8_i8_scaled, dot_u8_i8_scaled_vnni, h2f_f16c, hsum_ps, load32, pair16, pair32,
 };
 
 pub(super) fn q2_k_avx2(n: usize, x: &[u8], y: &[u8]) -> f32 {
@@ -57,17 +55,28 @@ macro_rules! q2_k_kernel {
         unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
             let m3 = _mm256_set1_epi8(3);
             let (px, py) = (x.as_ptr(), y.as_ptr());
-            let mut sumf = 0.0f32;
+            // ggml's AVX2 order (its AVX-512 build runs the same code): one 8-lane float
+            // accumulator, per block first fused with -dmin times the 8 lanes of
+            // mins * bsums (pairs of sub-blocks), then with d times the 8 lanes of the
+            // scaled quant sums; hsum at the end
+            let mut accf = _mm256_setzero_ps();
             for i in 0..nb {
                 // SAFETY: block i of both operands is within the nb blocks the caller checked;
                 // every offset below stays inside its 84- or 292-byte block.
                 unsafe {
                     let (bx, by) = (px.add(84 * i), py.add(292 * i));
                     let sc = |j: usize| *bx.add(j) as i32;
-                    let mut summs = 0i32;
-                    for j in 0..16 {
-                        summs += rd_i16(by, 260 + 2 * j) * (sc(j) >> 4);
-                    }
+                    let yd = std::ptr::read_unaligned(by as *const f32);
+                    let dall = yd * h2f_f16c(bx.add(80));
+                    let dmin = -yd * h2f_f16c(bx.add(82));
+                    let scales = _mm_loadu_si128(bx as *const __m128i);
+                    let mins = _mm256_cvtepi8_epi16(_mm_and_si128(
+                        _mm_srli_epi16(scales, 4),
+                        _mm_set1_epi8(0xF),
+                    ));
+                    let bsums = _mm256_loadu_si256(by.add(260) as *const __m256i);
+                    let prod = _mm256_madd_epi16(mins, bsums);
+                    accf = _mm256_fmadd_ps(_mm256_set1_ps(dmin), _mm256_cvtepi32_ps(prod), accf);
                     let mut acc = _mm256_setzero_si256();
                     for k in 0..2 {
                         let q2 = load32(bx.add(16 + 32 * k));
@@ -79,13 +88,10 @@ macro_rules! q2_k_kernel {
                             acc = _mm256_add_epi32(acc, $dot(q, q8, scale));
                         }
                     }
-                    let yd = std::ptr::read_unaligned(by as *const f32);
-                    let dall = yd * h2f_f16c(bx.add(80));
-                    let dmin = yd * h2f_f16c(bx.add(82));
-                    sumf += dall * hsum_epi32(acc) as f32 - dmin * summs as f32;
+                    accf = _mm256_fmadd_ps(_mm256_set1_ps(dall), _mm256_cvtepi32_ps(acc), accf);
                 }
             }
-            sumf
+            hsum_ps(accf)
         }
     };
 }
