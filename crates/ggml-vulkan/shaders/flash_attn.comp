@@ -33,48 +33,7 @@ layout(std430, binding = 4) readonly buffer M { float16_t m16[]; };
 layout(std430, binding = 5) readonly buffer S { float sinks[]; };
 
 #if defined(EXACT_F64)
-// The CPU backend's float steps, rounded once each on a device whose fma is a multiply and an
-// add (lavapipe): see mul_mat.comp.
-float exact_fma(float a, float b, float c) {
-    precise double r = double(a) * double(b) + double(c);
-    return float(r);
-}
-
-// expf as glibc computes it (the CPU backend's f32::exp): x * 32 / ln 2 = k + r, 2^(k/32) from
-// a table of 2^(j/32) (the doubles nearest them) scaled by 2^(k >> 5), a cubic in r, all in
-// double, rounded to float at the end. Equal to glibc's expf on 300000 random inputs in
-// [-40, 5] (docs/vulkan.md).
-const double EXPF_T[32] = double[32](
-    1.0lf, 1.0218971486541166lf, 1.0442737824274138lf, 1.0671404006768237lf,
-    1.0905077326652577lf, 1.1143867425958924lf, 1.1387886347566916lf, 1.1637248587775775lf,
-    1.189207115002721lf, 1.215247359980469lf, 1.241857812073484lf, 1.2690509571917332lf,
-    1.2968395546510096lf, 1.3252366431597413lf, 1.3542555469368927lf, 1.383909881963832lf,
-    1.4142135623730951lf, 1.4451808069770467lf, 1.4768261459394993lf, 1.5091644275934228lf,
-    1.5422108254079407lf, 1.5759808451078865lf, 1.6104903319492543lf, 1.645755478153965lf,
-    1.681792830507429lf, 1.718619298122478lf, 1.7562521603732995lf, 1.7947090750031072lf,
-    1.8340080864093424lf, 1.8741676341103lf, 1.9152065613971474lf, 1.9571441241754002lf);
-
-float glibc_expf(float x) {
-    if (isnan(x)) {
-        return x;
-    }
-    if (x > 88.72283172607421875) {
-        return 1.0 / 0.0;
-    }
-    if (x < -103.97207641601562) {
-        return 0.0;
-    }
-    double z = 46.16624130844683lf * double(x);
-    double kd = roundEven(z);
-    int k = int(kd);
-    double r = z - kd;
-    double s = ldexp(EXPF_T[k & 31], k >> 5);
-    precise double zz = 1.6938359250920212e-06lf * r + 0.00023459809789509004lf;
-    precise double r2 = r * r;
-    precise double y = 0.021660849396613134lf * r + 1.0lf;
-    precise double y2 = zz * r2 + y;
-    return float(y2 * s);
-}
+#include "exact_f64.glsl"
 #define FA_EXP glibc_expf
 #else
 float exact_fma(float a, float b, float c) {
@@ -130,7 +89,41 @@ void main() {
             // as the CPU: q converted to K's type (f16) before the dot product
             bool kf16 = (p.flags & 1u) != 0u;
 #if defined(EXACT_F64)
-            if (kf16) {
+            if (kf16 && (p.flags & 16u) != 0u) {
+                // ggml_vec_dot_f16 on AVX-512: 4 x 16 lanes of fused products per 64 values,
+                // GGML_F32x16_REDUCE (0+2 and 1+3, those two, then _mm512_reduce_add_ps as
+                // GCC expands it: halves, quarters, pairs), then the tail in double
+                float a[64];
+                for (uint j = 0; j < 64; j++) {
+                    a[j] = 0.0;
+                }
+                uint i = 0;
+                for (; i + 64 <= p.dk; i += 64) {
+                    for (uint j = 0; j < 64; j++) {
+                        float qv = float(float16_t(q[qrow + i + j]));
+                        a[j] = exact_fma(kat(krow + i + j), qv, a[j]);
+                    }
+                }
+                float v16[16];
+                for (uint l = 0; l < 16; l++) {
+                    v16[l] = (a[l] + a[32 + l]) + (a[16 + l] + a[48 + l]);
+                }
+                float h8[8];
+                for (uint l = 0; l < 8; l++) {
+                    h8[l] = v16[8 + l] + v16[l];
+                }
+                float h4[4];
+                for (uint l = 0; l < 4; l++) {
+                    h4[l] = h8[4 + l] + h8[l];
+                }
+                float h0 = h4[0] + h4[2];
+                float h1 = h4[1] + h4[3];
+                double sum = double(h0 + h1);
+                for (; i < p.dk; i++) {
+                    sum += double(kat(krow + i) * float(float16_t(q[qrow + i])));
+                }
+                s = float(sum);
+            } else if (kf16) {
                 // ggml_vec_dot_f16 on AVX2: 4 x 8 lanes of fused products per 32 values,
                 // GGML_F32x8_REDUCE, then the tail's products added in double
                 float a[32];

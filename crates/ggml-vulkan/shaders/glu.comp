@@ -6,6 +6,9 @@
 #include "common.glsl"
 #include "generic.glsl"
 #include "act.glsl"
+#if defined(EXACT_F64)
+#include "exact_f64.glsl"
+#endif
 
 layout(local_size_x = WG_SIZE) in;
 layout(std430, binding = 0) readonly buffer A { float a[]; };
@@ -13,7 +16,7 @@ layout(std430, binding = 1) readonly buffer B { float b[]; };
 layout(std430, binding = 3) writeonly buffer D { float d[]; };
 
 float act(float x) {
-    switch (p.op) {
+    switch (p.op & 255u) {
     case 0: return max(x, 0.0);
     case 1: return act_gelu(x);
     case 2: return act_silu(x);
@@ -39,6 +42,19 @@ void main() {
             x = a[row0 + ia * p.nb00];
             g = a[row0 + ib * p.nb00];
         }
-        d[p.offd + c.x * p.nb0 + c.y * p.nb1 + c.z * p.nb2 + c.w * p.nb3] = act(x) * g;
+        float r;
+#if defined(EXACT_F64)
+        if ((p.op & 255u) == 2u) {
+            // SWIGLU as the CPU backend computes each row: ggml_v_silu over the whole chunks of
+            // its vector width (op >> 8: 16 with AVX-512F/DQ, 8 with AVX2, 0 without), then
+            // x / (1 + expf(-x)) for the rest, times g
+            uint lanes = p.op >> 8;
+            uint whole = lanes == 0u ? 0u : p.ne0 - p.ne0 % lanes;
+            float s = c.x < whole ? v_silu(x, lanes) : exact_div(x, 1.0 + glibc_expf(0.0 - x));
+            r = s * g;
+        } else
+#endif
+        r = act(x) * g;
+        d[p.offd + c.x * p.nb0 + c.y * p.nb1 + c.z * p.nb2 + c.w * p.nb3] = r;
     }
 }

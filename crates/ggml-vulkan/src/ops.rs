@@ -417,7 +417,7 @@ pub(crate) fn plan(gpu: &Gpu, ctx: &Context, id: TensorId) -> Result<Dispatch, S
             p.u(eoff(0, a))
                 .u(if split { eoff(1, b) } else { 0 })
                 .u(eoff(3, t));
-            p.u(glu_code(op))
+            p.u(glu_code(op) | host_exp_lanes() << 8)
                 .f(0.0)
                 .f(0.0)
                 .u(split as u32)
@@ -575,7 +575,8 @@ pub(crate) fn plan(gpu: &Gpu, ctx: &Context, id: TensorId) -> Result<Dispatch, S
             let flags = (k.ty == Type::F16) as u32
                 | ((v.ty == Type::F16) as u32) << 1
                 | (mask.is_some() as u32) << 2
-                | (t.src[4].is_some() as u32) << 3;
+                | (t.src[4].is_some() as u32) << 3
+                | (host_f16_dot_avx512() as u32) << 4;
             p.u(flags).u(k.ne[2]).u(k.ne[3]);
             (
                 "flash_attn",
@@ -702,6 +703,45 @@ fn k_order(a: &Tensor, b: &Tensor) -> u32 {
         Type::Q4K | Type::Q6K => VEC,
         _ => ELEM,
     }
+}
+
+/// The vector width of the CPU backend's ggml_v_expf (SWIGLU, SOFT_MAX): 16 where it takes
+/// ggml's AVX-512 path (AVX-512F, DQ and FMA: crates/ggml-cpu/src/simd/features.rs
+/// `avx512_exp`), 8 with AVX2 and FMA, 0 (scalar expf) otherwise.
+#[cfg(target_arch = "x86_64")]
+fn host_exp_lanes() -> u32 {
+    use std::arch::is_x86_feature_detected as has;
+    if has!("avx512f") && has!("avx512dq") && has!("fma") {
+        16
+    } else if host_avx2_fma() {
+        8
+    } else {
+        0
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn host_exp_lanes() -> u32 {
+    0
+}
+
+/// Whether the CPU backend's F16 dot product (flash attention's q.k) is its AVX-512 kernel:
+/// ggml-cpu takes its AVX-512 level where AVX2/FMA/F16C and AVX-512 F, BW, VL and VNNI are
+/// all present (crates/ggml-cpu/src/simd/features.rs `avx512_dot`).
+#[cfg(target_arch = "x86_64")]
+fn host_f16_dot_avx512() -> bool {
+    use std::arch::is_x86_feature_detected as has;
+    host_avx2_fma()
+        && has!("f16c")
+        && has!("avx512f")
+        && has!("avx512bw")
+        && has!("avx512vl")
+        && has!("avx512vnni")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn host_f16_dot_avx512() -> bool {
+    false
 }
 
 #[cfg(target_arch = "x86_64")]

@@ -55,6 +55,7 @@ pub(crate) const SHADERS: &[(&str, &[u8])] = spirv![
     "norm_f64",
     "flash_attn_f64",
     "rope_f64",
+    "glu_f64",
     "get_rows_f32",
     "get_rows_f16",
     "get_rows_bf16",
