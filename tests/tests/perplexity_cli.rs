@@ -4,6 +4,8 @@
 
 use std::process::{Command, Output};
 
+use test_fixtures::{simd_class, SimdClass};
+
 fn ppl(args: &[&str]) -> Output {
     Command::new(test_fixtures::bin("llama-perplexity", "llama-perplexity"))
         .args(args)
@@ -52,31 +54,6 @@ fn final_estimate(s: &str) -> Option<(f64, f64)> {
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
     (a - b).abs() <= rel * b.abs()
-}
-
-/// Which of llama.cpp's x86 builds computes in the float order this CPU runs here: ggml's
-/// kernels (and ours, which follow them) sum in another order with AVX-512 than with AVX2, so
-/// llama.cpp's own results differ between the two by up to ~0.3% on the quantized models.
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum SimdClass {
-    Avx512,
-    Avx2,
-    /// Neither: our portable order, for which no llama.cpp log was recorded.
-    Other,
-}
-
-fn simd_class() -> SimdClass {
-    #[cfg(target_arch = "x86_64")]
-    {
-        let fma = is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c");
-        if fma && is_x86_feature_detected!("avx512f") {
-            return SimdClass::Avx512;
-        }
-        if fma && is_x86_feature_detected!("avx2") {
-            return SimdClass::Avx2;
-        }
-    }
-    SimdClass::Other
 }
 
 /// llama.cpp's log for `ty` recorded on this CPU's SIMD class, and the relative bound that

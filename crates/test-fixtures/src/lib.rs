@@ -235,3 +235,48 @@ pub fn run_tool(name: &str, args: &[&str]) -> std::process::Output {
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
+
+/// Which of llama.cpp's x86 builds computes in the float order this CPU runs here: ggml's
+/// kernels (and ours, which follow them) sum in another order with AVX-512 than with AVX2, so
+/// llama.cpp's own results differ between the two (by up to ~0.3% on the quantized models, and
+/// in a greedy token now and then).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum SimdClass {
+    /// AVX-512F with FMA and F16C (llama.cpp's GGML_NATIVE build uses its AVX-512 kernels).
+    Avx512,
+    /// AVX2 with FMA and F16C, without AVX-512F.
+    Avx2,
+    /// Neither: our portable order, for which no llama.cpp output was recorded.
+    Other,
+}
+
+/// This CPU's [`SimdClass`].
+pub fn simd_class() -> SimdClass {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let fma = is_x86_feature_detected!("fma") && is_x86_feature_detected!("f16c");
+        if fma && is_x86_feature_detected!("avx512f") {
+            return SimdClass::Avx512;
+        }
+        if fma && is_x86_feature_detected!("avx2") {
+            return SimdClass::Avx2;
+        }
+    }
+    SimdClass::Other
+}
+
+/// The fixture to compare with on this CPU, for the llama.cpp output `path` (`dir/name`,
+/// recorded on an AVX2 machine): `dir/avx512/name` on an AVX-512 CPU where llama.cpp's AVX-512
+/// build recorded one (the fixture README says how), `path` itself otherwise (AVX2, or a class
+/// without a recording of its own).
+pub fn simd_fixture(path: &Path) -> PathBuf {
+    if simd_class() == SimdClass::Avx512 {
+        if let (Some(dir), Some(name)) = (path.parent(), path.file_name()) {
+            let avx512 = dir.join("avx512").join(name);
+            if avx512.exists() {
+                return avx512;
+            }
+        }
+    }
+    path.to_path_buf()
+}
