@@ -158,6 +158,78 @@ float kq_dot(uint row, uint col, uint i11) {
 }
 #endif
 
+#if TYPE == T_F16 && defined(EXACT_F64)
+// One F16 row (from byte `row`) times the src1 column at element `col` (rounded to f16 as the
+// CPU's conversion) in the CPU's order, p.kord: 1 llamafile's tinyBLAS tile with 8 lanes of
+// fused products summed as hsum_float_8, 5 the same with 16 lanes and _mm512_reduce_add_ps
+// (AVX-512); 3 ggml_vec_dot_f16 on AVX2 (4 x 8 lanes per 32 values, GGML_F32x8_REDUCE), 6 on
+// AVX-512 (4 x 16 lanes per 64 values, GGML_F32x16_REDUCE), the tail's products in double.
+float f16_y(uint col, uint i) {
+    return float(float16_t(b[col + i * p.nb10]));
+}
+
+float f16_dot(uint row, uint col) {
+    uint w0 = row >> 1;
+    if (p.kord == 1u || p.kord == 5u) {
+        uint lanes = p.kord == 5u ? 16u : 8u;
+        float l[16];
+        for (uint j = 0; j < 16; j++) {
+            l[j] = 0.0;
+        }
+        uint i = 0;
+        for (; i + lanes <= p.ne00; i += lanes) {
+            for (uint j = 0; j < lanes; j++) {
+                l[j] = exact_fma(float(qh16[w0 + i + j]), f16_y(col, i + j), l[j]);
+            }
+        }
+        if (lanes == 16u) {
+            for (uint j = 0; j < 8; j++) {
+                l[j] = l[j] + l[8 + j];
+            }
+        }
+        float s = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
+        for (; i < p.ne00; i++) {
+            s += float(qh16[w0 + i]) * f16_y(col, i);
+        }
+        return s;
+    }
+    uint lanes = p.kord == 6u ? 16u : 8u;
+    uint step = 4u * lanes;
+    float a[64];
+    for (uint j = 0; j < 64; j++) {
+        a[j] = 0.0;
+    }
+    uint i = 0;
+    for (; i + step <= p.ne00; i += step) {
+        for (uint j = 0; j < step; j++) {
+            a[j] = exact_fma(float(qh16[w0 + i + j]), f16_y(col, i + j), a[j]);
+        }
+    }
+    // accumulators 0+2 and 1+3, then those two, then the register's lanes
+    float v[16];
+    for (uint j = 0; j < lanes; j++) {
+        v[j] = (a[j] + a[2u * lanes + j]) + (a[lanes + j] + a[3u * lanes + j]);
+    }
+    if (lanes == 16u) {
+        for (uint j = 0; j < 8; j++) {
+            v[j] = v[8 + j] + v[j];
+        }
+    }
+    float t0[4];
+    for (uint j = 0; j < 4; j++) {
+        t0[j] = v[j] + v[4 + j];
+    }
+    double sum = double((t0[0] + t0[1]) + (t0[2] + t0[3]));
+    if (lanes == 16u) {
+        sum = double((t0[0] + t0[2]) + (t0[1] + t0[3]));
+    }
+    for (; i < p.ne00; i++) {
+        sum += double(float(qh16[w0 + i]) * f16_y(col, i));
+    }
+    return float(sum);
+}
+#endif
+
 void main() {
     uint j0 = gl_WorkGroupID.y * NCOLS;
     uint i12 = gl_WorkGroupID.z % p.ne12;
@@ -228,6 +300,13 @@ void main() {
             acc[c] = ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
         }
 #else
+#if TYPE == T_F16 && defined(EXACT_F64)
+        if (p.kord != KORD_ELEM) {
+            for (uint c = 0; c < ncols; c++) {
+                acc[c] = f16_dot(row, col + c * p.nb11);
+            }
+        } else
+#endif
 #if defined(KQ_BYTES)
         if (p.kord != KORD_ELEM) {
             for (uint c = 0; c < ncols; c++) {

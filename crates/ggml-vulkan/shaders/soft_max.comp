@@ -18,6 +18,7 @@ layout(push_constant) uniform Params {
     float scale, max_bias, m0, m1;
     uint n_head_log2;
     uint u0, u1;
+    uint lanes;                  // the host's ggml_v_expf width (the `_f64` variant's order)
 } p;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
@@ -25,6 +26,14 @@ layout(std430, binding = 1) readonly buffer M32 { float m32[]; };
 layout(std430, binding = 1) readonly buffer M16 { float16_t m16[]; };
 layout(std430, binding = 2) readonly buffer S { float sinks[]; };
 layout(std430, binding = 3) buffer D { float d[]; };
+
+#if defined(EXACT_F64)
+// The CPU backend's SOFT_MAX on a device whose fma is a multiply and an add (lavapipe): one
+// invocation per row walks it in the CPU's order, exp as ggml_v_expf over whole chunks of the
+// host's vector width (p.lanes: 16 with AVX-512F/DQ, 8 with AVX2, 0 scalar) and glibc's expf
+// for the rest, each chunk's lane sum (as the CPU reduces it) added in double.
+#include "exact_f64.glsl"
+#endif
 
 shared float red[WG];
 
@@ -75,6 +84,67 @@ void main() {
             slope = i2 < p.n_head_log2 ? pow(p.m0, float(i2 + 1))
                                        : pow(p.m1, float(2 * (i2 - p.n_head_log2) + 1));
         }
+#if defined(EXACT_F64)
+        if (tid == 0) {
+            float mx = -1.0 / 0.0;
+            for (uint i = 0; i < p.ne00; i++) {
+                float v = a[src + i] * p.scale;
+                if (p.u0 == 1) {
+                    float m = float(m16[mrow + i]);
+                    v += slope != 1.0 ? slope * m : m;
+                } else if (p.u0 == 2) {
+                    v += slope != 1.0 ? slope * m32[mrow + i] : m32[mrow + i];
+                }
+                d[dst + i] = v;
+                mx = max(mx, v);
+            }
+            float sink = 0.0;
+            if (p.u1 == 1) {
+                sink = sinks[p.off2 + i2];
+                mx = max(mx, sink);
+            }
+            double sum = 0.0lf;
+            uint i = 0;
+            for (; p.lanes == 16u && i + 16 <= p.ne00; i += 16) {
+                float e[16];
+                for (uint l = 0; l < 16; l++) {
+                    e[l] = v_expf16(d[dst + i + l] - mx);
+                    d[dst + i + l] = e[l];
+                }
+                // _mm512_reduce_add_ps as GCC expands it: halves, quarters, pairs
+                float h4[4];
+                for (uint l = 0; l < 4; l++) {
+                    h4[l] = (e[12 + l] + e[4 + l]) + (e[8 + l] + e[l]);
+                }
+                sum += double((h4[0] + h4[2]) + (h4[1] + h4[3]));
+            }
+            for (; p.lanes == 8u && i + 8 <= p.ne00; i += 8) {
+                float e[8];
+                for (uint l = 0; l < 8; l++) {
+                    e[l] = v_expf8(d[dst + i + l] - mx);
+                    d[dst + i + l] = e[l];
+                }
+                float h0 = e[4] + e[0];
+                float h1 = e[5] + e[1];
+                float h2 = e[6] + e[2];
+                float h3 = e[7] + e[3];
+                sum += double((h0 + h2) + (h1 + h3));
+            }
+            for (; i < p.ne00; i++) {
+                float e = glibc_expf(d[dst + i] - mx);
+                d[dst + i] = e;
+                sum += double(e);
+            }
+            if (p.u1 == 1) {
+                sum += double(glibc_expf(sink - mx));
+            }
+            float inv = float(1.0lf / sum);
+            for (uint j = 0; j < p.ne00; j++) {
+                d[dst + j] *= inv;
+            }
+        }
+        continue;
+#endif
         float mx = -1.0 / 0.0;
         for (uint i = tid; i < p.ne00; i += WG) {
             float v = a[src + i] * p.scale;

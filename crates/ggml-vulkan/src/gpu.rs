@@ -123,8 +123,10 @@ impl Gpu {
         // keep the CPU backend's float order round their fused multiply-adds and divisions
         // through doubles (the `_f64` variants), since the driver splits fma into a multiply
         // and an add. GPUs fuse fma and keep the float variants (no slow doubles).
-        let f64_ok =
-            instance::has_float64_int64(i, pd) && props.device_type == vk::PhysicalDeviceType::CPU;
+        // GGML_VK_NO_EXACT=1 keeps the float variants there too (faster, not the CPU's bits)
+        let f64_ok = instance::has_float64_int64(i, pd)
+            && props.device_type == vk::PhysicalDeviceType::CPU
+            && std::env::var_os("GGML_VK_NO_EXACT").is_none_or(|v| v.is_empty() || v == "0");
         let base = vk::PhysicalDeviceFeatures::default()
             .shader_float64(f64_ok)
             .shader_int64(f64_ok);

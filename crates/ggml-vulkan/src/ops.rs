@@ -490,7 +490,7 @@ pub(crate) fn plan(gpu: &Gpu, ctx: &Context, id: TensorId) -> Result<Dispatch, S
                 Some(Type::F16) => 1,
                 Some(_) => 2,
             };
-            p.u(mcode).u(t.src[2].is_some() as u32);
+            p.u(mcode).u(t.src[2].is_some() as u32).u(host_exp_lanes());
             ("soft_max", grid(a.nrows() as usize))
         }
         Op::Rope(rp) => {
@@ -689,6 +689,9 @@ fn k_order(a: &Tensor, b: &Tensor) -> u32 {
     const REPACK: u32 = 1;
     const TILED: u32 = 2;
     const VEC: u32 = 3;
+    if a.ty == Type::F16 {
+        return f16_order(a, b);
+    }
     if !host_avx2_fma() || !matches!(a.ty, Type::Q3K | Type::Q4K | Type::Q5K | Type::Q6K) {
         return ELEM;
     }
@@ -703,6 +706,50 @@ fn k_order(a: &Tensor, b: &Tensor) -> u32 {
         Type::Q4K | Type::Q6K => VEC,
         _ => ELEM,
     }
+}
+
+/// F16 weights (the attention's K and V without flash attention): llamafile's tinyBLAS tile
+/// where the CPU runs it (n >= 2 columns, rows of a multiple of its lanes, a multiple of 4 rows,
+/// src1 contiguous or converted; crates/ggml-cpu/src/ops/gemm.rs), ggml_vec_dot_f16 otherwise;
+/// each in the 8-lane AVX2 or the 16-lane AVX-512 form the host's CPU backend takes (kord 1/5
+/// and 3/6 in mul_mat.comp), element by element on hosts without AVX2.
+fn f16_order(a: &Tensor, b: &Tensor) -> u32 {
+    if !host_avx2_fma() || !host_f16c() {
+        return 0;
+    }
+    let tiny_lanes = if host_avx512f() { 16 } else { 8 };
+    let tiny = b.ne[1] >= 2 && a.ne[0] % tiny_lanes == 0 && a.ne[1] % 4 == 0;
+    if tiny && (b.is_contiguous() || b.ty != Type::F16) {
+        if tiny_lanes == 16 {
+            5
+        } else {
+            1
+        }
+    } else if host_f16_dot_avx512() {
+        6
+    } else {
+        3
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn host_avx512f() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn host_avx512f() -> bool {
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+fn host_f16c() -> bool {
+    std::arch::is_x86_feature_detected!("f16c")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn host_f16c() -> bool {
+    false
 }
 
 /// The vector width of the CPU backend's ggml_v_expf (SWIGLU, SOFT_MAX): 16 where it takes
@@ -732,7 +779,7 @@ fn host_exp_lanes() -> u32 {
 fn host_f16_dot_avx512() -> bool {
     use std::arch::is_x86_feature_detected as has;
     host_avx2_fma()
-        && has!("f16c")
+        && host_f16c()
         && has!("avx512f")
         && has!("avx512bw")
         && has!("avx512vl")
