@@ -17,6 +17,13 @@ fn fixtures(topic: &str) -> PathBuf {
         .join(topic)
 }
 
+/// llama.cpp's output `name` of `topic` as recorded on this CPU's SIMD class: `avx512/<name>`
+/// beside it on AVX-512 CPUs where that build's output was recorded (the README says how), the
+/// AVX2 machine's file otherwise.
+fn simd_fixture(topic: &str, name: &str) -> PathBuf {
+    test_fixtures::simd_fixture(&fixtures(topic).join(name))
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -113,14 +120,14 @@ fn gguf_matrix_matches_llama_cpp() {
     let o = imatrix(&dir, &["-m", m, "-f", "text.txt", "-c", "128", "--chunks", "4", "--process-output",
         "-o", "imatrix.gguf", "-t", "2"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
-    let expected = fixtures("imatrix").join("process-output.gguf");
+    let expected = simd_fixture("imatrix", "process-output.gguf");
     let exact = assert_close(&loaded(&dir.join("imatrix.gguf")), &loaded(&expected), REL);
     first_layer_inputs_are_exact(&exact);
     assert_same_layout(&dir.join("imatrix.gguf"), &expected);
     assert_same_bytes(&dir.join("imatrix.gguf"), &expected);
     // the per-chunk perplexity and the final estimate, after the timed ETA line
     let out = text(&o.stdout);
-    let want = std::fs::read_to_string(fixtures("imatrix").join("process-output.stdout")).unwrap();
+    let want = std::fs::read_to_string(simd_fixture("imatrix", "process-output.stdout")).unwrap();
     let got: String = out.split_inclusive('\n').skip(1).collect();
     assert_eq!(got, want);
     let err = text(&o.stderr);
@@ -146,7 +153,7 @@ fn legacy_dat_matrix_matches_llama_cpp() {
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert!(!text(&o.stdout).contains("Final estimate"));
     let ours = dir.join("imatrix.dat");
-    let theirs = fixtures("quant-new").join("imatrix.dat");
+    let theirs = simd_fixture("quant-new", "imatrix.dat");
     let exact = assert_close(&loaded(&ours), &loaded(&theirs), REL);
     first_layer_inputs_are_exact(&exact);
     assert_same_bytes(&ours, &theirs);
@@ -214,14 +221,14 @@ fn save_and_output_frequencies_write_llama_cpp_files() {
     files.sort();
     assert_eq!(files, ["sf.gguf", "sf.gguf.at_2", "sf.gguf.at_4"]);
     for f in &files {
-        let expected = fixtures("imatrix").join("save-frequency").join(f);
+        let expected = simd_fixture("imatrix", &format!("save-frequency/{f}"));
         assert_close(&loaded(&dir.join(f)), &loaded(&expected), REL);
         assert_same_layout(&dir.join(f), &expected);
         assert_same_bytes(&dir.join(f), &expected);
     }
     // each save prints a newline, so the chunks' values break where llama.cpp's do
     let want =
-        std::fs::read_to_string(fixtures("imatrix").join("save-frequency/stdout.txt")).unwrap();
+        std::fs::read_to_string(simd_fixture("imatrix", "save-frequency/stdout.txt")).unwrap();
     let got: String = text(&o.stdout).split_inclusive('\n').skip(1).collect();
     assert_eq!(got, want);
 }
@@ -450,13 +457,20 @@ fn sha256(p: &Path) -> String {
         .collect()
 }
 
+/// The sha256 of llama.cpp's `name` in `sha256.txt`: the one of `avx512/sha256.txt` on an
+/// AVX-512 CPU where that build's file was recorded and listed there, the AVX2 machine's else.
 fn expected_sha(name: &str) -> String {
-    let list = std::fs::read_to_string(fixtures("imatrix").join("sha256.txt")).unwrap();
-    list.lines()
-        .find(|l| l.ends_with(&format!("  {name}")))
-        .and_then(|l| l.split_whitespace().next())
+    let listed = |p: &Path| -> Option<String> {
+        let list = std::fs::read_to_string(p).ok()?;
+        list.lines()
+            .find(|l| l.ends_with(&format!("  {name}")))
+            .and_then(|l| l.split_whitespace().next())
+            .map(str::to_string)
+    };
+    let avx2 = fixtures("imatrix").join("sha256.txt");
+    listed(&test_fixtures::simd_fixture(&avx2))
+        .or_else(|| listed(&avx2))
         .unwrap_or_else(|| panic!("{name} not listed"))
-        .to_string()
 }
 
 /// On a real model whose matrix products our engine computes as ggml does, both formats are
@@ -476,7 +490,7 @@ fn smollm2_matrices_are_llama_cpp_bytes() {
         sha256(&dir.join("smollm2.gguf")),
         expected_sha("smollm2.gguf")
     );
-    let want = std::fs::read_to_string(fixtures("imatrix").join("smollm2.stdout")).unwrap();
+    let want = std::fs::read_to_string(simd_fixture("imatrix", "smollm2.stdout")).unwrap();
     let got: String = text(&o.stdout).split_inclusive('\n').skip(1).collect();
     assert_eq!(got, want);
     #[rustfmt::skip]
@@ -509,7 +523,7 @@ fn gemma3_matrix_is_llama_cpp_bytes() {
         sha256(&dir.join("gemma3.gguf")),
         expected_sha("gemma3.gguf")
     );
-    let want = std::fs::read_to_string(fixtures("imatrix").join("gemma3.stdout")).unwrap();
+    let want = std::fs::read_to_string(simd_fixture("imatrix", "gemma3.stdout")).unwrap();
     let got: String = text(&o.stdout).split_inclusive('\n').skip(1).collect();
     assert_eq!(got, want);
 }
