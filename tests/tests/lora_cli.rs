@@ -9,6 +9,8 @@ fn fixture(name: &str) -> String {
     let p = test_fixtures::repo_root()
         .join("tests/fixtures/lora")
         .join(name);
+    // llama.cpp's output on this CPU's SIMD class (avx512/ on AVX-512 CPUs, see the README)
+    let p = test_fixtures::simd_fixture(&p);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
