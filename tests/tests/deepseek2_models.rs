@@ -253,7 +253,10 @@ fn sessions_hold_the_latent_cache_as_llama_cpp_s() {
     let dir = test_fixtures::scratch_dir("deepseek2-session");
     let theirs = dir.join("llamacpp.session");
     std::fs::copy(
-        test_fixtures::repo_root().join("tests/fixtures/deepseek2/deepseek2-v3-f32.hello.session"),
+        test_fixtures::simd_fixture(&llama_logs::fixture_path(
+            "deepseek2",
+            "deepseek2-v3-f32.hello.session",
+        )),
         &theirs,
     )
     .unwrap();

@@ -12,9 +12,11 @@ pub fn fixture_path(topic: &str, name: &str) -> PathBuf {
         .join(name)
 }
 
-/// A recorded fixture's bytes.
+/// A recorded fixture's bytes, as recorded on this CPU's SIMD class: `<topic>/avx512/<name>` on
+/// an AVX-512 CPU where llama.cpp's AVX-512 build recorded it, `<topic>/<name>` otherwise
+/// ([`crate::simd_fixture`]).
 pub fn fixture(topic: &str, name: &str) -> Vec<u8> {
-    let p = fixture_path(topic, name);
+    let p = crate::simd_fixture(&fixture_path(topic, name));
     std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
