@@ -48,17 +48,33 @@ pub(crate) fn rms_norm(p: &mut Params, n: &Node, eps: f32) {
     }
 }
 
-/// ggml_vec_cvar_f32's sum in its x86 AVX2 order: `buf` centred on `mean` in place, the squares
-/// of each 8 lanes reduced in float as _mm256 halves then _mm_movehl / _mm_movehdup pair them,
-/// ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)), each group and the tail added in double.
+/// ggml_vec_cvar_f32's sum in the order of llama.cpp's x86 build for this CPU: `buf` centred
+/// on `mean` in place, then the squares of each vector reduced in float and added in double,
+/// the tail one by one. With AVX-512F/DQ (its `__AVX512F__ && __AVX512DQ__` branch) 16 lanes
+/// as _mm512_reduce_add_ps (halves, quarters, then pairs); otherwise 8 lanes as _mm256 halves
+/// then _mm_movehl / _mm_movehdup pair them, ((v0+v4)+(v2+v6)) + ((v1+v5)+(v3+v7)).
 fn centred_sq_sum(buf: &mut [f32], mean: f32) -> f64 {
+    #[cfg(target_arch = "x86_64")]
+    let lanes16 = crate::simd::features::cpu().avx512_exp();
+    #[cfg(not(target_arch = "x86_64"))]
+    let lanes16 = false;
+    centred_sq_sum_order(buf, mean, lanes16)
+}
+
+fn centred_sq_sum_order(buf: &mut [f32], mean: f32, lanes16: bool) -> f64 {
+    let width = if lanes16 { 16 } else { 8 };
     let mut sum = 0.0f64;
-    let mut chunks = buf.chunks_exact_mut(8);
+    let mut chunks = buf.chunks_exact_mut(width);
     for c in &mut chunks {
-        let mut v = [0f32; 8];
+        let mut v = [0f32; 16];
         for (x, sq) in c.iter_mut().zip(v.iter_mut()) {
             *x -= mean;
             *sq = *x * *x;
+        }
+        if lanes16 {
+            for l in 0..8 {
+                v[l] += v[8 + l];
+            }
         }
         let a = [v[0] + v[4], v[1] + v[5], v[2] + v[6], v[3] + v[7]];
         sum += ((a[0] + a[2]) + (a[1] + a[3])) as f64;
@@ -68,4 +84,78 @@ fn centred_sq_sum(buf: &mut [f32], mean: f32) -> f64 {
         sum += (*x * *x) as f64;
     }
     sum
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::centred_sq_sum_order;
+    use std::arch::x86_64::*;
+
+    fn row(n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| ((i * 7919 % 1013) as f32 - 506.0) / 37.0 + 1e-3 * i as f32)
+            .collect()
+    }
+
+    /// ggml_vec_cvar_f32's AVX-512 loop as llama.cpp writes it, with the intrinsics.
+    #[target_feature(enable = "avx512f,avx512dq")]
+    fn cvar_avx512(x: &[f32], mean: f32) -> f64 {
+        let mut sum = 0.0f64;
+        let mut i = 0;
+        while i + 16 <= x.len() {
+            // SAFETY: 16 floats from i are in bounds.
+            let v = unsafe { _mm512_loadu_ps(x.as_ptr().add(i)) };
+            let v = _mm512_sub_ps(v, _mm512_set1_ps(mean));
+            sum += _mm512_reduce_add_ps(_mm512_mul_ps(v, v)) as f64;
+            i += 16;
+        }
+        for &v in &x[i..] {
+            let d = v - mean;
+            sum += (d * d) as f64;
+        }
+        sum
+    }
+
+    /// Its AVX2 loop.
+    #[target_feature(enable = "avx2,fma")]
+    fn cvar_avx2(x: &[f32], mean: f32) -> f64 {
+        let mut sum = 0.0f64;
+        let mut i = 0;
+        while i + 8 <= x.len() {
+            // SAFETY: 8 floats from i are in bounds.
+            let v = unsafe { _mm256_loadu_ps(x.as_ptr().add(i)) };
+            let v = _mm256_sub_ps(v, _mm256_set1_ps(mean));
+            let v = _mm256_mul_ps(v, v);
+            let h = _mm_add_ps(_mm256_extractf128_ps::<1>(v), _mm256_castps256_ps128(v));
+            let h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+            let h = _mm_add_ss(h, _mm_movehdup_ps(h));
+            sum += _mm_cvtss_f32(h) as f64;
+            i += 8;
+        }
+        for &v in &x[i..] {
+            let d = v - mean;
+            sum += (d * d) as f64;
+        }
+        sum
+    }
+
+    #[test]
+    fn centred_sums_follow_ggml_s_vector_orders() {
+        for n in [7, 16, 64, 100, 768, 1001] {
+            let x = row(n);
+            let mean = 0.37f32;
+            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512dq") {
+                let mut b = x.clone();
+                // SAFETY: the features were detected above.
+                let want = unsafe { cvar_avx512(&x, mean) };
+                assert_eq!(centred_sq_sum_order(&mut b, mean, true).to_bits(), want.to_bits());
+            }
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                let mut b = x.clone();
+                // SAFETY: the features were detected above.
+                let want = unsafe { cvar_avx2(&x, mean) };
+                assert_eq!(centred_sq_sum_order(&mut b, mean, false).to_bits(), want.to_bits());
+            }
+        }
+    }
 }
