@@ -8,11 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn run(name: &str, args: &[&str], devices: &str) -> Output {
-    let mut c = Command::new(test_fixtures::bin(name, name));
-    c.args(args)
-        .env_remove("LLAMA_ARG_MODEL")
-        .env("GGML_VK_VISIBLE_DEVICES", devices);
-    c.output().unwrap_or_else(|e| panic!("run {name}: {e}"))
+    test_fixtures::vulkan::run(name, args, Some(devices))
 }
 
 fn text(b: &[u8]) -> String {
@@ -21,14 +17,7 @@ fn text(b: &[u8]) -> String {
 
 /// True when two lavapipe devices appear; otherwise skips (failing in CI).
 fn two_devices_or_skip() -> bool {
-    let o = run("llama-list-devices", &[], "0,0");
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    let out = text(&o.stdout);
-    if out.contains("Vulkan0: ") && out.contains("Vulkan1: ") {
-        return true;
-    }
-    test_fixtures::skip("no Vulkan device (install mesa-vulkan-drivers and libvulkan1)");
-    false
+    test_fixtures::vulkan::devices_or_skip("0,0", &["Vulkan0", "Vulkan1"])
 }
 
 /// Greedy text of 24 tokens and the log.

@@ -7,30 +7,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn run(name: &str, args: &[&str], vulkan: bool) -> Output {
-    let mut c = Command::new(test_fixtures::bin(name, name));
-    c.args(args).env_remove("LLAMA_ARG_MODEL");
-    if vulkan {
-        c.env("GGML_VK_VISIBLE_DEVICES", "0");
-    } else {
-        // without the variable lavapipe is hidden: the CPU alone
-        c.env_remove("GGML_VK_VISIBLE_DEVICES");
-    }
-    c.output().unwrap_or_else(|e| panic!("run {name}: {e}"))
+    test_fixtures::vulkan::run(name, args, vulkan.then_some("0"))
+}
+
+fn vulkan_or_skip() -> bool {
+    test_fixtures::vulkan::vulkan0_or_skip()
 }
 
 fn text(b: &[u8]) -> String {
     test_fixtures::text(b)
-}
-
-/// True when Vulkan0 exists with GGML_VK_VISIBLE_DEVICES=0; otherwise skips (failing in CI).
-fn vulkan_or_skip() -> bool {
-    let o = run("llama-list-devices", &[], true);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    if text(&o.stdout).contains("Vulkan0: ") {
-        return true;
-    }
-    test_fixtures::skip("no Vulkan device (install mesa-vulkan-drivers and libvulkan1)");
-    false
 }
 
 const PROMPT: &str = "The capital of France is";

@@ -5,38 +5,13 @@
 //! (tests/fixtures/vulkan-fit/README.md). Skips without a Vulkan device (fails under CI=true).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use test_fixtures::llama_logs::unprefixed;
+use test_fixtures::vulkan::vulkan0_or_skip as vulkan_or_skip;
 
 fn run(name: &str, args: &[&str]) -> Output {
-    Command::new(test_fixtures::bin(name, name))
-        .args(args)
-        .env_remove("LLAMA_ARG_MODEL")
-        .env("GGML_VK_VISIBLE_DEVICES", "0")
-        .output()
-        .unwrap_or_else(|e| panic!("run {name}: {e}"))
-}
-
-fn vulkan_or_skip() -> bool {
-    let o = run("llama-list-devices", &[]);
-    assert!(o.status.success(), "{}", test_fixtures::text(&o.stderr));
-    if test_fixtures::text(&o.stdout).contains("Vulkan0: ") {
-        return true;
-    }
-    test_fixtures::skip("no Vulkan device (install mesa-vulkan-drivers and libvulkan1)");
-    false
-}
-
-/// A log line without its prefix ("0.00.123.456 I "), as the fixtures hold it.
-fn unprefixed(line: &str) -> &str {
-    let mut parts = line.splitn(3, ' ');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some(ts), Some(lv), Some(rest))
-            if lv.len() == 1 && ts.chars().all(|c| c.is_ascii_digit() || c == '.') =>
-        {
-            rest
-        }
-        _ => line,
-    }
+    test_fixtures::vulkan::run(name, args, Some("0"))
 }
 
 /// The fit step's lines of a run: from "fitting params to device memory" to "fitting params to

@@ -104,3 +104,16 @@ pub fn perplexity_run(model: &std::path::Path, what: &str) -> String {
     assert!(o.status.success(), "{what}: {all}");
     all
 }
+
+/// A log line without its prefix ("0.00.123.456 I "), as the fixtures hold it.
+pub fn unprefixed(line: &str) -> &str {
+    let mut parts = line.splitn(3, ' ');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(ts), Some(lv), Some(rest))
+            if lv.len() == 1 && ts.chars().all(|c| c.is_ascii_digit() || c == '.') =>
+        {
+            rest
+        }
+        _ => line,
+    }
+}

@@ -148,13 +148,19 @@ mod tests {
                 let mut b = x.clone();
                 // SAFETY: the features were detected above.
                 let want = unsafe { cvar_avx512(&x, mean) };
-                assert_eq!(centred_sq_sum_order(&mut b, mean, true).to_bits(), want.to_bits());
+                assert_eq!(
+                    centred_sq_sum_order(&mut b, mean, true).to_bits(),
+                    want.to_bits()
+                );
             }
             if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
                 let mut b = x.clone();
                 // SAFETY: the features were detected above.
                 let want = unsafe { cvar_avx2(&x, mean) };
-                assert_eq!(centred_sq_sum_order(&mut b, mean, false).to_bits(), want.to_bits());
+                assert_eq!(
+                    centred_sq_sum_order(&mut b, mean, false).to_bits(),
+                    want.to_bits()
+                );
             }
         }
     }
