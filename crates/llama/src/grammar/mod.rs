@@ -5,6 +5,7 @@
 //! Positions in the rules are (rule, index) pairs where llama.cpp keeps element pointers, so a
 //! grammar clones without re-pointing its stacks.
 
+mod growth;
 mod parser;
 mod print;
 mod stacks;

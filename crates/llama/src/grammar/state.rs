@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use super::parser;
 use super::stacks::{self, advance_stack, elem, Candidate, Pos, Stack};
 use super::trigger::TriggerPattern;
 use super::utf8::{decode_utf8, PartialUtf8};
+use super::{growth, parser};
 use super::{Element, GrammarError, GreType, Rule};
 use crate::sampling::TokenDataArray;
 
@@ -128,7 +128,9 @@ impl Grammar {
             return Err(fail(format!("grammar does not contain a '{root}' symbol")));
         };
         let rules = parsed.rules;
-        if let Some(i) = find_left_recursion(&rules) {
+        if let Some(i) = find_left_recursion(&rules)
+            .or_else(|| growth::find_unbounded_expansion(&rules, start as usize))
+        {
             return Err(fail(format!(
                 "unsupported grammar, left recursion detected for nonterminal at index {i}"
             )));
@@ -184,7 +186,9 @@ impl Grammar {
         if start >= rules.len() {
             return Err(GrammarError(format!("start rule {start} does not exist")));
         }
-        if let Some(i) = find_left_recursion(&rules) {
+        if let Some(i) =
+            find_left_recursion(&rules).or_else(|| growth::find_unbounded_expansion(&rules, start))
+        {
             return Err(fail(format!(
                 "unsupported grammar, left recursion detected for nonterminal at index {i}"
             )));

@@ -115,6 +115,24 @@ fn left_recursion_is_refused() {
         let e = build(src).unwrap_err();
         assert!(e.0.starts_with("unsupported grammar, left recursion detected for nonterminal at index"), "{e}");
     }
+    // recursion after rules that are empty only through their sub-rules, with more of the
+    // alternative after it: llama.cpp's check misses it and its stacks grow without end
+    for src in [
+        "root ::= (\"a\"*) root (\"a\"*)",
+        "root ::= (!<[22]>*)root(!<[22]>*)",
+        "root ::= x \"b\"\nx ::= e root \"c\" | \"d\"\ne ::= f\nf ::= \"g\" | ",
+    ] {
+        let e = build(src).unwrap_err();
+        assert!(
+            e.0.starts_with(
+                "unsupported grammar, left recursion detected for nonterminal at index"
+            ),
+            "{src}: {e}"
+        );
+    }
+    // the same recursion in tail position leaves the stacks as they were: accepted, as llama.cpp
+    // accepts it
+    assert!(build("root ::= (\"a\"*) root | \"b\"").is_ok());
     // a long chain and a wide diamond of shared sub-rules finish quickly
     let mut chain = String::from("root ::= r0\n");
     for i in 0..20000 {
