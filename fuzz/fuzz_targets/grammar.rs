@@ -6,9 +6,8 @@
 //! the feed drives it: each feed byte picks a token (bit 1 clear: masked with `apply` first)
 //! or, with bit 1 set, the feed is taken as text (`accept_str`, a byte at a time). With bits
 //! 2-4 all set the grammar is lazy, triggered by token 257 or the pattern "x", and built by
-//! `Grammar::new`
-//! as the tools build theirs; the others are built from the parsed rules with the
-//! vocabulary's pieces made once, so that an input costs its grammar, not the vocabulary.
+//! `Grammar::new` as the tools build theirs; the others are built from the parsed rules with
+//! the vocabulary's pieces made once, so that an input costs its grammar, not the vocabulary.
 //! At most `MAX_STEPS` steps, so an input costs a bounded number of matcher steps; and the
 //! matcher is driven only while its work per step is bounded: no rule longer than
 //! `MAX_RULE_LEN` elements and at most `MAX_LIVE` stack positions before each step. Stack
