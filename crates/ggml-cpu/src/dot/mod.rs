@@ -18,6 +18,8 @@ mod neon_q1q2;
 mod q1q2;
 mod scalar;
 #[cfg(test)]
+mod test_rows;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_ggml;

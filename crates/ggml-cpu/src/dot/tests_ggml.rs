@@ -6,27 +6,10 @@
 //! their READMEs for the commands. The AVX2 kernels must give ggml's AVX2 bits, the AVX-512
 //! ones its AVX-512 bits, the scalar ones ggml's generic bits.
 
+use super::test_rows::{activations, floats, put_f16, Rng};
 use super::*;
-use ggml::quants::{fp32_to_bf16, fp32_to_fp16};
+use ggml::quants::fp32_to_fp16;
 use std::fmt::Write as _;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn byte(&mut self) -> u8 {
-        (self.next() >> 32) as u8
-    }
-    /// Uniform in [lo, hi).
-    fn range(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)
-    }
-}
 
 /// The types these cases cover, with ggml's name, the block size in elements and bytes. The
 /// AVX2 fixture was recorded for the first `AVX2_FIXTURE_TYPES` (the others came later, with
@@ -70,10 +53,6 @@ const AVX2_FIXTURE_TYPES: usize = 14;
 /// float types get 7 more elements in the second (the scalar loop after ggml's SIMD one).
 const LENGTHS: [usize; 2] = [4096, 2848 + 256 * 8];
 
-fn put_f16(b: &mut [u8], v: f32) {
-    b.copy_from_slice(&fp32_to_fp16(v).to_le_bytes());
-}
-
 /// Random weight blocks: random bytes with every scale field set to a finite, moderate value.
 fn weights(ty: Type, blocks: usize, bs: usize, rng: &mut Rng) -> Vec<u8> {
     let mut x: Vec<u8> = (0..blocks * bs).map(|_| rng.byte()).collect();
@@ -107,59 +86,6 @@ fn weights(ty: Type, blocks: usize, bs: usize, rng: &mut Rng) -> Vec<u8> {
         }
     }
     x
-}
-
-/// Random activations in `vdt` (Q8_K, Q8_0 or Q8_1), codes in -127..=127 as ggml's
-/// quantizers give.
-fn activations(vdt: Type, n: usize, rng: &mut Rng) -> Vec<u8> {
-    let code = |rng: &mut Rng| (rng.next() % 255) as i32 - 127;
-    if vdt == Type::Q8K {
-        let mut y = vec![0u8; n / 256 * 292];
-        for b in y.chunks_exact_mut(292) {
-            b[..4].copy_from_slice(&rng.range(0.001, 0.05).to_le_bytes());
-            let q: Vec<i32> = (0..256).map(|_| code(rng)).collect();
-            for (o, v) in b[4..260].iter_mut().zip(&q) {
-                *o = *v as i8 as u8;
-            }
-            for j in 0..16 {
-                let s: i32 = q[16 * j..16 * j + 16].iter().sum();
-                b[260 + 2 * j..262 + 2 * j].copy_from_slice(&(s as i16).to_le_bytes());
-            }
-        }
-        y
-    } else {
-        // Q8_1 also holds s = d * sum(q) after d
-        let bs = if vdt == Type::Q8_1 { 36 } else { 34 };
-        let mut y = vec![0u8; n / 32 * bs];
-        for b in y.chunks_exact_mut(bs) {
-            let d = rng.range(0.001, 0.05);
-            put_f16(&mut b[..2], d);
-            let mut sum = 0;
-            for o in &mut b[bs - 32..] {
-                let c = code(rng);
-                sum += c;
-                *o = c as i8 as u8;
-            }
-            if bs == 36 {
-                put_f16(&mut b[2..4], d * sum as f32);
-            }
-        }
-        y
-    }
-}
-
-/// `n` values in [-2, 2) as F32, F16 or BF16.
-fn floats(ty: Type, n: usize, rng: &mut Rng) -> Vec<u8> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let v = rng.range(-2.0, 2.0);
-        match ty {
-            Type::F32 => out.extend_from_slice(&v.to_le_bytes()),
-            Type::F16 => out.extend_from_slice(&fp32_to_fp16(v).to_le_bytes()),
-            _ => out.extend_from_slice(&fp32_to_bf16(v).to_le_bytes()),
-        }
-    }
-    out
 }
 
 pub(super) struct Case {

@@ -4,26 +4,10 @@
 //! tests/fixtures/vec-dot-neon/ (see its README for the command). The NEON kernels must give
 //! the armv8-a bits, the SDOT ones the dotprod bits. Run by scripts/test-aarch64.
 
+use super::test_rows::{activations, floats, put_f16, Rng};
 use super::*;
 use ggml::quants::fp32_to_fp16;
 use std::fmt::Write as _;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn byte(&mut self) -> u8 {
-        (self.next() >> 32) as u8
-    }
-    fn range(&mut self, lo: f32, hi: f32) -> f32 {
-        lo + (hi - lo) * ((self.next() >> 40) as f32 / (1u64 << 24) as f32)
-    }
-}
 
 /// The types, ggml's kernel name, block elements, block bytes and the offsets of the fp16
 /// scale fields that get finite values (every other byte is random).
@@ -63,64 +47,6 @@ const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 28] = [
 /// An even and an odd count of 32-element blocks (ggml's pair loop and its tail); the float
 /// types get 7 more elements in the second (the loop after ggml's 16-wide one).
 const LENGTHS: [usize; 2] = [4096, 4096 + 256 + 32];
-
-fn put_f16(b: &mut [u8], v: f32) {
-    b.copy_from_slice(&fp32_to_fp16(v).to_le_bytes());
-}
-
-/// Activations in `vdt` (Q8_0, Q8_1 or Q8_K), codes in -127..=127 as ggml's quantizers give.
-fn activations(vdt: Type, n: usize, rng: &mut Rng) -> Vec<u8> {
-    let code = |rng: &mut Rng| (rng.next() % 255) as i32 - 127;
-    match vdt {
-        Type::Q8K => {
-            let mut y = vec![0u8; n / 256 * 292];
-            for b in y.chunks_exact_mut(292) {
-                b[..4].copy_from_slice(&rng.range(0.001, 0.05).to_le_bytes());
-                let q: Vec<i32> = (0..256).map(|_| code(rng)).collect();
-                for (o, v) in b[4..260].iter_mut().zip(&q) {
-                    *o = *v as i8 as u8;
-                }
-                for j in 0..16 {
-                    let s: i32 = q[16 * j..16 * j + 16].iter().sum();
-                    b[260 + 2 * j..262 + 2 * j].copy_from_slice(&(s as i16).to_le_bytes());
-                }
-            }
-            y
-        }
-        _ => {
-            let bs = if vdt == Type::Q8_1 { 36 } else { 34 };
-            let mut y = vec![0u8; n / 32 * bs];
-            for b in y.chunks_exact_mut(bs) {
-                let d = rng.range(0.001, 0.05);
-                put_f16(&mut b[..2], d);
-                let mut sum = 0;
-                for o in &mut b[bs - 32..] {
-                    let c = code(rng);
-                    sum += c;
-                    *o = c as i8 as u8;
-                }
-                if bs == 36 {
-                    put_f16(&mut b[2..4], d * sum as f32);
-                }
-            }
-            y
-        }
-    }
-}
-
-/// `n` values in [-2, 2) as F32, F16 or BF16.
-fn floats(ty: Type, n: usize, rng: &mut Rng) -> Vec<u8> {
-    let mut out = Vec::new();
-    for _ in 0..n {
-        let v = rng.range(-2.0, 2.0);
-        match ty {
-            Type::F32 => out.extend_from_slice(&v.to_le_bytes()),
-            Type::F16 => out.extend_from_slice(&fp32_to_fp16(v).to_le_bytes()),
-            _ => out.extend_from_slice(&ggml::quants::fp32_to_bf16(v).to_le_bytes()),
-        }
-    }
-    out
-}
 
 struct Case {
     ty: Type,
