@@ -5,8 +5,8 @@
 
 use gguf::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use test_fixtures::gguf_edit::{self, Tensors};
+use std::process::Command;
+use test_fixtures::gguf_edit::{self, assert_fails_with, complete, Tensors};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -36,34 +36,6 @@ fn edited(
     let out = dir.join(format!("{arch}-edited.gguf"));
     gguf_edit::rewrite(&src, &out, edit);
     out
-}
-
-fn complete(model: &Path, extra: &[&str]) -> Output {
-    let bin = test_fixtures::bin("llama-completion", "llama-completion");
-    Command::new(bin)
-        .arg("-m")
-        .arg(model)
-        .args(["-p", "hi", "-n", "2", "-no-cnv", "-t", "2"])
-        .args(extra)
-        .env_remove("LLAMA_ARG_MODEL")
-        .output()
-        .expect("run llama-completion")
-}
-
-/// Exit 1, no panic, and one cause line of the loader carrying `cause` (printed once by the
-/// parameter fit's load and once by the real one, as llama.cpp does).
-fn assert_fails_with(o: &Output, cause: &str) {
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
-    assert!(!err.contains("panicked"), "{err}");
-    let lines: Vec<&str> = err
-        .lines()
-        .filter(|l| l.contains("error loading model"))
-        .map(|l| l.split_once(" E ").map_or(l, |(_, rest)| rest))
-        .collect();
-    assert!(!lines.is_empty(), "{err}");
-    assert!(lines.iter().all(|l| *l == lines[0]), "{err}");
-    assert!(lines[0].contains(cause), "want {cause:?} in {:?}", lines[0]);
 }
 
 #[test]

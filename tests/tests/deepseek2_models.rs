@@ -319,12 +319,12 @@ fn broken_latent_attention_keys_are_named() {
     let m = edited(&dir, |kv| {
         kv.retain(|e| e.0 != "deepseek2.attention.kv_lora_rank")
     });
-    assert_fails_with(&complete(&m), "deepseek2.attention.kv_lora_rank");
+    assert_fails_with(&complete(&m, &[]), "deepseek2.attention.kv_lora_rank");
     // one MLA head size without the other
     let m = edited(&dir, |kv| {
         kv.retain(|e| e.0 != "deepseek2.attention.key_length_mla")
     });
-    assert_fails_with(&complete(&m), "deepseek2.attention.key_length_mla");
+    assert_fails_with(&complete(&m, &[]), "deepseek2.attention.key_length_mla");
     let m = edited(&dir, |kv| {
         let e = kv
             .iter_mut()
@@ -332,7 +332,7 @@ fn broken_latent_attention_keys_are_named() {
             .unwrap();
         e.1 = Value::U32(96);
     });
-    assert_fails_with(&complete(&m), "deepseek2.attention.key_length = 96");
+    assert_fails_with(&complete(&m, &[]), "deepseek2.attention.key_length = 96");
     let m = edited(&dir, |kv| {
         let e = kv
             .iter_mut()
@@ -342,13 +342,13 @@ fn broken_latent_attention_keys_are_named() {
             kv.push(("deepseek2.expert_gating_func".into(), Value::U32(4)));
         }
     });
-    assert_fails_with(&complete(&m), "deepseek2.expert_gating_func = 4");
+    assert_fails_with(&complete(&m, &[]), "deepseek2.expert_gating_func = 4");
     // more NextN layers than layers (llama.cpp asserts)
     let m = edited(&dir, |kv| {
         kv.push(("deepseek2.nextn_predict_layers".into(), Value::U32(3)));
     });
     assert_fails_with(
-        &complete(&m),
+        &complete(&m, &[]),
         "deepseek2.nextn_predict_layers = 3 exceeds deepseek2.block_count = 2",
     );
 }

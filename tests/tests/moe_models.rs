@@ -262,13 +262,13 @@ fn an_expert_count_of_zero_with_expert_tensors_is_named() {
         set_u32(kv, "qwen3moe.expert_count", 0);
         set_u32(kv, "qwen3moe.expert_used_count", 0);
     });
-    assert_fails_with(&complete(&m), "qwen3moe.expert_count = 0");
+    assert_fails_with(&complete(&m, &[]), "qwen3moe.expert_count = 0");
     // llama decides dense or experts by the count: experts without one are refused by name
     let m = edited(&dir, "mixtral", |kv, _| {
         kv.retain(|e| e.0 != "llama.expert_count" && e.0 != "llama.expert_used_count")
     });
     assert_fails_with(
-        &complete(&m),
+        &complete(&m, &[]),
         "llama.expert_count = 0 (or missing) but the model has expert tensors (blk.0.ffn_gate_inp.weight)",
     );
 }
@@ -282,7 +282,7 @@ fn more_experts_used_than_there_are_is_named() {
             set_u32(kv, &format!("{a}.expert_used_count"), 9)
         });
         assert_fails_with(
-            &complete(&m),
+            &complete(&m, &[]),
             &format!("{a}.expert_used_count = 9 exceeds {a}.expert_count = 8"),
         );
     }
@@ -295,7 +295,7 @@ fn grouped_heads_in_olmoe_are_named() {
         set_u32(kv, "olmoe.attention.head_count_kv", 2)
     });
     assert_fails_with(
-        &complete(&m),
+        &complete(&m, &[]),
         "olmoe.attention.head_count_kv = 2 must equal the head count 4",
     );
 }
@@ -306,7 +306,7 @@ fn no_expert_used_is_named() {
     let m = edited(&dir, "qwen3moe", |kv, _| {
         set_u32(kv, "qwen3moe.expert_used_count", 0)
     });
-    assert_fails_with(&complete(&m), "qwen3moe.expert_used_count = 0");
+    assert_fails_with(&complete(&m, &[]), "qwen3moe.expert_used_count = 0");
 }
 
 #[test]
@@ -315,7 +315,10 @@ fn a_missing_or_misshapen_expert_stack_is_named() {
     let m = edited(&dir, "qwen2moe", |_, t| {
         t.retain(|t| t.0 != "blk.1.ffn_down_exps.weight")
     });
-    assert_fails_with(&complete(&m), "missing tensor 'blk.1.ffn_down_exps.weight'");
+    assert_fails_with(
+        &complete(&m, &[]),
+        "missing tensor 'blk.1.ffn_down_exps.weight'",
+    );
     // 7 experts in the stack of a model of 8
     let m = edited(&dir, "qwen3moe", |_, t| {
         let e = t
@@ -326,7 +329,7 @@ fn a_missing_or_misshapen_expert_stack_is_named() {
         e.3.truncate(128 * 64 * 7 * 4);
     });
     assert_fails_with(
-        &complete(&m),
+        &complete(&m, &[]),
         "tensor 'blk.0.ffn_up_exps.weight' has wrong shape; expected   128,    64,     8, got   128,    64,     7,     1",
     );
 }

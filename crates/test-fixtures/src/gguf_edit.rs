@@ -45,12 +45,13 @@ pub fn set_u32(kv: &mut [(String, Value)], key: &str, v: u32) {
     e.1 = Value::U32(v);
 }
 
-/// A short llama-completion run on `model` ("hi", 2 tokens).
-pub fn complete(model: &Path) -> Output {
+/// A short llama-completion run on `model` ("hi", 2 tokens) with `extra` arguments.
+pub fn complete(model: &Path, extra: &[&str]) -> Output {
     Command::new(crate::bin("llama-completion", "llama-completion"))
         .arg("-m")
         .arg(model)
         .args(["-p", "hi", "-n", "2", "-no-cnv", "-t", "2"])
+        .args(extra)
         .env_remove("LLAMA_ARG_MODEL")
         .output()
         .expect("run llama-completion")
