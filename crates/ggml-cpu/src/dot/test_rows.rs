@@ -79,3 +79,27 @@ pub(super) fn floats(ty: Type, n: usize, rng: &mut Rng) -> Vec<u8> {
     }
     out
 }
+
+/// One dot product's inputs: raw x blocks (or floats) and y in the type the kernel pairs with.
+pub(super) struct Case {
+    pub ty: Type,
+    pub name: &'static str,
+    pub n: usize,
+    pub seed: u64,
+    pub x: Vec<u8>,
+    pub y: Vec<u8>,
+}
+
+/// Writes `cases` to $VEC_DOT_CASES for scripts/vec-dot-ref.c and vec-dot-ref-neon.c: per
+/// case the name, n, x and y, each length-prefixed (u32 little-endian).
+pub(super) fn write_case_file(cases: &[Case]) {
+    let path = std::env::var("VEC_DOT_CASES").expect("VEC_DOT_CASES=<output file>");
+    let mut buf = Vec::new();
+    for c in cases {
+        for part in [c.name.as_bytes(), &(c.n as u32).to_le_bytes(), &c.x, &c.y] {
+            buf.extend_from_slice(&(part.len() as u32).to_le_bytes());
+            buf.extend_from_slice(part);
+        }
+    }
+    std::fs::write(path, buf).unwrap();
+}

@@ -6,7 +6,7 @@
 //! their READMEs for the commands. The AVX2 kernels must give ggml's AVX2 bits, the AVX-512
 //! ones its AVX-512 bits, the scalar ones ggml's generic bits.
 
-use super::test_rows::{activations, floats, put_f16, Rng};
+use super::test_rows::{activations, floats, put_f16, write_case_file, Case, Rng};
 use super::*;
 use ggml::quants::fp32_to_fp16;
 use std::fmt::Write as _;
@@ -88,15 +88,6 @@ fn weights(ty: Type, blocks: usize, bs: usize, rng: &mut Rng) -> Vec<u8> {
     x
 }
 
-pub(super) struct Case {
-    pub ty: Type,
-    pub name: &'static str,
-    pub n: usize,
-    pub seed: u64,
-    pub x: Vec<u8>,
-    pub y: Vec<u8>,
-}
-
 pub(super) fn cases() -> Vec<Case> {
     let mut out = Vec::new();
     for (ti, &(ty, name, qk, bs)) in CASE_TYPES.iter().enumerate() {
@@ -129,15 +120,7 @@ pub(super) fn cases() -> Vec<Case> {
 #[test]
 #[ignore = "records the inputs of the llama.cpp fixture; run by hand, see its README"]
 fn write_cases() {
-    let path = std::env::var("VEC_DOT_CASES").expect("VEC_DOT_CASES=<output file>");
-    let mut buf = Vec::new();
-    for c in cases() {
-        for part in [c.name.as_bytes(), &(c.n as u32).to_le_bytes(), &c.x, &c.y] {
-            buf.extend_from_slice(&(part.len() as u32).to_le_bytes());
-            buf.extend_from_slice(part);
-        }
-    }
-    std::fs::write(path, buf).unwrap();
+    write_case_file(&cases());
 }
 
 /// (name, n) -> (bits of ggml's kernel for the build, ggml generic bits), from

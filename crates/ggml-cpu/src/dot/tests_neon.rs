@@ -4,7 +4,7 @@
 //! tests/fixtures/vec-dot-neon/ (see its README for the command). The NEON kernels must give
 //! the armv8-a bits, the SDOT ones the dotprod bits. Run by scripts/test-aarch64.
 
-use super::test_rows::{activations, floats, put_f16, Rng};
+use super::test_rows::{activations, floats, put_f16, write_case_file, Case, Rng};
 use super::*;
 use ggml::quants::fp32_to_fp16;
 use std::fmt::Write as _;
@@ -47,15 +47,6 @@ const CASE_TYPES: [(Type, &str, usize, usize, &[usize]); 28] = [
 /// An even and an odd count of 32-element blocks (ggml's pair loop and its tail); the float
 /// types get 7 more elements in the second (the loop after ggml's 16-wide one).
 const LENGTHS: [usize; 2] = [4096, 4096 + 256 + 32];
-
-struct Case {
-    ty: Type,
-    name: &'static str,
-    n: usize,
-    seed: u64,
-    x: Vec<u8>,
-    y: Vec<u8>,
-}
 
 fn cases() -> Vec<Case> {
     let mut out = Vec::new();
@@ -118,15 +109,7 @@ fn cases() -> Vec<Case> {
 #[test]
 #[ignore = "records the inputs of the llama.cpp fixture; run by hand, see its README"]
 fn write_cases() {
-    let path = std::env::var("VEC_DOT_CASES").expect("VEC_DOT_CASES=<output file>");
-    let mut buf = Vec::new();
-    for c in cases() {
-        for part in [c.name.as_bytes(), &(c.n as u32).to_le_bytes(), &c.x, &c.y] {
-            buf.extend_from_slice(&(part.len() as u32).to_le_bytes());
-            buf.extend_from_slice(part);
-        }
-    }
-    std::fs::write(path, buf).unwrap();
+    write_case_file(&cases());
 }
 
 /// (name, n, bits) from one fixture file.
