@@ -34,22 +34,32 @@ pub fn q1_0_q8_0(n: usize, x: &[u8], y: &[u8]) -> f32 {
     sumf
 }
 
+/// Q2_0 block i of x against its two Q8_0 blocks: each integer sum with that block's d, in
+/// ggml's generic order, the products rounded (`fused` false) or fused into the sums.
+fn q2_0_block(bx: &[u8], y: &[u8], i: usize, fused: bool) -> f32 {
+    let mut sumi = 0.0f32;
+    for k in 0..2 {
+        let yb = &y[34 * (2 * i + k)..34 * (2 * i + k) + 34];
+        let mut s = 0i32;
+        for j in 0..32 {
+            let q = ((bx[2 + 8 * k + j / 4] >> ((j % 4) * 2)) & 3) as i32 - 1;
+            s += q * yb[2 + j] as i8 as i32;
+        }
+        sumi = if fused {
+            d_at(yb, 0).mul_add(s as f32, sumi)
+        } else {
+            sumi + d_at(yb, 0) * s as f32
+        };
+    }
+    sumi
+}
+
 pub fn q2_0_q8_0(n: usize, x: &[u8], y: &[u8]) -> f32 {
     let nb = check(n, 64, x, 18, y, 68);
     let mut sumf = 0.0f32;
     for i in 0..nb {
         let bx = &x[18 * i..18 * i + 18];
-        let mut sumi = 0.0f32;
-        for k in 0..2 {
-            let yb = &y[34 * (2 * i + k)..34 * (2 * i + k) + 34];
-            let mut s = 0i32;
-            for j in 0..32 {
-                let q = ((bx[2 + 8 * k + j / 4] >> ((j % 4) * 2)) & 3) as i32 - 1;
-                s += q * yb[2 + j] as i8 as i32;
-            }
-            sumi += d_at(yb, 0) * s as f32;
-        }
-        sumf += d_at(bx, 0) * sumi;
+        sumf += d_at(bx, 0) * q2_0_block(bx, y, i, false);
     }
     sumf
 }
@@ -64,17 +74,7 @@ pub fn q2_0_q8_0_fused(n: usize, x: &[u8], y: &[u8]) -> f32 {
     let mut sumf = 0.0f32;
     for i in 0..nb {
         let bx = &x[18 * i..18 * i + 18];
-        let mut sumi = 0.0f32;
-        for k in 0..2 {
-            let yb = &y[34 * (2 * i + k)..34 * (2 * i + k) + 34];
-            let mut s = 0i32;
-            for j in 0..32 {
-                let q = ((bx[2 + 8 * k + j / 4] >> ((j % 4) * 2)) & 3) as i32 - 1;
-                s += q * yb[2 + j] as i8 as i32;
-            }
-            sumi = d_at(yb, 0).mul_add(s as f32, sumi);
-        }
-        sumf = d_at(bx, 0).mul_add(sumi, sumf);
+        sumf = d_at(bx, 0).mul_add(q2_0_block(bx, y, i, true), sumf);
     }
     sumf
 }
