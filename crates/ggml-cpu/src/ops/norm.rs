@@ -141,6 +141,20 @@ mod tests {
 
     #[test]
     fn centred_sums_follow_ggml_s_vector_orders() {
+        for (feature, has) in [
+            (
+                "AVX-512F/DQ",
+                is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512dq"),
+            ),
+            (
+                "AVX2/FMA",
+                is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"),
+            ),
+        ] {
+            if !has {
+                eprintln!("skipped: no {feature} on this CPU to check its order against");
+            }
+        }
         for n in [7, 16, 64, 100, 768, 1001] {
             let x = row(n);
             let mean = 0.37f32;
