@@ -327,26 +327,28 @@ fn conversation_mode_reads_stdin_until_eof() {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_stops_with_the_timings_and_status_130() {
-    use std::process::Stdio;
+    use test_fixtures::running::Running;
     let bin = test_fixtures::bin("llama-completion", "llama-completion");
-    // endless generation: no token limit, EOG ignored, context shifting instead of stopping
+    // endless generation: no token limit, EOG ignored, context shifting instead of stopping;
+    // the signal goes once the generation has begun, so the handler is installed by then
     #[rustfmt::skip]
-    let child = Command::new(bin)
-        .args(["-m", model_arg(), "-p", "hi", "-n", "-1", "--ignore-eos", "--context-shift", "-no-cnv"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn llama-completion");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    let kill = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(kill.success());
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(130), "{}", text(&o.stderr));
-    assert!(text(&o.stdout).ends_with("\nInterrupted by user\n"));
-    assert!(text(&o.stderr).contains("common_perf_print:    graphs reused = "));
+    let args = ["-m", model_arg(), "-p", "hi", "-n", "-1", "--ignore-eos", "--context-shift", "-no-cnv"];
+    let mut cmd = Command::new(bin);
+    cmd.args(args);
+    let run = Running::start(&mut cmd, "generate: n_ctx = ");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let o = run.interrupt();
+    assert_eq!(o.code, Some(130), "{}", o.stderr);
+    assert!(
+        o.stdout.ends_with("\nInterrupted by user\n"),
+        "{:?}",
+        o.stdout
+    );
+    assert!(
+        o.stderr.contains("common_perf_print:    graphs reused = "),
+        "{}",
+        o.stderr
+    );
 }
 
 /// The acceptance line of issue 6: the reference model's greedy continuation.

@@ -3,12 +3,13 @@
 //! or while waiting for the user, stops within a fraction of a second with the timings and
 //! status 130.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use test_fixtures::running::{wait_with_timeout, Interrupted, Running};
 
 fn completion() -> Command {
     let mut c = Command::new(test_fixtures::bin("llama-completion", "llama-completion"));
@@ -139,108 +140,6 @@ fn an_invalid_utf8_line_is_decoded_with_a_warning_and_the_chat_goes_on() {
     );
 }
 
-fn wait_with_timeout(child: Child, limit: Duration) -> Output {
-    let (tx, rx) = mpsc::channel();
-    let id = child.id();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(o) => o.expect("wait for llama-completion"),
-        Err(_) => {
-            let _ = Command::new("kill")
-                .args(["-KILL", &id.to_string()])
-                .status();
-            panic!("llama-completion did not exit within {limit:?}");
-        }
-    }
-}
-
-fn sigint(child: &Child) {
-    let st = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(st.success());
-}
-
-/// Starts llama-completion with stderr read by a thread; returns once stderr has shown
-/// `marker`, with the channel of the remaining stderr and of the exit.
-struct Running {
-    child: Option<Child>,
-    err: mpsc::Receiver<String>,
-    seen: String,
-}
-
-impl Running {
-    fn start(cmd: &mut Command, marker: &str) -> Running {
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn llama-completion");
-        let (tx, rx) = mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(stderr);
-            let mut line = Vec::new();
-            while r.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-                if tx.send(text(&line)).is_err() {
-                    break;
-                }
-                line.clear();
-            }
-        });
-        let mut run = Running {
-            child: Some(child),
-            err: rx,
-            seen: String::new(),
-        };
-        let t0 = Instant::now();
-        while !run.seen.contains(marker) {
-            match run.err.recv_timeout(Duration::from_secs(60)) {
-                Ok(l) => run.seen.push_str(&l),
-                Err(_) => panic!(
-                    "no {marker:?} after {:?}; stderr:\n{}",
-                    t0.elapsed(),
-                    run.seen
-                ),
-            }
-        }
-        run
-    }
-
-    /// SIGINT, then waits (at most 20 s); returns the seconds until the exit, the status and
-    /// all of stdout and stderr.
-    fn interrupt(mut self) -> (f64, Option<i32>, String, String) {
-        let mut child = self.child.take().unwrap();
-        sigint(&child);
-        let t0 = Instant::now();
-        let mut stdout = child.stdout.take().unwrap();
-        let out = std::thread::spawn(move || {
-            let mut v = Vec::new();
-            let _ = stdout.read_to_end(&mut v);
-            v
-        });
-        let status = loop {
-            if let Some(st) = child.try_wait().expect("wait") {
-                break st;
-            }
-            if t0.elapsed() > Duration::from_secs(20) {
-                let _ = child.kill();
-                panic!("no exit 20 s after SIGINT; stderr:\n{}", self.seen);
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        let secs = t0.elapsed().as_secs_f64();
-        while let Ok(l) = self.err.recv_timeout(Duration::from_secs(5)) {
-            self.seen.push_str(&l);
-        }
-        let out = text(&out.join().unwrap());
-        (secs, status.code(), out, self.seen)
-    }
-}
-
 /// The timing lines an interrupt prints, as one at the end of a generation does.
 fn assert_perf_summary(err: &str) {
     for l in [
@@ -308,7 +207,12 @@ fn ctrl_c_during_a_long_prompt_stops_within_a_second_with_the_timings() {
     cmd.args(prompt_args(model, &prompt));
     let run = Running::start(&mut cmd, "generate: n_ctx = 1024");
     std::thread::sleep(Duration::from_millis(500));
-    let (secs, code, out, err) = run.interrupt();
+    let Interrupted {
+        secs,
+        code,
+        stdout: out,
+        stderr: err,
+    } = run.interrupt();
     assert_eq!(code, Some(130), "{err}");
     assert!(out.ends_with("\nInterrupted by user\n"), "{out:?}");
     assert_perf_summary(&err);
@@ -342,7 +246,12 @@ fn ctrl_c_while_waiting_for_the_user_stops_at_once() {
     .stdin(Stdio::piped());
     let run = Running::start(&mut cmd, "== Running in interactive mode. ==");
     std::thread::sleep(Duration::from_millis(300));
-    let (secs, code, out, err) = run.interrupt();
+    let Interrupted {
+        secs,
+        code,
+        stdout: out,
+        stderr: err,
+    } = run.interrupt();
     assert_eq!(code, Some(130), "{err}");
     assert_eq!(out, "\n> \nInterrupted by user\n");
     assert_perf_summary(&err);

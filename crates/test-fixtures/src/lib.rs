@@ -4,6 +4,7 @@
 #[cfg(feature = "gguf-edit")]
 pub mod gguf_edit;
 pub mod llama_logs;
+pub mod running;
 pub mod vulkan;
 
 use std::fs::{self, File};
