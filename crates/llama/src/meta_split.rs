@@ -223,7 +223,10 @@ impl MetaSplit {
     }
 
     /// Elements per unit of the split for segment `seg` of a tensor of this kind in layer il.
-    fn granularity(&self, kind: Kind, il: usize, t: &Tensor, seg: usize) -> i64 {
+    /// `perf`: llama.cpp's, which rounds blocks up for faster kernels (FFN shares in 128s,
+    /// attention blocks doubled up to 128); without it, the least that keeps whole KV groups
+    /// and whole quant blocks.
+    fn granularity(&self, kind: Kind, il: usize, t: &Tensor, seg: usize, perf: bool) -> i64 {
         let prefix = format!("blk.{il}.");
         // the row-parallel weight's blocks: ffn_down, or the experts' stack in a MoE layer
         let down = format!("{prefix}ffn_down.weight");
@@ -232,7 +235,14 @@ impl MetaSplit {
         } else {
             format!("{prefix}ffn_down_exps.weight")
         };
-        let ffn_blck = || lcm(self.blck(&down, t), 128);
+        let ffn_blck = || {
+            let b = self.blck(&down, t);
+            if perf {
+                lcm(b, 128)
+            } else {
+                b
+            }
+        };
         match kind {
             Kind::FfnUpGate { .. }
             | Kind::FfnUpGateBias { .. }
@@ -246,7 +256,7 @@ impl MetaSplit {
                 let n_embd_q = n_gqa * self.head_k;
                 let blck = self.blck(&format!("{prefix}attn_output.weight"), t);
                 let mut blck_perf = blck;
-                while blck_perf < 128 && blck_perf * (self.n as i64) < n_embd_q {
+                while perf && blck_perf < 128 && blck_perf * (self.n as i64) < n_embd_q {
                     blck_perf *= 2;
                 }
                 let g_q = lcm(n_embd_q, blck_perf);
@@ -331,9 +341,18 @@ impl MetaSplit {
             .iter()
             .enumerate()
             .map(|(seg, &(total, nr))| {
-                let g = self.granularity(kind, il, t, seg);
-                // a dimension the granularity does not divide cannot be cut on its boundaries
-                let g = if total % g == 0 { g } else { 1 };
+                // Where llama.cpp's granularity does not divide the dimension, its boundaries
+                // still fall on multiples of it and the last device in rotated order takes
+                // the rest: SmolLM2's 3 KV groups of 192 Q rows in units of 384 give one
+                // device all 9 heads over 2 devices. The least granularity that keeps whole
+                // groups and blocks divides it (1 : 2 groups here), as every layer's tensors
+                // alike (their totals and units scale together), so take that instead.
+                let g = self.granularity(kind, il, t, seg, true);
+                let g = if total % g == 0 {
+                    g
+                } else {
+                    self.granularity(kind, il, t, seg, false)
+                };
                 (split_counts(total, &self.tensor_split, g, rotation), nr)
             })
             .collect();
@@ -512,5 +531,38 @@ mod tests {
             &[192, 512, 4],
         ));
         assert_eq!(gu, SplitState::segmented(1, &[(vec![128, 0, 128], 2)]));
+    }
+
+    #[test]
+    fn heads_stay_whole_where_the_performance_unit_does_not_divide() {
+        // SmolLM2-135M: 9 heads of 64 over 3 KV heads, Q4_1 (blocks of 32). llama.cpp's unit
+        // of 384 Q rows (lcm of a group's 192 and 128) does not divide 576: whole groups of
+        // 192 instead, never a cut inside a head
+        let mut types = HashMap::new();
+        for il in 0..2 {
+            types.insert(format!("blk.{il}.attn_output.weight"), Type::Q4_1);
+            types.insert(format!("blk.{il}.ffn_down.weight"), Type::Q4_1);
+        }
+        let m = MetaSplit::from_parts(
+            2,
+            &[],
+            64,
+            64,
+            vec![9, 9],
+            vec![3, 3],
+            vec![1536, 1536],
+            types,
+        );
+        let q = m.state(&t("blk.0.attn_q.weight", Type::Q4_1, &[576, 576]));
+        assert_eq!(q.ne, vec![192, 384]);
+        let k = m.state(&t("blk.0.attn_k.weight", Type::Q4_1, &[576, 192]));
+        assert_eq!(k.ne, vec![64, 128]);
+        let o = m.state(&t("blk.0.attn_output.weight", Type::Q4_1, &[576, 576]));
+        assert_eq!((o.axis, o.ne), (SplitAxis::Axis(0), vec![192, 384]));
+        let kc = m.state(&t("cache_k_l1", Type::F16, &[192, 256]));
+        assert_eq!(kc.ne, vec![128, 64]);
+        // the FFN's 1536 columns divide into units of 128
+        let down = m.state(&t("blk.0.ffn_down.weight", Type::Q4_1, &[1536, 576]));
+        assert_eq!(down.ne, vec![768, 768]);
     }
 }
