@@ -807,3 +807,245 @@ fn the_meta_device_answers_by_delegation() {
     );
     assert_eq!(dev.buffer_type().name(), "Meta(DA,DB)");
 }
+
+/// Q, K and V heads of the fused block: 6 heads of 8 over 3 KV heads.
+const HD: i64 = 8;
+const NQ: i64 = 6 * HD;
+const NKV: i64 = 3 * HD;
+
+/// libllama's split of the fused block's weights over n devices with layer rotation `rot`:
+/// whole KV groups (2 Q heads, 1 K and 1 V head) per device in every segment of the fused QKV
+/// and its bias, and in the row-parallel projections of each part; the fused up's gate and up
+/// halves split as ffn_down's columns.
+fn fused_split(n: usize, rot: usize) -> Arc<ggml::meta::StaticSplitFn> {
+    let even = vec![0.0; n];
+    let q = split_counts(NQ, &even, 2 * HD, rot);
+    let kv = split_counts(NKV, &even, HD, rot);
+    let f = split_counts(F, &even, 32, rot);
+    let v = split_counts(V, &even, 1, rot);
+    Arc::new(move |t: &Tensor| match t.name.as_str() {
+        "blk.0.attn_qkv.weight" => SplitState::segmented(1, &[(q.clone(), 1), (kv.clone(), 2)]),
+        "blk.0.attn_qkv.bias" => SplitState::segmented(0, &[(q.clone(), 1), (kv.clone(), 2)]),
+        "blk.0.attn_output.weight" => SplitState::axis(0, q.clone()),
+        "blk.0.attn_k_out.weight" | "blk.0.attn_v_out.weight" => SplitState::axis(0, kv.clone()),
+        "blk.0.ffn_up.weight" => SplitState::segmented(1, &[(f.clone(), 2)]),
+        "blk.0.ffn_down.weight" => SplitState::axis(0, f.clone()),
+        "output.weight" => SplitState::axis(1, v.clone()),
+        _ => SplitState::mirrored(),
+    })
+}
+
+/// phi3's fused tensors without the attention: one QKV product with its bias, the Q, K and V
+/// heads taken by views of each row (build_qkv), each projected back to D by its own
+/// row-parallel matrix (so a view that took another device's rows, or another part's, shows);
+/// then a SwiGLU FFN whose up matrix holds the gate and up halves; the output head.
+fn fused_block() -> Mlp {
+    let mut ctx = Context::new();
+    let mut weights = Vec::new();
+    let mut w = |ctx: &mut Context, name: &str, ne: &[i64]| {
+        let t = ctx.new_tensor(Type::F32, ne);
+        ctx.set_name(t, name);
+        weights.push(t);
+        t
+    };
+    let norm = w(&mut ctx, "blk.0.attn_norm.weight", &[D]);
+    let wqkv = w(&mut ctx, "blk.0.attn_qkv.weight", &[D, NQ + 2 * NKV]);
+    let bqkv = w(&mut ctx, "blk.0.attn_qkv.bias", &[NQ + 2 * NKV]);
+    let wo_q = w(&mut ctx, "blk.0.attn_output.weight", &[NQ, D]);
+    let wo_k = w(&mut ctx, "blk.0.attn_k_out.weight", &[NKV, D]);
+    let wo_v = w(&mut ctx, "blk.0.attn_v_out.weight", &[NKV, D]);
+    let ffn_norm = w(&mut ctx, "blk.0.ffn_norm.weight", &[D]);
+    let up = w(&mut ctx, "blk.0.ffn_up.weight", &[D, 2 * F]);
+    let down = w(&mut ctx, "blk.0.ffn_down.weight", &[F, D]);
+    let out_w = w(&mut ctx, "output.weight", &[D, V]);
+    let inp = ctx.new_tensor_2d(Type::F32, D, T);
+    ctx.set_name(inp, "inp_embd");
+    ctx.set_input(inp);
+    let h = ctx.rms_norm(inp, 1e-5);
+    let h = ctx.mul(h, norm);
+    let qkv = ctx.mul_mat(wqkv, h);
+    let qkv = ctx.add(qkv, bqkv);
+    ctx.set_name(qkv, "wqkv_b");
+    let (ts, nb1) = (4usize, ctx[qkv].nb[1]);
+    let mut parts = Vec::new();
+    for (heads, offs, wo) in [
+        (6, 0, wo_q),
+        (3, NQ as usize * ts, wo_k),
+        (3, (NQ + NKV) as usize * ts, wo_v),
+    ] {
+        let view = ctx.view_3d(qkv, HD, heads, T, HD as usize * ts, nb1, offs);
+        let c = ctx.cont(view);
+        let rows = ctx.reshape_2d(c, HD * heads, T);
+        parts.push(ctx.mul_mat(wo, rows));
+    }
+    let a = ctx.add(parts[0], parts[1]);
+    let a = ctx.add(a, parts[2]);
+    ctx.set_name(a, "attn_out");
+    let x = ctx.add(a, inp);
+    let h = ctx.rms_norm(x, 1e-5);
+    let h = ctx.mul(h, ffn_norm);
+    let gu = ctx.mul_mat(up, h);
+    let act = ctx.glu(gu, ggml::GluOp::Swiglu, false);
+    let d = ctx.mul_mat(down, act);
+    ctx.set_name(d, "ffn_out");
+    let x = ctx.add(d, x);
+    let out = ctx.mul_mat(out_w, x);
+    ctx.set_name(out, "result_output");
+    ctx.set_output(out);
+    let mut g = Graph::new(ctx);
+    g.build_forward_expand(out);
+    Mlp {
+        g,
+        inp,
+        out,
+        weights,
+    }
+}
+
+#[test]
+fn fused_qkv_and_up_gate_segments_match_the_cpu_alone() {
+    let want = reference_of(fused_block());
+    // 3 KV groups over 2 (either rotation), 3 and 4 devices: over 4 one device holds no head
+    // and no FFN column
+    for (n, rot) in [(2, 0), (2, 1), (3, 0), (4, 0)] {
+        let devs = devices(n);
+        let dev = meta_device(devs.clone(), fused_split(n, rot));
+        // on_meta_of also reads every segmented weight back whole after writing it
+        let r = on_meta_of(&dev, backends(&devs), None, fused_block());
+        assert_close(&r.out, &want, &format!("n = {n}, rotation {rot}"));
+        let _ = &r.weights;
+    }
+}
+
+/// The bytes of device j's slice of the only tensor of a static meta buffer.
+fn device_bytes(t: &Tensor, j: usize, len: usize) -> Vec<u8> {
+    let meta = ggml::meta::meta_buffer_of(t).unwrap();
+    let b = &meta.simple()[j];
+    let mut out = vec![0u8; len];
+    b.get(b.base(), &mut out).unwrap();
+    out
+}
+
+fn f32s(b: &[u8]) -> Vec<f32> {
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+#[test]
+fn segmented_and_repeated_static_tensors_scatter_to_each_devices_pieces() {
+    let devs = devices(2);
+    // qkv: 7 rows of 2 (Q rows 0-2 split 1 : 2, K rows 3-4 and V rows 5-6 split 1 : 1);
+    // b: 18 values, a 2 : 4 pattern repeated 3 times; q8: two rows of 4 Q8_0 blocks, each
+    // row's blocks 1 : 1 twice
+    let split = Arc::new(|t: &Tensor| match t.name.as_str() {
+        "qkv" => SplitState::segmented(1, &[(vec![1, 2], 1), (vec![1, 1], 2)]),
+        "b" => SplitState::segmented(0, &[(vec![2, 4], 3)]),
+        "q8" => SplitState::segmented(0, &[(vec![32, 32], 2)]),
+        _ => SplitState::mirrored(),
+    });
+    let dev = meta_device(devs.clone(), split);
+    let buft = dev.meta_buft().clone();
+    let mut ctx = Context::new();
+    let qkv = ctx.new_tensor(Type::F32, &[2, 7]);
+    ctx.set_name(qkv, "qkv");
+    let b = ctx.new_tensor(Type::F32, &[18]);
+    ctx.set_name(b, "b");
+    let q8 = ctx.new_tensor(Type::Q8_0, &[128, 2]);
+    ctx.set_name(q8, "q8");
+    let mut bufs = Vec::new();
+    for t in [qkv, b, q8] {
+        bufs.push(buft.alloc_static(&mut ctx, &[t]).unwrap());
+    }
+
+    // whole-tensor writes scatter each segment's rows to their devices
+    let vals: Vec<f32> = (0..7)
+        .flat_map(|r| [r as f32 * 10.0, r as f32 * 10.0 + 1.0])
+        .collect();
+    tensor_set_f32(&ctx[qkv], &vals).unwrap();
+    assert_eq!(
+        f32s(&device_bytes(&ctx[qkv], 0, 24)),
+        [0., 1., 30., 31., 50., 51.]
+    );
+    assert_eq!(
+        f32s(&device_bytes(&ctx[qkv], 1, 32)),
+        [10., 11., 20., 21., 40., 41., 60., 61.]
+    );
+    assert_eq!(tensor_to_f32(&ctx[qkv]).unwrap(), vals);
+
+    let bv: Vec<f32> = (0..18).map(|i| i as f32).collect();
+    tensor_set_f32(&ctx[b], &bv).unwrap();
+    assert_eq!(
+        f32s(&device_bytes(&ctx[b], 0, 24)),
+        [0., 1., 6., 7., 12., 13.]
+    );
+    assert_eq!(
+        f32s(&device_bytes(&ctx[b], 1, 48)),
+        [2., 3., 4., 5., 8., 9., 10., 11., 14., 15., 16., 17.]
+    );
+    assert_eq!(tensor_to_f32(&ctx[b]).unwrap(), bv);
+
+    // the loader's writes by address, in pieces that cut through segments, land alike
+    let bytes: Vec<u8> = bv.iter().rev().flat_map(|v| v.to_le_bytes()).collect();
+    let meta_buf = &bufs[1];
+    let base = ctx[b].addr();
+    for (lo, hi) in [(0usize, 20usize), (20, 52), (52, 72)] {
+        meta_buf.set(base + lo, &bytes[lo..hi]).unwrap();
+    }
+    let rev: Vec<f32> = bv.iter().rev().copied().collect();
+    assert_eq!(tensor_to_f32(&ctx[b]).unwrap(), rev);
+    let mut part = vec![0u8; 28];
+    meta_buf.get(base + 16, &mut part).unwrap();
+    assert_eq!(f32s(&part), rev[4..11]);
+
+    // quantized along the split axis: whole blocks (34 bytes) per piece
+    let raw: Vec<u8> = (0..2 * 4 * 34).map(|i| (i % 251) as u8).collect();
+    ggml::backend::set_tensor(&ctx[q8], &raw, 0).unwrap();
+    let d0 = device_bytes(&ctx[q8], 0, 4 * 34);
+    // device 0: block 0 and block 2 of each row
+    let blk = |r: usize, k: usize| raw[(r * 4 + k) * 34..(r * 4 + k + 1) * 34].to_vec();
+    assert_eq!(d0, [blk(0, 0), blk(0, 2), blk(1, 0), blk(1, 2)].concat());
+    let mut back = vec![0u8; raw.len()];
+    ggml::backend::get_tensor(&ctx[q8], &mut back, 0).unwrap();
+    assert_eq!(back, raw);
+}
+
+#[test]
+fn a_compute_tensor_with_a_repeated_split_reads_and_writes_whole() {
+    // a column-parallel product [F, T] folded into one row: its F split repeats T times
+    let build = || {
+        let mut ctx = Context::new();
+        let w = ctx.new_tensor(Type::F32, &[D, F]);
+        ctx.set_name(w, "blk.0.ffn_up.weight");
+        let inp = ctx.new_tensor_2d(Type::F32, D, T);
+        ctx.set_name(inp, "inp_embd");
+        ctx.set_input(inp);
+        let h = ctx.mul_mat(w, inp);
+        let flat = ctx.reshape_1d(h, F * T);
+        let out = ctx.scale(flat, 0.5);
+        ctx.set_name(out, "folded");
+        ctx.set_output(out);
+        let mut g = Graph::new(ctx);
+        g.build_forward_expand(out);
+        Mlp {
+            g,
+            inp,
+            out,
+            weights: vec![w],
+        }
+    };
+    let want = reference_of(build());
+    for n in [2usize, 3] {
+        let devs = devices(n);
+        let dev = meta_device(devs.clone(), mlp_split(n, vec![0.0; n]));
+        let r = on_meta_of(&dev, backends(&devs), None, build());
+        // gathered whole: each row's pieces from every device, in order
+        assert_close(&r.out, &want, &format!("n = {n}"));
+        // and scattered back: a whole write reads back unchanged
+        let t = &r.m.g.ctx[r.m.out];
+        let vals: Vec<f32> = (0..F * T).map(|i| i as f32 * 0.25).collect();
+        tensor_set_f32(t, &vals).unwrap();
+        assert_eq!(tensor_to_f32(t).unwrap(), vals, "n = {n}");
+        let _ = &r.weights;
+    }
+}

@@ -390,3 +390,196 @@ fn views_rows_rope_concat_and_reductions() {
         SplitState::axis(1, vec![1, 3])
     );
 }
+
+/// A fused QKV of 6 heads of 4 over 3 KV heads (Q 24 rows, K and V 12 each) split on whole KV
+/// groups: `q` and `kv` are the per-device rows of Q and of K (= V).
+fn fused_qkv_graph(
+    q: Vec<i64>,
+    kv: Vec<i64>,
+) -> (Context, HashMap<String, SplitState>, [TensorId; 5]) {
+    let mut ctx = Context::new();
+    let w = leaf(&mut ctx, "wqkv", &[16, 48]);
+    let b = leaf(&mut ctx, "bqkv", &[48]);
+    let x = leaf(&mut ctx, "x", &[16, 3]);
+    let tab = table(&[
+        (
+            "wqkv",
+            SplitState::segmented(1, &[(q.clone(), 1), (kv.clone(), 2)]),
+        ),
+        ("bqkv", SplitState::segmented(0, &[(q, 1), (kv, 2)])),
+    ]);
+    let mm = ctx.mul_mat(w, x);
+    let qkv = ctx.add(mm, b);
+    let nb1 = ctx[qkv].nb[1];
+    // the Q, K and V parts of each row, as heads (build_qkv's views)
+    let vq = ctx.view_3d(qkv, 4, 6, 3, 16, nb1, 0);
+    let vk = ctx.view_3d(qkv, 4, 3, 3, 16, nb1, 24 * 4);
+    let vv = ctx.view_3d(qkv, 4, 3, 3, 16, nb1, 36 * 4);
+    (ctx, tab, [mm, qkv, vq, vk, vv])
+}
+
+#[test]
+fn a_fused_qkv_gives_each_device_whole_heads_of_q_k_and_v() {
+    // 3 KV groups (2 Q heads each) do not divide 2 or 4 devices; the counts are exact
+    for (q, kv, heads_q, heads_kv) in [
+        (vec![8, 16], vec![4, 8], vec![2, 4], vec![1, 2]),
+        (vec![16, 8], vec![8, 4], vec![4, 2], vec![2, 1]),
+        (vec![8, 8, 8], vec![4, 4, 4], vec![2, 2, 2], vec![1, 1, 1]),
+        (
+            vec![0, 8, 8, 8],
+            vec![0, 4, 4, 4],
+            vec![0, 2, 2, 2],
+            vec![0, 1, 1, 1],
+        ),
+    ] {
+        let n = q.len();
+        let (ctx, tab, [mm, qkv, vq, vk, vv]) = fused_qkv_graph(q.clone(), kv.clone());
+        // the product holds each device's Q, K and V rows back to back: one segment of their
+        // sum (ggml's handle_mul_mat)
+        let rows: Vec<i64> = (0..n).map(|j| q[j] + 2 * kv[j]).collect();
+        assert_eq!(
+            resolve(&ctx, &tab, mm, false, n).unwrap(),
+            SplitState::axis(0, rows.clone())
+        );
+        // the segmented bias adds along the same rows
+        assert_eq!(
+            resolve(&ctx, &tab, qkv, false, n).unwrap(),
+            SplitState::axis(0, rows)
+        );
+        // the views take each device's own heads of Q, K and V
+        assert_eq!(
+            resolve(&ctx, &tab, vq, false, n).unwrap(),
+            SplitState::axis(1, heads_q)
+        );
+        assert_eq!(
+            resolve(&ctx, &tab, vk, false, n).unwrap(),
+            SplitState::axis(1, heads_kv.clone())
+        );
+        assert_eq!(
+            resolve(&ctx, &tab, vv, false, n).unwrap(),
+            SplitState::axis(1, heads_kv)
+        );
+    }
+}
+
+#[test]
+fn segments_count_in_every_rule_that_compares_or_scales_splits() {
+    let seg = SplitState::segmented(1, &[(vec![8, 16], 1), (vec![4, 8], 2)]);
+    // per device: the sum over segments of count x repetitions
+    assert_eq!((seg.count(0), seg.count(1)), (16, 32));
+    assert_eq!(seg.n_segments(), 2);
+    assert!(!seg.is_simple());
+    // the same totals in one segment are the same split for the rules (split_states_equal)
+    assert!(seg.equal(&SplitState::axis(1, vec![16, 32]), 2));
+    assert!(!seg.equal(&SplitState::axis(1, vec![24, 24]), 2));
+    // each device's rows in the whole tensor: Q, then K, then V
+    assert_eq!(
+        seg.index_map(),
+        vec![
+            [
+                (0..8).collect::<Vec<i64>>(),
+                (24..28).collect(),
+                (36..40).collect()
+            ]
+            .concat(),
+            [
+                (8..24).collect::<Vec<i64>>(),
+                (28..36).collect(),
+                (40..48).collect()
+            ]
+            .concat(),
+        ]
+    );
+    // GGML_META_DEBUG shows every segment
+    assert_eq!(seg.to_string(), "1, {8x1, 16x1; 4x2, 8x2}");
+    assert_eq!(SplitState::axis(0, vec![2, 3]).to_string(), "0, {2x1, 3x1}");
+
+    let mut ctx = Context::new();
+    let b = leaf(&mut ctx, "bqkv", &[48]);
+    let tab = table(&[(
+        "bqkv",
+        SplitState::segmented(0, &[(vec![8, 16], 1), (vec![4, 8], 2)]),
+    )]);
+    // an elementwise op keeps the segments: it reads back in its source's layout
+    let s = ctx.scale(b, 2.0);
+    assert_eq!(resolve(&ctx, &tab, s, false, 2).unwrap(), tab["bqkv"]);
+    // a reshape into heads of 4 counts whole rows of the totals
+    let r = ctx.reshape_2d(b, 4, 12);
+    assert_eq!(
+        resolve(&ctx, &tab, r, false, 2).unwrap(),
+        SplitState::axis(1, vec![4, 8])
+    );
+    // added to a product split with other totals: refused
+    let x = leaf(&mut ctx, "x", &[16, 1]);
+    let w = leaf(&mut ctx, "w", &[16, 48]);
+    let tab2 = table(&[
+        (
+            "bqkv",
+            SplitState::segmented(0, &[(vec![8, 16], 1), (vec![4, 8], 2)]),
+        ),
+        ("w", SplitState::axis(1, vec![24, 24])),
+    ]);
+    let mm = ctx.mul_mat(w, x);
+    let add = ctx.add(mm, b);
+    let e = resolve(&ctx, &tab2, add, false, 2).unwrap_err();
+    assert!(e.contains("ADD"), "{e}");
+    // segments that repeat have no one repetition count to permute (ggml asserts)
+    let m = leaf(&mut ctx, "m", &[12, 4]);
+    let tab3 = table(&[(
+        "m",
+        SplitState::segmented(0, &[(vec![2, 2], 2), (vec![2, 2], 1)]),
+    )]);
+    let p = ctx.transpose(m);
+    let e = resolve(&ctx, &tab3, p, false, 2).unwrap_err();
+    assert!(e.contains("TRANSPOSE") && e.contains("segments"), "{e}");
+    // a static split whose segments do not cover the dimension is refused by name
+    let tab4 = table(&[(
+        "m",
+        SplitState::segmented(0, &[(vec![2, 2], 2), (vec![2, 1], 1)]),
+    )]);
+    let e = resolve(&ctx, &tab4, p, false, 2).unwrap_err();
+    assert!(e.contains("'m'") && e.contains("covers 11 of 12"), "{e}");
+}
+
+#[test]
+fn fused_up_gate_halves_split_alike_through_the_glu() {
+    let mut ctx = Context::new();
+    // F = 12 FFN columns split 4 : 8, gate half then up half
+    let w = leaf(&mut ctx, "w_up", &[16, 24]);
+    let x = leaf(&mut ctx, "x", &[16, 3]);
+    let tab = table(&[("w_up", SplitState::segmented(1, &[(vec![4, 8], 2)]))]);
+    let up = ctx.mul_mat(w, x);
+    // each device holds its gate and up rows: twice its share
+    assert_eq!(
+        resolve(&ctx, &tab, up, false, 2).unwrap(),
+        SplitState::axis(0, vec![8, 16])
+    );
+    // SwiGLU halves each device's rows: its share of the FFN columns
+    let a = ctx.glu(up, ggml::GluOp::Swiglu, false);
+    assert_eq!(
+        resolve(&ctx, &tab, a, false, 2).unwrap(),
+        SplitState::axis(0, vec![4, 8])
+    );
+}
+
+#[test]
+fn a_reshape_that_folds_a_split_dimension_repeats_it() {
+    let mut ctx = Context::new();
+    // [6 columns split 2 : 4, 3 rows] flattened: the 2 : 4 pattern repeats once per row
+    let a = leaf(&mut ctx, "a", &[6, 3]);
+    let tab = table(&[("a", SplitState::axis(0, vec![2, 4]))]);
+    let flat = ctx.reshape_1d(a, 18);
+    let s = resolve(&ctx, &tab, flat, false, 2).unwrap();
+    assert_eq!(s, SplitState::segmented(0, &[(vec![2, 4], 3)]));
+    assert_eq!((s.count(0), s.count(1)), (6, 12));
+    assert_eq!(s.index_map()[0], vec![0, 1, 6, 7, 12, 13]);
+    // an elementwise op on it keeps the repetitions
+    let sc = ctx.scale(flat, 0.5);
+    assert_eq!(resolve(&ctx, &tab, sc, false, 2).unwrap(), s);
+    // and folding it back recovers the one-row pattern
+    let back = ctx.reshape_2d(sc, 6, 3);
+    assert_eq!(
+        resolve(&ctx, &tab, back, false, 2).unwrap(),
+        SplitState::axis(0, vec![2, 4])
+    );
+}

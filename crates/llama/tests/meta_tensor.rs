@@ -65,6 +65,16 @@ fn moe_model() -> PathBuf {
     made_model("meta-qwen3moe-16x4", &args)
 }
 
+/// phi3, 2 layers, 6 heads of 32 over 3 KV heads, FFN 256, f32: one fused attn_qkv per layer
+/// (Q, K and V segments, each split on whole KV groups) and one fused ffn_up of twice the FFN
+/// width (gate and up halves, split alike).
+fn phi3_model() -> PathBuf {
+    #[rustfmt::skip]
+    let args = ["--arch", "phi3", "--layers", "2", "--embd", "192", "--heads", "6",
+        "--heads-kv", "3", "--ff", "256"];
+    made_model("meta-phi3-6h3kv", &args)
+}
+
 fn load(path: &std::path::Path, devices: &[&str], tensor: bool) -> Arc<Model> {
     load_ngl(path, devices, tensor, -1).0
 }
@@ -235,6 +245,15 @@ fn moe_model_matches_one_device() {
     // is off by O(1)
     let prompt: Vec<i32> = (0..12).map(|i| (i * 53 + 11) % 512).collect();
     compare(&moe_model(), &prompt, 1e-4, None);
+}
+
+#[test]
+fn phi3_fused_qkv_and_up_gate_match_one_device() {
+    // 3 KV groups over 2 and 4 devices: the rotation term and an empty device, inside each
+    // segment of the fused tensors. A segment split as one block would give a device K rows
+    // with the wrong heads' Q (off by O(1)); measured: see docs/meta.md
+    let prompt: Vec<i32> = (0..12).map(|i| (i * 37 + 5) % 512).collect();
+    compare(&phi3_model(), &prompt, 5e-5, None);
 }
 
 #[test]
@@ -444,5 +463,74 @@ fn node_by_node_the_first_layer_matches_to_rounding() {
                 "N = {n}: {name}: {d} vs {norm}"
             );
         }
+    }
+}
+
+#[test]
+fn smollm2_real_weights_match_one_device() {
+    // SmolLM2-135M-Instruct Q4_1: trained weights, 30 layers, 9 query heads over 3 KV heads
+    // (N = 2 splits them 1 : 2 with the rotation term, N = 3 one group each)
+    let Some(path) = test_fixtures::smollm2_or_skip() else {
+        return;
+    };
+    register_fake_gpus();
+    let one = load(&path, &["CPU"], false);
+    let text = b"The capital of France is Paris, and the capital of Italy is";
+    let prompt = one.vocab().tokenize(text, true, true);
+    let want = run(one, &prompt, 4);
+    let ppl_want = perplexity(&want.logits, &prompt);
+    for n in [2usize, 3] {
+        let names: Vec<String> = (0..n).map(|j| format!("GPU{j}")).collect();
+        let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+        let got = run(load(&path, &refs, true), &prompt, 4);
+        let errs: Vec<f64> = got
+            .logits
+            .iter()
+            .zip(&want.logits)
+            .map(|(g, w)| {
+                let (d, norm) = l2_diff(g, w);
+                d / norm
+            })
+            .collect();
+        let worst = errs.iter().cloned().fold(0f64, f64::max);
+        let per_pos: Vec<String> = errs.iter().map(|e| format!("{e:.2e}")).collect();
+        eprintln!(
+            "N = {n}: relative logit error per position [{}], worst {worst:.3e}",
+            per_pos.join(" ")
+        );
+        // Measured here: worst 8.7e-2 (N = 2) and 9.9e-2 (N = 3), 1.9e-3 to 4.6e-3 at
+        // position 0. Every node matches to 1e-7 until the first Q8_1 rounding of an
+        // activation lands on the other side (below), and from there each quantized matmul
+        // amplifies the difference through 30 layers: one device with flash attention off
+        // instead of on differs from itself by as much (1.3e-1, perplexity 1.8%). Issue #17's
+        // 1e-5 is not reachable on this model; a wrong slice is off by O(1). See docs/meta.md.
+        assert!(
+            worst <= 0.15,
+            "N = {n}: worst relative logit error {worst:.3e}"
+        );
+        assert_eq!(got.greedy, want.greedy, "N = {n}: greedy tokens");
+        let ppl = perplexity(&got.logits, &prompt);
+        eprintln!("N = {n}: perplexity {ppl:.6} vs {ppl_want:.6} on one device");
+        // measured 1.4% (N = 2) and 8e-5 (N = 3); flash attention off: 1.8%
+        assert!(
+            ((ppl - ppl_want) / ppl_want).abs() <= 0.025,
+            "N = {n}: {ppl} vs {ppl_want}"
+        );
+    }
+    // before the first differently rounded activation the split is exact to the order of
+    // the reduce's sums: layers 0 and 1 (the rotation gives each device one and two KV
+    // groups in turn) node by node, measured at most 3.8e-7; 1e-3 leaves room for one Q8_1
+    // rounding flip on another CPU, and a wrong head or slice is off by O(1)
+    let short = &prompt[..5];
+    let want = node_values(load(&path, &["CPU"], false), short);
+    let got = node_values(load(&path, &["GPU0", "GPU1"], true), short);
+    let stop = want.iter().position(|x| x.0 == "l_out-1").unwrap() + 1;
+    assert_eq!(
+        got.iter().take(stop).map(|x| &x.0).collect::<Vec<_>>(),
+        want.iter().take(stop).map(|x| &x.0).collect::<Vec<_>>()
+    );
+    for ((name, g), (_, w)) in got.iter().zip(&want).take(stop) {
+        let (d, norm) = l2_diff(g, w);
+        assert!(d <= 1e-3 * norm.max(1e-30), "{name}: {d} vs {norm}");
     }
 }

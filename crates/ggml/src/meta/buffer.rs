@@ -247,20 +247,23 @@ impl MetaBufferImpl {
         (SplitState::mirrored(), addrs)
     }
 
-    /// Gathers a strided (viewed, permuted) split tensor element by element; false where the
-    /// layout is not one this can walk (blocks along the split, repeated splits, part reads).
+    /// Gathers a strided (viewed, permuted) split tensor element by element, each device's
+    /// elements along the split axis going where its segments and repetitions put them; false
+    /// where the layout is not one this can walk (blocks along the split, part reads).
     fn gather_strided(&self, t: &Tensor, s: &SplitState, addrs: &[usize], out: &mut [u8]) -> bool {
         let Some(d) = s.axis.dim() else {
             return false;
         };
-        if s.nr != 1 || t.ty.block_size() != 1 || out.len() != t.nbytes() {
+        if t.ty.block_size() != 1 || out.len() != t.nbytes() || s.n_devices() != self.n() {
+            return false;
+        }
+        let map = s.index_map();
+        if map.iter().map(|m| m.len() as i64).sum::<i64>() != t.ne[d] {
             return false;
         }
         let ts = t.ty.type_size();
-        let mut start = 0i64;
         for (j, buf) in self.bufs.iter().enumerate() {
-            let cnt = s.count(j);
-            if cnt == 0 {
+            if s.count(j) == 0 {
                 continue;
             }
             let (ne, nb) = slice_shape(t, s, j);
@@ -277,14 +280,16 @@ impl MetaBufferImpl {
                             let i = [i0, i1, i2, i3];
                             let src: usize = (0..4).map(|k| i[k] as usize * nb[k]).sum();
                             let dst: usize = (0..4)
-                                .map(|k| (i[k] + if k == d { start } else { 0 }) as usize * t.nb[k])
+                                .map(|k| {
+                                    let g = if k == d { map[j][i[k] as usize] } else { i[k] };
+                                    g as usize * t.nb[k]
+                                })
                                 .sum();
                             out[dst..dst + ts].copy_from_slice(&tmp[src..src + ts]);
                         }
                     }
                 }
             }
-            start += cnt;
         }
         true
     }
@@ -293,7 +298,7 @@ impl MetaBufferImpl {
         // a layout the loader or the graph should never produce
         BackendError::Other(
             MetaError(format!(
-                "cannot {what} '{}' split as {s}: only contiguous tensors split once per device",
+                "cannot {what} '{}' split as {s}: the counts do not cover it in whole blocks, or it is not contiguous",
                 t.name
             ))
             .to_string(),

@@ -166,11 +166,12 @@ impl Resolver<'_> {
 
     fn check_static(&self, t: &Tensor, s: &SplitState) -> Result<(), MetaError> {
         if let Some(d) = s.axis.dim() {
-            if s.ne.len() != self.n {
+            if s.nr.is_empty() || s.ne.len() != self.n * s.n_segments() {
                 return err(format!(
-                    "split of '{}' has {} counts for {} devices",
+                    "split of '{}' has {} counts in {} segments for {} devices",
                     t.name,
                     s.ne.len(),
+                    s.n_segments(),
                     self.n
                 ));
             }
@@ -318,12 +319,12 @@ impl Rule<'_> {
         match (s0.axis, s1.axis) {
             // replicated work
             (Mirrored, Mirrored) => Ok(SplitState::mirrored()),
-            // column-parallel: outputs are split
-            (Axis(1), Mirrored) => Ok(SplitState {
-                axis: Axis(0),
-                ne: s0.ne.clone(),
-                nr: 1,
-            }),
+            // column-parallel: outputs are split. ggml gives the result one segment: each
+            // device's rows of every segment of a fused weight (Q_j K_j V_j) back to back.
+            (Axis(1), Mirrored) => Ok(SplitState::axis(
+                0,
+                (0..self.n).map(|j| s0.count(j)).collect(),
+            )),
             (Mirrored, Axis(1)) => Ok(s1.clone()),
             // row-parallel: partial sums, reduced before anyone reads them
             (Axis(0), Axis(0)) => {
@@ -357,15 +358,19 @@ impl Rule<'_> {
         let src = self.src_t(0);
         let t = self.t;
         let mut base_in: i64 = src.ne[..=axis].iter().product();
-        base_in /= s.nr as i64;
-        if axis == src.n_dims() - 1 && s.nr == 1 {
-            return Ok(SplitState::axis_nr(t.n_dims() - 1, 1));
-        }
-        if axis == 0 && t.ne[0] == src.ne[0] && t.ne[1] == 1 && s.nr == 1 {
-            let complete_rows = (0..self.n).all(|j| s.ne[j] == 0 || s.ne[j] == src.ne[0]);
-            if complete_rows {
-                // a whole-row split moves to the following singleton dimension
-                return Ok(SplitState::axis_nr(1, 1));
+        // ggml divides out the repetitions of a one-segment split only: the pattern that
+        // repeats is then what the output's dimension must hold a whole number of
+        if s.n_segments() == 1 {
+            base_in /= s.nr0() as i64;
+            if axis == src.n_dims() - 1 && s.nr0() == 1 {
+                return Ok(SplitState::axis_nr(t.n_dims() - 1, 1));
+            }
+            if axis == 0 && t.ne[0] == src.ne[0] && t.ne[1] == 1 && s.nr0() == 1 {
+                let complete_rows = (0..self.n).all(|j| s.ne[j] == 0 || s.ne[j] == src.ne[0]);
+                if complete_rows {
+                    // a whole-row split moves to the following singleton dimension
+                    return Ok(SplitState::axis_nr(1, 1));
+                }
             }
         }
         let mut base_out: i64 = 1;
@@ -375,8 +380,8 @@ impl Rule<'_> {
                 return Ok(SplitState::axis_nr(dim, (base_out / base_in) as u32));
             }
             if base_out > base_in {
-                if s.nr != 1 {
-                    return self.unsupported("reshape of a repeated split");
+                if !s.is_simple() {
+                    return self.unsupported("reshape of a repeated or segmented split");
                 }
                 return Ok(SplitState::axis_nr(dim, 1));
             }
@@ -414,7 +419,10 @@ impl Rule<'_> {
     fn permute(&self, axes: [i32; 4]) -> Result<SplitState, MetaError> {
         let s = self.src(0)?;
         match s.axis.dim() {
-            Some(a) => Ok(SplitState::axis_nr(axes[a] as usize, s.nr)),
+            Some(a) => {
+                self.one_pattern(s)?;
+                Ok(SplitState::axis_nr(axes[a] as usize, s.nr0()))
+            }
             None => Ok(s.clone()),
         }
     }
@@ -422,9 +430,21 @@ impl Rule<'_> {
     fn transpose(&self) -> Result<SplitState, MetaError> {
         let s = self.src(0)?;
         match s.axis {
-            SplitAxis::Axis(a) if a < 2 => Ok(SplitState::axis_nr(a ^ 1, s.nr)),
+            SplitAxis::Axis(a) if a < 2 => {
+                self.one_pattern(s)?;
+                Ok(SplitState::axis_nr(a ^ 1, s.nr0()))
+            }
             _ => Ok(s.clone()),
         }
+    }
+
+    /// Permute and transpose keep the repetitions of one segment (ggml asserts n_segments == 1
+    /// or nr[0] == 1): several segments that repeat have no one count to carry.
+    fn one_pattern(&self, s: &SplitState) -> Result<(), MetaError> {
+        if s.n_segments() > 1 && s.nr0() != 1 {
+            return self.unsupported("several segments that repeat");
+        }
+        Ok(())
     }
 
     fn get_rows(&self) -> Result<SplitState, MetaError> {
@@ -522,7 +542,10 @@ impl Rule<'_> {
     }
 
     /// Per-device counts of a real-axis result, in the ratio of the first source split along a
-    /// real axis; every other such source must agree with that ratio.
+    /// real axis; every other such source must agree with that ratio. A result that keeps its
+    /// source's extent along the axis and the rule's state unchanged (an elementwise op) keeps
+    /// the source's segments, so that it reads back in its own layout; any other result is one
+    /// segment repeated as the rule says (ggml keeps nr[0] and drops the rest).
     fn take_ratio(&self, out: &mut SplitState) -> Result<(), MetaError> {
         let Some(axis) = out.axis.dim() else {
             return Ok(());
@@ -535,11 +558,16 @@ impl Rule<'_> {
             };
             let src_ne = self.src_t(i).ne[src_axis];
             if first {
+                if self.t.ne[axis] == src_ne && out.nr == ss.nr && out.ne == ss.ne {
+                    first = false;
+                    continue;
+                }
+                let nr = out.nr0();
                 let mut ne = vec![0i64; self.n];
                 for (j, x) in ne.iter_mut().enumerate() {
                     *x = ss.count(j) * self.t.ne[axis];
                     if *x != 0 || src_ne != 0 {
-                        let div = src_ne * out.nr as i64;
+                        let div = src_ne * nr as i64;
                         if div == 0 || *x % div != 0 {
                             return self.unsupported("split does not divide the result");
                         }
@@ -547,10 +575,11 @@ impl Rule<'_> {
                     }
                 }
                 out.ne = ne;
+                out.nr = vec![nr];
                 first = false;
             } else {
                 for j in 0..self.n {
-                    if out.ne[j] * out.nr as i64 * src_ne != ss.count(j) * self.t.ne[axis] {
+                    if out.count(j) * src_ne != ss.count(j) * self.t.ne[axis] {
                         return self.unsupported("sources split in different ratios");
                     }
                 }

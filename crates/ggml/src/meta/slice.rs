@@ -59,9 +59,12 @@ pub fn slice_view_offs(
     }
 }
 
-/// The byte ranges of a contiguous tensor that belong to each device under a real-axis split
-/// with one repetition: `visit(j, full_offset, slice_offset, len)` for every run, in order.
-/// Returns false when the layout is not one this can walk (non-contiguous, or repeated).
+/// The byte ranges of a contiguous tensor that belong to each device under a real-axis split:
+/// `visit(j, full_offset, slice_offset, len)` for every run, in order. Along the axis the whole
+/// tensor holds, segment by segment and repetition by repetition, each device's piece in device
+/// order, and device j's slice the same pieces back to back (ggml's segmented set/get_tensor,
+/// which this extends to every axis and any outer dimensions). Returns false when the layout is
+/// not one this can walk (non-contiguous, counts that do not cover the dimension or cut a block).
 pub fn for_each_run(
     t: &Tensor,
     s: &SplitState,
@@ -71,27 +74,37 @@ pub fn for_each_run(
     let Some(d) = s.axis.dim() else {
         return false;
     };
-    if !t.is_contiguous() || s.nr != 1 {
+    if !t.is_contiguous() || s.n_devices() != n || s.ne.len() != n * s.n_segments() {
         return false;
     }
     let bs = t.ty.block_size() as i64;
-    // bytes per index along d, and how many outer repetitions of the whole split dimension
+    // bytes per index along d, and the elements of one such index
     let (unit, count_div) = if d == 0 {
         (t.ty.type_size(), bs)
     } else {
         (t.nb[d], 1)
     };
+    if s.ne.iter().any(|&c| c < 0 || c % count_div != 0)
+        || (0..n).map(|j| s.count(j)).sum::<i64>() != t.ne[d]
+    {
+        return false;
+    }
+    // how many times the whole split dimension repeats above it
     let outer: i64 = t.ne[d + 1..].iter().product();
     let mut full = 0usize;
     let mut slice_off = vec![0usize; n];
     for _ in 0..outer {
-        for (j, so) in slice_off.iter_mut().enumerate() {
-            let len = (s.count(j) / count_div) as usize * unit;
-            if len > 0 {
-                visit(j, full, *so, len);
+        for (seg, &nr) in s.nr.iter().enumerate() {
+            for _ in 0..nr {
+                for (j, so) in slice_off.iter_mut().enumerate() {
+                    let len = (s.seg_count(seg, j) / count_div) as usize * unit;
+                    if len > 0 {
+                        visit(j, full, *so, len);
+                    }
+                    full += len;
+                    *so += len;
+                }
             }
-            full += len;
-            *so += len;
         }
     }
     true
