@@ -201,14 +201,15 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         (ptr, i11, i12, i13)
     };
 
-    // AVX-512 VNNI: Q4_0 weights in packed 16-row panels, each packed once for up to
-    // PANEL_GROUP columns (same bits as the AVX2 tiles: exact block sums, one FMA per block)
-    if matches!(tile_kind, Some(Tile::Quant(qtile::QElem::Q4_0Repacked)))
-        && nr1 >= qtile::PANEL_COLS
-        && qtile::panel_available()
+    // AVX-512 VNNI: Q4_0 / IQ4_NL weights in packed 16-row panels, each packed once for up
+    // to PANEL_GROUP columns (same bits as the AVX2 tiles: exact block sums, one FMA per block)
+    if let Some(Tile::Quant(e @ (qtile::QElem::Q4_0Repacked | qtile::QElem::Iq4NlRepacked))) =
+        tile_kind
     {
-        q4_0_panels(p, &a, &d, k / 32, &b_row);
-        return;
+        if nr1 >= qtile::PANEL_COLS && qtile::panel_available() {
+            q4_panels(p, e, &a, &d, k / 32, &b_row);
+            return;
+        }
     }
 
     // one column streams the weight once: fetch rows ahead of the dot products (the hardware
@@ -422,12 +423,13 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
 /// in L2).
 const PANEL_GROUP: usize = 128;
 
-/// MUL_MAT of 2-D Q4_0 weights (rows % 8 == 0) times >= PANEL_COLS Q8_0 columns with the
-/// AVX-512 VNNI panel kernels. Work units are (16-row panel, column group), panel-major within
-/// a group, so a thread computes a group's column sums once; a last panel of 8 rows takes the
-/// 8-row column kernel (the same bits).
-fn q4_0_panels(
+/// MUL_MAT of 2-D Q4_0 or IQ4_NL weights (rows % 8 == 0; e their repacked kind) times >=
+/// PANEL_COLS Q8_0 columns with the AVX-512 VNNI panel kernels. Work units are (16-row panel,
+/// column group), panel-major within a group, so a thread computes a group's column sums
+/// once; a last panel of 8 rows takes the column kernels (the same bits).
+fn q4_panels(
     p: &mut Params,
+    e: qtile::QElem,
     a: &TRef,
     d: &TRef,
     nb: usize,
@@ -456,14 +458,14 @@ fn q4_0_panels(
         unsafe {
             if g != group {
                 for c in c0..c1 {
-                    qtile::q4_0_col_sums(nb, b_row(c).0, sums.add((c - c0) * col_bytes));
+                    qtile::col_sums(e, nb, b_row(c).0, sums.add((c - c0) * col_bytes));
                 }
                 group = g;
             }
             if r0 + PANEL_ROWS <= nr0 {
                 let ap: [*const u8; PANEL_ROWS] =
                     std::array::from_fn(|r| a.row_ptr(r0 + r, 0, 0) as *const u8);
-                qtile::pack_q4_0_panel(nb, &ap, panel);
+                qtile::pack_panel(e, nb, &ap, panel);
                 let mut c = c0;
                 while c < c1 {
                     // a short last pass repeats its last column, whose results are not stored
@@ -473,7 +475,7 @@ fn q4_0_panels(
                         sums.add((c + j.min(n - 1) - c0) * col_bytes) as *const u8
                     });
                     let mut out = [[0.0f32; PANEL_ROWS]; PANEL_COLS];
-                    qtile::q4_0_panel(nb, panel, &cols.map(|x| x.0), &sp, &mut out);
+                    qtile::panel_tile(nb, panel, &cols.map(|x| x.0), &sp, &mut out);
                     for (col, o) in cols.iter().zip(out.iter()).take(n) {
                         for (r, v) in o.iter().enumerate() {
                             (d.ptr(r0 + r, col.1, col.2, col.3) as *mut f32).write_unaligned(*v);
@@ -487,10 +489,20 @@ fn q4_0_panels(
                 debug_assert_eq!(nr0 - r0, CR);
                 let ap: [*const u8; CR] =
                     std::array::from_fn(|r| a.row_ptr(r0 + r, 0, 0) as *const u8);
+                const CR4: usize = qtile::COLUMN_ROWS;
                 for c in c0..c1 {
                     let col = b_row(c);
                     let mut out = [0.0f32; CR];
-                    qtile::column8_q4_0(nb, &ap, col.0, &mut out);
+                    if e == qtile::QElem::Q4_0Repacked {
+                        qtile::column8_q4_0(nb, &ap, col.0, &mut out);
+                    } else {
+                        for h in 0..CR / CR4 {
+                            let a4: [*const u8; CR4] = std::array::from_fn(|r| ap[h * CR4 + r]);
+                            let mut o4 = [0.0f32; CR4];
+                            qtile::column(e, nb, &a4, col.0, &mut o4);
+                            out[h * CR4..(h + 1) * CR4].copy_from_slice(&o4);
+                        }
+                    }
                     for (r, v) in out.iter().enumerate() {
                         (d.ptr(r0 + r, col.1, col.2, col.3) as *mut f32).write_unaligned(*v);
                     }
