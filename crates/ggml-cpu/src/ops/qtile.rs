@@ -11,7 +11,7 @@ use super::gemm::RM;
 #[cfg(test)]
 use super::gemm::RN;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum QElem {
     Q8_0,
     Q4_0,
@@ -142,6 +142,103 @@ pub(crate) unsafe fn column8_q4_0(
     {
         let _ = (nb, a, y, out);
         unreachable!("quantized tiles are x86-only");
+    }
+}
+
+/// Weight rows of one VNNI panel (one per i32 lane of a 512-bit register).
+pub(crate) const PANEL_ROWS: usize = 16;
+/// Activation columns one pass over a packed panel takes (one accumulator register each).
+pub(crate) const PANEL_COLS: usize = 8;
+/// Bytes of one block of a packed panel: eight vectors of 16 rows x 4 nibble bytes, then the
+/// 16 row scales as f32.
+pub(crate) const PANEL_BLOCK_BYTES: usize = 8 * 64 + 64;
+/// Bytes of one block of a column's sums: -bias * sum(y) as i32, then f32(dy).
+pub(crate) const COLSUM_BLOCK_BYTES: usize = 8;
+
+/// Whether the AVX-512 VNNI panel kernels (`pack_panel`, `col_sums`, `panel_tile`) run on
+/// this CPU.
+pub(crate) fn panel_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::simd::features::cpu().avx512_dot()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Packs 16 rows (nb blocks each) of `QElem::Q4_0Repacked` or `QElem::Iq4NlRepacked` for
+/// `panel_tile`: per block, vector j (0..8) holds in its i32 lane r unsigned bytes for row r's
+/// elements 4j..4j+4, so one vpdpbusd with four broadcast activation bytes adds four products
+/// into every row's sum at once. The bytes are the value plus a bias that makes it unsigned:
+/// Q4_0's nibble n is n - 8 + 8, IQ4_NL's kvalues_iq4nl[n] (-127..113) is stored + 128; the
+/// bias times sum(y) comes back out through `col_sums` (all exact in i32).
+///
+/// # Safety
+/// `panel_available()` holds; e is one of the two; each a[r] covers nb blocks of it; out has
+/// nb * `PANEL_BLOCK_BYTES` writable bytes.
+pub(crate) unsafe fn pack_panel(e: QElem, nb: usize, a: &[*const u8; PANEL_ROWS], out: *mut u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the caller's promise.
+        unsafe {
+            match e {
+                QElem::Q4_0Repacked => x86::pack_panel::<false>(nb, a, out),
+                QElem::Iq4NlRepacked => x86::pack_panel::<true>(nb, a, out),
+                _ => unreachable!("panels are for the repacked 4-bit types"),
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (e, nb, a, out);
+        unreachable!("panel kernels are x86-only");
+    }
+}
+
+/// Per block of one Q8_0 column: -bias * sum(y) (the bias of `pack_panel` for e: 8 or 128)
+/// and f32(dy), for `panel_tile`.
+///
+/// # Safety
+/// `panel_available()` holds; y covers nb Q8_0 blocks; out has nb * `COLSUM_BLOCK_BYTES`
+/// writable bytes.
+pub(crate) unsafe fn col_sums(e: QElem, nb: usize, y: *const u8, out: *mut u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bias = if e == QElem::Iq4NlRepacked { 128 } else { 8 };
+        // SAFETY: the caller's promise.
+        unsafe { x86::col_sums(bias, nb, y, out) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (e, nb, y, out);
+        unreachable!("panel kernels are x86-only");
+    }
+}
+
+/// out[c][r] = `repacked_dot(e, ..)` of the panel's row r and column b[c] (the same bits:
+/// exact integer block sums, then one FMA per block in block order).
+///
+/// # Safety
+/// `panel_available()` holds; panel is nb blocks from `pack_panel(e, ..)`; each b[c] covers
+/// nb Q8_0 blocks and sums[c] that column's nb blocks from `col_sums(e, ..)`.
+pub(crate) unsafe fn panel_tile(
+    nb: usize,
+    panel: *const u8,
+    b: &[*const u8; PANEL_COLS],
+    sums: &[*const u8; PANEL_COLS],
+    out: &mut [[f32; PANEL_ROWS]; PANEL_COLS],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the caller's promise.
+        unsafe { x86::panel_tile(nb, panel, b, sums, out) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (nb, panel, b, sums, out);
+        unreachable!("panel kernels are x86-only");
     }
 }
 
@@ -383,6 +480,111 @@ mod x86 {
         }
     }
 
+    /// # Safety
+    /// AVX-512 F/BW/VL and F16C; as for `super::pack_panel`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
+    pub unsafe fn pack_panel<const NL: bool>(nb: usize, a: &[*const u8; 16], out: *mut u8) {
+        let low = _mm512_set1_epi8(0x0F);
+        // IQ4_NL: kvalues_iq4nl + 128 (1..241, unsigned) in every 128-bit lane, for vpshufb
+        let kv: [u8; 16] =
+            std::array::from_fn(|i| (ggml::quants::KVALUES_IQ4NL[i] as i16 + 128) as u8);
+        let table = _mm512_broadcast_i32x4(_mm_loadu_si128(kv.as_ptr() as *const __m128i));
+        for ib in 0..nb {
+            let ld = |r: usize| _mm_loadu_si128(a[r].add(18 * ib + 2) as *const __m128i);
+            // av[k]'s 128-bit lane l holds row 4l + k's 16 quant bytes (4 dwords), so a 4x4
+            // dword transpose inside every lane leaves dword j of rows 0..16 in lane order
+            let av: [__m512i; 4] = std::array::from_fn(|k| {
+                let v = _mm512_castsi128_si512(ld(k));
+                let v = _mm512_inserti32x4::<1>(v, ld(4 + k));
+                let v = _mm512_inserti32x4::<2>(v, ld(8 + k));
+                _mm512_inserti32x4::<3>(v, ld(12 + k))
+            });
+            let t0 = _mm512_unpacklo_epi32(av[0], av[1]);
+            let t1 = _mm512_unpackhi_epi32(av[0], av[1]);
+            let t2 = _mm512_unpacklo_epi32(av[2], av[3]);
+            let t3 = _mm512_unpackhi_epi32(av[2], av[3]);
+            let d = [
+                _mm512_unpacklo_epi64(t0, t2),
+                _mm512_unpackhi_epi64(t0, t2),
+                _mm512_unpacklo_epi64(t1, t3),
+                _mm512_unpackhi_epi64(t1, t3),
+            ];
+            let o = out.add(ib * super::PANEL_BLOCK_BYTES);
+            // quant byte i holds element i (low nibble) and element i + 16 (high nibble): dword
+            // j's low nibbles meet y's dword j, its high nibbles y's dword j + 4
+            for (j, dj) in d.iter().enumerate() {
+                let mut lo = _mm512_and_si512(*dj, low);
+                let mut hi = _mm512_and_si512(_mm512_srli_epi16(*dj, 4), low);
+                if NL {
+                    lo = _mm512_shuffle_epi8(table, lo);
+                    hi = _mm512_shuffle_epi8(table, hi);
+                }
+                _mm512_storeu_si512(o.add(64 * j) as *mut __m512i, lo);
+                _mm512_storeu_si512(o.add(64 * (j + 4)) as *mut __m512i, hi);
+            }
+            let h: [u16; 16] =
+                std::array::from_fn(|r| (a[r].add(18 * ib) as *const u16).read_unaligned());
+            // (f16 to f32 is exact: the same values the scalar conversion gives)
+            let dx = _mm512_cvtph_ps(_mm256_loadu_si256(h.as_ptr() as *const __m256i));
+            _mm512_storeu_ps(o.add(8 * 64) as *mut f32, dx);
+        }
+    }
+
+    /// # Safety
+    /// AVX-512 VL/VNNI and AVX2; as for `super::col_sums`; bias is 8 or 128.
+    #[target_feature(enable = "avx512f,avx512vl,avx512vnni,avx2,f16c")]
+    pub unsafe fn col_sums(bias: u8, nb: usize, y: *const u8, out: *mut u8) {
+        let bias = _mm256_set1_epi8(bias as i8);
+        for ib in 0..nb {
+            let yb = y.add(34 * ib);
+            // bias * y summed in fours (u8 bias times s8 y: exact, no saturation), then across
+            let s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), bias, load_q8(yb.add(2)));
+            let t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            let t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0b01_00_11_10));
+            let t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0b10_11_00_01));
+            let o = out.add(ib * super::COLSUM_BLOCK_BYTES);
+            (o as *mut i32).write_unaligned(-_mm_cvtsi128_si32(t));
+            (o.add(4) as *mut f32).write_unaligned(scale(yb));
+        }
+    }
+
+    /// # Safety
+    /// AVX-512 F/BW/VL/VNNI; as for `super::panel_tile`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+    pub unsafe fn panel_tile(
+        nb: usize,
+        panel: *const u8,
+        b: &[*const u8; 8],
+        sums: &[*const u8; 8],
+        out: &mut [[f32; 16]; 8],
+    ) {
+        let mut acc = [_mm512_setzero_ps(); 8];
+        for ib in 0..nb {
+            let p = panel.add(ib * super::PANEL_BLOCK_BYTES);
+            let w: [__m512i; 8] =
+                std::array::from_fn(|j| _mm512_loadu_si512(p.add(64 * j) as *const __m512i));
+            let dx = _mm512_loadu_ps(p.add(8 * 64) as *const f32);
+            for c in 0..8 {
+                let sb = sums[c].add(ib * super::COLSUM_BLOCK_BYTES);
+                let yq = b[c].add(34 * ib + 2);
+                // every row's exact block sum: start from -bias * sum(y), add (value + bias) * y
+                // in fours
+                let mut s = _mm512_set1_epi32((sb as *const i32).read_unaligned());
+                for (j, wj) in w.iter().enumerate() {
+                    let y4 = (yq.add(4 * j) as *const i32).read_unaligned();
+                    s = _mm512_dpbusd_epi32(s, *wj, _mm512_set1_epi32(y4));
+                }
+                // f32(dx) * f32(dy) rounded, then one fused step per block: the repacked order
+                let dy = (sb.add(4) as *const f32).read_unaligned();
+                let d = _mm512_mul_ps(dx, _mm512_set1_ps(dy));
+                acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, acc[c]);
+            }
+        }
+        for (o, v) in out.iter_mut().zip(acc.iter()) {
+            _mm512_storeu_ps(o.as_mut_ptr(), *v);
+        }
+    }
+
     qtile!(q8_0, "avx2,fma,f16c", 34, 2, load_q8, dot_i8);
     qtile!(
         q8_0_vnni,
@@ -484,6 +686,97 @@ mod tests {
                     // SAFETY: as above.
                     let one = unsafe { repacked_dot(elem, nb, rows[r].as_ptr(), cols[c].as_ptr()) };
                     assert_eq!(one.to_bits(), want.to_bits(), "{ty} gemv row {r} col {c}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn vnni_panels_equal_the_repacked_order() {
+        if !available() || !panel_available() {
+            return;
+        }
+        // random raw blocks (every nibble, y -127..127, scales of both signs), several
+        // block counts; each cell against the scalar order and the AVX2 repacked gemv
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let half = |p: &[u8]| crate::fp::f16_to_f32(u16::from_le_bytes([p[0], p[1]]));
+        fn nl(q: u8) -> i32 {
+            ggml::quants::KVALUES_IQ4NL[q as usize] as i32
+        }
+        fn q4(q: u8) -> i32 {
+            q as i32 - 8
+        }
+        type Value = fn(u8) -> i32;
+        let kinds: [(QElem, Value); 2] = [(QElem::Q4_0Repacked, q4), (QElem::Iq4NlRepacked, nl)];
+        for (elem, nb) in kinds
+            .iter()
+            .flat_map(|k| [1usize, 2, 7, 64].map(|nb| (*k, nb)))
+        {
+            let (elem, value) = elem;
+            let mut block = |size: usize| -> Vec<u8> {
+                let mut v: Vec<u8> = (0..size * nb).map(|_| next() as u8).collect();
+                if size == 34 {
+                    // Q8_0 quants are -127..127 (the AVX2 IQ4_NL gemv's sign trick wraps -128)
+                    v.iter_mut().filter(|q| **q == 0x80).for_each(|q| *q = 0x81);
+                }
+                for ib in 0..nb {
+                    let d = ((next() % 2001) as f32 - 1000.0) / 3000.0;
+                    let h = crate::fp::f32_to_f16(d).to_le_bytes();
+                    v[size * ib..size * ib + 2].copy_from_slice(&h);
+                }
+                v
+            };
+            let rows: Vec<Vec<u8>> = (0..PANEL_ROWS).map(|_| block(18)).collect();
+            let cols: Vec<Vec<u8>> = (0..PANEL_COLS).map(|_| block(34)).collect();
+            let reference = |x: &[u8], y: &[u8]| -> f32 {
+                let mut acc = 0.0f32;
+                for ib in 0..nb {
+                    let (xb, yb) = (&x[18 * ib..18 * ib + 18], &y[34 * ib..34 * ib + 34]);
+                    let mut isum = 0i32;
+                    for j in 0..16 {
+                        let (lo, hi) = (value(xb[2 + j] & 0x0F), value(xb[2 + j] >> 4));
+                        isum += lo * yb[2 + j] as i8 as i32 + hi * yb[18 + j] as i8 as i32;
+                    }
+                    acc = (isum as f32).mul_add(half(xb) * half(yb), acc);
+                }
+                acc
+            };
+            let a: [*const u8; PANEL_ROWS] = std::array::from_fn(|r| rows[r].as_ptr());
+            let b: [*const u8; PANEL_COLS] = std::array::from_fn(|c| cols[c].as_ptr());
+            let mut panel = vec![0u8; nb * PANEL_BLOCK_BYTES];
+            let mut sums = vec![vec![0u8; nb * COLSUM_BLOCK_BYTES]; PANEL_COLS];
+            let mut out = [[0.0f32; PANEL_ROWS]; PANEL_COLS];
+            // SAFETY: panel_available() holds; every pointer covers nb blocks and every
+            // buffer the bytes its kernel writes.
+            unsafe {
+                pack_panel(elem, nb, &a, panel.as_mut_ptr());
+                for (c, s) in sums.iter_mut().enumerate() {
+                    col_sums(elem, nb, b[c], s.as_mut_ptr());
+                }
+                let sp: [*const u8; PANEL_COLS] = std::array::from_fn(|c| sums[c].as_ptr());
+                panel_tile(nb, panel.as_ptr(), &b, &sp, &mut out);
+            }
+            for r in 0..PANEL_ROWS {
+                for c in 0..PANEL_COLS {
+                    let want = reference(&rows[r], &cols[c]);
+                    assert_eq!(
+                        out[c][r].to_bits(),
+                        want.to_bits(),
+                        "{elem:?} nb {nb} row {r} col {c}"
+                    );
+                    // SAFETY: available() holds and both pointers cover nb blocks.
+                    let gemv = unsafe { repacked_dot(elem, nb, a[r], b[c]) };
+                    assert_eq!(
+                        gemv.to_bits(),
+                        want.to_bits(),
+                        "{elem:?} nb {nb} gemv row {r} col {c}"
+                    );
                 }
             }
         }
