@@ -698,6 +698,34 @@ mod tests {
     }
 
     #[test]
+    fn q4_k_gemv8_equals_the_repacked_gemv_order_bit_for_bit() {
+        if !crate::dot::x86_k512::available() {
+            eprintln!("skipped: no AVX-512 VNNI");
+            return;
+        }
+        let plan = Plan {
+            ty: Type::Q4K,
+            repack: true,
+        };
+        for (k, seed) in [(256, 1), (256 * 11, 5)] {
+            let nb = k / 256;
+            let rows = quant_rows(Type::Q4K, k, 8, seed);
+            let col = &quant_rows(Type::Q8K, k, 1, seed + 7)[0];
+            let a: [*const u8; 8] = std::array::from_fn(|r| rows[r].as_ptr());
+            let mut out = [0.0f32; 8];
+            // SAFETY: available() holds; every row covers nb blocks, col nb Q8_K blocks.
+            unsafe { crate::dot::x86_k512::q4_k_gemv8(nb, &a, col.as_ptr(), &mut out) };
+            for r in 0..8 {
+                let want = dot_ref(Type::Q4K, Order::RepackGemv, nb, &rows[r], col);
+                assert_eq!(out[r].to_bits(), want.to_bits(), "row {r} k {k}");
+                // SAFETY: as above.
+                let one = unsafe { dot(plan, Order::RepackGemv, nb, a[r], col.as_ptr()) };
+                assert_eq!(out[r].to_bits(), one.to_bits(), "row {r} k {k} (dot)");
+            }
+        }
+    }
+
+    #[test]
     fn reference_sums_equal_the_dequantized_product() {
         // S and M scaled by the block scales give the float dot product of the dequantized
         // rows (up to rounding): checks the code, scale and min layouts of each type
