@@ -375,3 +375,148 @@ pub(crate) unsafe fn q4_k_gemm4<const C: usize>(
         }
     }
 }
+
+/// Four registers of 16 dwords: o[j] 128-bit lane L = dword 4L + j of v[0], v[1], v[2], v[3].
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn dword_transpose(v: &[__m512i; 4]) -> [__m512i; 4] {
+    let a0 = _mm512_unpacklo_epi32(v[0], v[1]);
+    let a1 = _mm512_unpackhi_epi32(v[0], v[1]);
+    let a2 = _mm512_unpacklo_epi32(v[2], v[3]);
+    let a3 = _mm512_unpackhi_epi32(v[2], v[3]);
+    [
+        _mm512_unpacklo_epi64(a0, a2),
+        _mm512_unpackhi_epi64(a0, a2),
+        _mm512_unpacklo_epi64(a1, a3),
+        _mm512_unpackhi_epi64(a1, a3),
+    ]
+}
+
+/// Four Q6_K rows times C Q8_K columns in the order of the tiled K-quant path: per block
+/// r = f32(S) * dx, acc = fma(r, dy, acc); out[r * C + c] is bit for bit `ktile::tile` with
+/// `Order::Tiled` in every column. The rows are interleaved once per block as in
+/// `q4_k_gemm4` (lane 4r + p: row r's values 64p.., register j: their dword j), so each
+/// maddubs + vpdpwssd adds 16 x 4 codes times their 16-value scale into their own lane.
+///
+/// # Safety
+/// `available()`; each a[r] points at `nb` Q6_K blocks, each b[c] at nb Q8_K blocks; out
+/// holds 4 * C floats.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn q6_k_gemm4<const C: usize>(
+    nb: usize,
+    a: &[*const u8; 4],
+    b: &[*const u8; C],
+    out: &mut [f32],
+) {
+    let m4 = _mm512_set1_epi8(0x0F);
+    let m3 = _mm512_set1_epi8(0x03);
+    // lanes 0, 4, 8, 12 (one per row) to lanes 0-3
+    let gather: [i32; 16] = std::array::from_fn(|l| (4 * (l % 4)) as i32);
+    // SAFETY: gather holds 16 i32.
+    let gather = unsafe { _mm512_loadu_si512(gather.as_ptr() as *const __m512i) };
+    // the Q8_K's 16 activation sums: dwords 0, 2, 4, 6 (sums 4p, 4p + 1) then 1, 3, 5, 7
+    let evens_odds = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    let mut acc = [_mm_setzero_ps(); C];
+    for ib in 0..nb {
+        // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
+        // every offset below stays inside its 210- or 292-byte block.
+        unsafe {
+            let mut t = [[_mm512_setzero_si512(); 4]; 4];
+            // scale words: sw[q] lane 4r + p = sc[r][4p + q] twice; sp[h] lane 4r + p = the
+            // pair sc[r][4p + 2h], sc[r][4p + 2h + 1]
+            let mut sw = [[0i16; 32]; 4];
+            let mut sp = [[0i16; 32]; 2];
+            let mut dx = [0.0f32; 4];
+            for r in 0..4 {
+                let bx = a[r].add(210 * ib);
+                dx[r] = super::x86::h2f_f16c(bx.add(208));
+                for p in 0..4 {
+                    for q in 0..4 {
+                        let s = *bx.add(192 + 4 * p + q) as i8 as i16;
+                        sw[q][2 * (4 * r + p)] = s;
+                        sw[q][2 * (4 * r + p) + 1] = s;
+                        sp[q / 2][2 * (4 * r + p) + q % 2] = s;
+                    }
+                }
+                let mut parts = [_mm512_setzero_si512(); 4];
+                for g in 0..2 {
+                    let ql = _mm512_loadu_si512(bx.add(64 * g) as *const __m512i);
+                    let qh = _mm256_loadu_si256(bx.add(128 + 32 * g) as *const __m256i);
+                    let qh01 = _mm512_inserti64x4::<1>(
+                        _mm512_castsi256_si512(qh),
+                        _mm256_srli_epi16::<2>(qh),
+                    );
+                    let qh23 = _mm512_srli_epi16::<4>(qh01);
+                    parts[2 * g] = _mm512_or_si512(
+                        _mm512_and_si512(ql, m4),
+                        _mm512_slli_epi16::<4>(_mm512_and_si512(qh01, m3)),
+                    );
+                    parts[2 * g + 1] = _mm512_or_si512(
+                        _mm512_and_si512(_mm512_srli_epi16::<4>(ql), m4),
+                        _mm512_slli_epi16::<4>(_mm512_and_si512(qh23, m3)),
+                    );
+                }
+                // t[r][jj] lane L: dword 4L + jj of row r's four parts
+                t[r] = dword_transpose(&parts);
+            }
+            // w[4L + jj] 128-bit lane r = t[r][jj] lane L
+            let mut w = [_mm512_setzero_si512(); 16];
+            for jj in 0..4 {
+                let t0 = _mm512_shuffle_i64x2::<0x44>(t[0][jj], t[1][jj]);
+                let t1 = _mm512_shuffle_i64x2::<0xEE>(t[0][jj], t[1][jj]);
+                let t2 = _mm512_shuffle_i64x2::<0x44>(t[2][jj], t[3][jj]);
+                let t3 = _mm512_shuffle_i64x2::<0xEE>(t[2][jj], t[3][jj]);
+                w[jj] = _mm512_shuffle_i64x2::<0x88>(t0, t2);
+                w[4 + jj] = _mm512_shuffle_i64x2::<0xDD>(t0, t2);
+                w[8 + jj] = _mm512_shuffle_i64x2::<0x88>(t1, t3);
+                w[12 + jj] = _mm512_shuffle_i64x2::<0xDD>(t1, t3);
+            }
+            let swv: [__m512i; 4] =
+                std::array::from_fn(|q| _mm512_loadu_si512(sw[q].as_ptr() as *const __m512i));
+            let spv: [__m512i; 2] =
+                std::array::from_fn(|h| _mm512_loadu_si512(sp[h].as_ptr() as *const __m512i));
+            let dxv = _mm_loadu_ps(dx.as_ptr());
+            for c in 0..C {
+                let by = b[c].add(292 * ib);
+                let dy = _mm_set1_ps((by as *const f32).read_unaligned());
+                let yv: [__m512i; 4] = std::array::from_fn(|p| {
+                    _mm512_loadu_si512(by.add(4 + 64 * p) as *const __m512i)
+                });
+                let o = dword_transpose(&yv);
+                let mut s = _mm512_setzero_si512();
+                for j in 0..16 {
+                    // (u6 x i8 pair sums fit i16: 2 * 63 * 127)
+                    let pr = _mm512_maddubs_epi16(w[j], lane_bcast(o[j % 4], j / 4));
+                    s = _mm512_dpwssd_epi32(s, pr, swv[j / 4]);
+                }
+                // the codes are stored +32: 32 x (scale x activation sum) per 16 values off
+                let bs = _mm256_permutevar8x32_epi32(
+                    _mm256_loadu_si256(by.add(260) as *const __m256i),
+                    evens_odds,
+                );
+                let bias = _mm512_add_epi32(
+                    _mm512_madd_epi16(spv[0], _mm512_broadcast_i32x4(_mm256_castsi256_si128(bs))),
+                    _mm512_madd_epi16(
+                        spv[1],
+                        _mm512_broadcast_i32x4(_mm256_extracti128_si256::<1>(bs)),
+                    ),
+                );
+                let s = _mm512_sub_epi32(s, _mm512_slli_epi32::<5>(bias));
+                // each row's four parts summed
+                let s = _mm512_add_epi32(s, _mm512_shuffle_epi32::<0x4E>(s));
+                let s = _mm512_add_epi32(s, _mm512_shuffle_epi32::<0xB1>(s));
+                let st =
+                    _mm_cvtepi32_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(gather, s)));
+                acc[c] = _mm_fmadd_ps(_mm_mul_ps(st, dxv), dy, acc[c]);
+            }
+        }
+    }
+    for c in 0..C {
+        let mut v = [0.0f32; 4];
+        // SAFETY: v holds 4 floats.
+        unsafe { _mm_storeu_ps(v.as_mut_ptr(), _mm_sub_ps(acc[c], _mm_setzero_ps())) };
+        for r in 0..4 {
+            out[r * C + c] = v[r];
+        }
+    }
+}

@@ -402,6 +402,27 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                 ir0 += CR;
                             }
                         }
+                        // K-quant columns left over from the wide tiles: four rows per pass
+                        // through the one-column tile (each cell in its column's order, as
+                        // ktile::dot row by row)
+                        if let Some(kp) = kplan {
+                            let order = [kp.order(i11, b.ne[1])];
+                            while ir0 + gemm::RM <= e0 {
+                                if prefetch_rows > 0 && ir0 + prefetch_rows + gemm::RM <= nr0 {
+                                    for r in 0..gemm::RM {
+                                        let pr = a.row_ptr(ir0 + prefetch_rows + r, i02, i03);
+                                        prefetch(pr, arow);
+                                    }
+                                }
+                                let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
+                                    a.row_ptr(ir0 + r, i02, i03) as *const u8
+                                });
+                                let mut out = [0.0f32; gemm::RM];
+                                ktile::tile::<1>(kp, k / 256, &ap, &[bp], &order, &mut out);
+                                tmp[ir0 - iir0..ir0 - iir0 + gemm::RM].copy_from_slice(&out);
+                                ir0 += gemm::RM;
+                            }
+                        }
                         for ir0 in ir0..e0 {
                             let x = std::slice::from_raw_parts(a.row_ptr(ir0, i02, i03), arow);
                             if prefetch_rows > 0 && ir0 + prefetch_rows < nr0 {
