@@ -460,6 +460,10 @@ pub(crate) fn rows4_kernel(ty: Type) -> Option<(Rows4Fn, usize)> {
     match ty {
         Type::Q4_1 => Some((q4_1_rows4_k2 as Rows4Fn, 32)),
         Type::Q5_1 => Some((q5_1_rows4_k2 as Rows4Fn, 32)),
+        // (the AVX2 dot product's bits, so also what an AVX2-only CPU would give)
+        Type::Q6K if super::x86_k512::available() => {
+            Some((super::x86_k512::q6_k_rows4 as Rows4Fn, 256))
+        }
         _ => None,
     }
 }

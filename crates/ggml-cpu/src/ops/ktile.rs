@@ -312,6 +312,25 @@ pub(crate) unsafe fn tile<const C: usize>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        // Q4_K columns all in the gemm's order: the AVX-512 VNNI kernel (same bits)
+        if plan.ty == Type::Q4K
+            && orders.iter().all(|o| *o == Order::RepackGemm)
+            && crate::dot::x86_k512::available()
+        {
+            // SAFETY: available() checked the CPU features; the caller vouches for the
+            // pointers and out's length.
+            unsafe { crate::dot::x86_k512::q4_k_gemm4::<C>(nb, a, b, out) };
+            return;
+        }
+        // Q6_K columns all in the tiled order likewise
+        if plan.ty == Type::Q6K
+            && orders.iter().all(|o| *o == Order::Tiled)
+            && crate::dot::x86_k512::available()
+        {
+            // SAFETY: as above.
+            unsafe { crate::dot::x86_k512::q6_k_gemm4::<C>(nb, a, b, out) };
+            return;
+        }
         // SAFETY: plan() checked the CPU features; the caller vouches for the pointers.
         unsafe { x86::run::<RM, C>(plan.ty, nb, a, b, orders, out) }
     }
@@ -692,6 +711,100 @@ mod tests {
                         let one = unsafe { dot(plan, orders[c], nb, a[r], b[c]) };
                         assert_eq!(one.to_bits(), want.to_bits(), "{ty} dot {r} {c}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn q4_k_gemv8_equals_the_repacked_gemv_order_bit_for_bit() {
+        if !crate::dot::x86_k512::available() {
+            eprintln!("skipped: no AVX-512 VNNI");
+            return;
+        }
+        let plan = Plan {
+            ty: Type::Q4K,
+            repack: true,
+        };
+        for (k, seed) in [(256, 1), (256 * 11, 5)] {
+            let nb = k / 256;
+            let rows = quant_rows(Type::Q4K, k, 8, seed);
+            let col = &quant_rows(Type::Q8K, k, 1, seed + 7)[0];
+            let a: [*const u8; 8] = std::array::from_fn(|r| rows[r].as_ptr());
+            let mut out = [0.0f32; 8];
+            // SAFETY: available() holds; every row covers nb blocks, col nb Q8_K blocks.
+            unsafe { crate::dot::x86_k512::q4_k_gemv8(nb, &a, col.as_ptr(), &mut out) };
+            for r in 0..8 {
+                let want = dot_ref(Type::Q4K, Order::RepackGemv, nb, &rows[r], col);
+                assert_eq!(out[r].to_bits(), want.to_bits(), "row {r} k {k}");
+                // SAFETY: as above.
+                let one = unsafe { dot(plan, Order::RepackGemv, nb, a[r], col.as_ptr()) };
+                assert_eq!(out[r].to_bits(), one.to_bits(), "row {r} k {k} (dot)");
+            }
+        }
+    }
+
+    #[test]
+    fn q4_k_gemm4_equals_the_repacked_gemm_order_bit_for_bit() {
+        if !crate::dot::x86_k512::available() {
+            eprintln!("skipped: no AVX-512 VNNI");
+            return;
+        }
+        const C: usize = 6;
+        for (k, seed) in [(256, 2), (256 * 9, 4)] {
+            let nb = k / 256;
+            let rows = quant_rows(Type::Q4K, k, RM, seed);
+            let cols = quant_rows(Type::Q8K, k, C, seed + 11);
+            let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
+            let b: [*const u8; C] = std::array::from_fn(|c| cols[c].as_ptr());
+            let mut out = [0.0f32; RM * C];
+            // SAFETY: available() holds; pointers cover nb blocks; out holds RM * C floats.
+            unsafe { crate::dot::x86_k512::q4_k_gemm4::<C>(nb, &a, &b, &mut out) };
+            let mut old = [0.0f32; RM * C];
+            // SAFETY: as above (AVX2 and FMA come with AVX-512 here).
+            unsafe { x86::run::<RM, C>(Type::Q4K, nb, &a, &b, &[Order::RepackGemm; C], &mut old) };
+            for r in 0..RM {
+                for c in 0..C {
+                    let want = dot_ref(Type::Q4K, Order::RepackGemm, nb, &rows[r], &cols[c]);
+                    assert_eq!(out[r * C + c].to_bits(), want.to_bits(), "{r} {c} k {k}");
+                    assert_eq!(
+                        out[r * C + c].to_bits(),
+                        old[r * C + c].to_bits(),
+                        "{r} {c}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn q6_k_gemm4_equals_the_tiled_order_bit_for_bit() {
+        if !crate::dot::x86_k512::available() {
+            eprintln!("skipped: no AVX-512 VNNI");
+            return;
+        }
+        const C: usize = 6;
+        for (k, seed) in [(256, 3), (256 * 9, 6)] {
+            let nb = k / 256;
+            let rows = quant_rows(Type::Q6K, k, RM, seed);
+            let cols = quant_rows(Type::Q8K, k, C, seed + 13);
+            let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
+            let b: [*const u8; C] = std::array::from_fn(|c| cols[c].as_ptr());
+            let mut out = [0.0f32; RM * C];
+            // SAFETY: available() holds; pointers cover nb blocks; out holds RM * C floats.
+            unsafe { crate::dot::x86_k512::q6_k_gemm4::<C>(nb, &a, &b, &mut out) };
+            let mut old = [0.0f32; RM * C];
+            // SAFETY: as above (AVX2 and FMA come with AVX-512 here).
+            unsafe { x86::run::<RM, C>(Type::Q6K, nb, &a, &b, &[Order::Tiled; C], &mut old) };
+            for r in 0..RM {
+                for c in 0..C {
+                    let want = dot_ref(Type::Q6K, Order::Tiled, nb, &rows[r], &cols[c]);
+                    assert_eq!(out[r * C + c].to_bits(), want.to_bits(), "{r} {c} k {k}");
+                    assert_eq!(
+                        out[r * C + c].to_bits(),
+                        old[r * C + c].to_bits(),
+                        "{r} {c}"
+                    );
                 }
             }
         }

@@ -388,6 +388,52 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                             tmp[ir0 - iir0..ir0 - iir0 + gemm::RM].copy_from_slice(&out);
                             ir0 += gemm::RM;
                         }
+                        // Q4_K weights in the repacked gemv's order (one column, AVX-512
+                        // VNNI): eight rows per pass share the column's loads
+                        #[cfg(target_arch = "x86_64")]
+                        if kplan.is_some_and(|kp| {
+                            kp.ty == Type::Q4K
+                                && kp.order(i11, b.ne[1]) == ktile::Order::RepackGemv
+                                && crate::dot::x86_k512::available()
+                        }) {
+                            const CR: usize = 8;
+                            while ir0 + CR <= e0 {
+                                if prefetch_rows > 0 && ir0 + prefetch_rows + CR <= nr0 {
+                                    for r in 0..CR {
+                                        let pr = a.row_ptr(ir0 + prefetch_rows + r, i02, i03);
+                                        prefetch(pr, arow);
+                                    }
+                                }
+                                let ap: [*const u8; CR] = std::array::from_fn(|r| {
+                                    a.row_ptr(ir0 + r, i02, i03) as *const u8
+                                });
+                                let mut out = [0.0f32; CR];
+                                crate::dot::x86_k512::q4_k_gemv8(k / 256, &ap, bp, &mut out);
+                                tmp[ir0 - iir0..ir0 - iir0 + CR].copy_from_slice(&out);
+                                ir0 += CR;
+                            }
+                        }
+                        // K-quant columns left over from the wide tiles: four rows per pass
+                        // through the one-column tile (each cell in its column's order, as
+                        // ktile::dot row by row)
+                        if let Some(kp) = kplan {
+                            let order = [kp.order(i11, b.ne[1])];
+                            while ir0 + gemm::RM <= e0 {
+                                if prefetch_rows > 0 && ir0 + prefetch_rows + gemm::RM <= nr0 {
+                                    for r in 0..gemm::RM {
+                                        let pr = a.row_ptr(ir0 + prefetch_rows + r, i02, i03);
+                                        prefetch(pr, arow);
+                                    }
+                                }
+                                let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
+                                    a.row_ptr(ir0 + r, i02, i03) as *const u8
+                                });
+                                let mut out = [0.0f32; gemm::RM];
+                                ktile::tile::<1>(kp, k / 256, &ap, &[bp], &order, &mut out);
+                                tmp[ir0 - iir0..ir0 - iir0 + gemm::RM].copy_from_slice(&out);
+                                ir0 += gemm::RM;
+                            }
+                        }
                         for ir0 in ir0..e0 {
                             let x = std::slice::from_raw_parts(a.row_ptr(ir0, i02, i03), arow);
                             if prefetch_rows > 0 && ir0 + prefetch_rows < nr0 {

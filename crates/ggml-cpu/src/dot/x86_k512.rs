@@ -1,0 +1,522 @@
+//! AVX-512 VNNI kernels for the one-column K-quant products (token generation): several
+//! weight rows per pass share the activation loads, and 64-byte registers with maddubs +
+//! vpdpwssd (codes x activations, then x subblock scale, accumulated in one instruction)
+//! replace the 32-byte dpbusd + mullo sequence. Only the exact integer parts are computed
+//! differently; every float step is the one of the kernel the results must match:
+//!
+//! - `q4_k_gemv8`: llama.cpp's repacked q4_K_8x8 gemv (`ktile::Order::RepackGemv`), per row
+//!   acc = fma(f32(S), dx * dy, acc) and acc_min = fma(f32(M), dmin * dy, acc_min) per block.
+//! - `q6_k_rows4`: ggml's AVX2 q6_K dot product (what `x86::q6_k_k512` computes): 8 lanes of
+//!   integer sums per block, each lane fused times d into a float lane, lanes summed last.
+
+use super::x86::hsum_ps;
+use std::arch::x86_64::*;
+
+/// Whether this CPU runs the kernels below (the AVX-512 dot-product set).
+pub(crate) fn available() -> bool {
+    crate::simd::features::cpu().avx512_dot()
+}
+
+/// A Q8_K block's i8 values `o..o + 32` and `o2..o2 + 32` as one register.
+///
+/// # Safety
+/// AVX-512F; both ranges readable.
+#[inline]
+#[target_feature(enable = "avx512f,avx2")]
+unsafe fn load2x32(p: *const u8, o: usize, o2: usize) -> __m512i {
+    // SAFETY: guaranteed by the caller.
+    unsafe {
+        let a = _mm256_loadu_si256(p.add(o) as *const __m256i);
+        let b = _mm256_loadu_si256(p.add(o2) as *const __m256i);
+        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(a), b)
+    }
+}
+
+/// Q4_K's 8 scales and 8 mins from its 12 packed bytes (ggml's utmp unpacking).
+#[inline(always)]
+fn k4_unpack(sc: &[u8; 12]) -> (u64, u64) {
+    let u = |i: usize| u32::from_le_bytes([sc[4 * i], sc[4 * i + 1], sc[4 * i + 2], sc[4 * i + 3]]);
+    let (u0, u1, u2) = (u(0), u(1), u(2));
+    const M1: u32 = 0x3f3f_3f3f;
+    const M2: u32 = 0x0f0f_0f0f;
+    const M3: u32 = 0x0303_0303;
+    let s0 = u0 & M1;
+    let s1 = (u2 & M2) | (((u0 >> 6) & M3) << 4);
+    let m0 = u1 & M1;
+    let m1 = ((u2 >> 4) & M2) | (((u1 >> 6) & M3) << 4);
+    (s0 as u64 | (s1 as u64) << 32, m0 as u64 | (m1 as u64) << 32)
+}
+
+/// Eight rows' 8-lane integer vectors reduced to one vector of their totals (lane r: row r).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn totals8(t: &[__m256i; 8]) -> __m256i {
+    let a = _mm256_hadd_epi32(_mm256_hadd_epi32(t[0], t[1]), _mm256_hadd_epi32(t[2], t[3]));
+    let b = _mm256_hadd_epi32(_mm256_hadd_epi32(t[4], t[5]), _mm256_hadd_epi32(t[6], t[7]));
+    // a holds rows 0-3 in each 128-bit half, b rows 4-7: add the halves
+    _mm256_add_epi32(
+        _mm256_permute2x128_si256::<0x20>(a, b),
+        _mm256_permute2x128_si256::<0x31>(a, b),
+    )
+}
+
+/// Eight Q4_K rows times one Q8_K column in the order of llama.cpp's q4_K_8x8 gemv: out[r]
+/// is bit for bit `ktile::dot(.., Order::RepackGemv, ..)` of row x[r].
+///
+/// # Safety
+/// `available()`; each x[r] points at `nb` Q4_K blocks (144 bytes), `y` at nb Q8_K blocks.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn q4_k_gemv8(nb: usize, x: &[*const u8; 8], y: *const u8, out: &mut [f32; 8]) {
+    let m4 = _mm512_set1_epi8(0x0F);
+    // A 64-byte load of codes holds two 32-byte groups; its low nibbles are subblocks
+    // (4h, 4h + 2), its high nibbles (4h + 1, 4h + 3). Register v = 2h + n (n: 0 low, 1 high)
+    // takes scale word 4h + n in its lower 256 bits and 4h + n + 2 in its upper 256 bits:
+    // vpshufb picks that word in each 128-bit lane of the broadcast scales.
+    let pick = |a: i8, b: i8| {
+        let (a0, a1, b0, b1) = (2 * a, 2 * a + 1, 2 * b, 2 * b + 1);
+        _mm512_set_epi8(
+            b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, //
+            b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, b1, b0, //
+            a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, //
+            a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0, a1, a0,
+        )
+    };
+    let sel = [pick(0, 2), pick(1, 3), pick(4, 6), pick(5, 7)];
+    let mut acc = _mm256_setzero_ps();
+    let mut acc_min = _mm256_setzero_ps();
+    for ib in 0..nb {
+        // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
+        // every offset below stays inside its 144- or 292-byte block.
+        unsafe {
+            let by = y.add(292 * ib);
+            let dy = _mm256_set1_ps((by as *const f32).read_unaligned());
+            // the activations of register v: subblocks 4h + n and 4h + n + 2
+            let yv: [__m512i; 4] = std::array::from_fn(|v| {
+                let j = 4 * (v / 2) + v % 2;
+                load2x32(by, 4 + 32 * j, 4 + 32 * (j + 2))
+            });
+            let bs = _mm256_loadu_si256(by.add(260) as *const __m256i);
+            // activation sums per 32 values (subblock order)
+            let bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            let mut s = [_mm256_setzero_si256(); 8];
+            let mut m = [_mm_setzero_si128(); 4];
+            let mut dx = [0u16; 8];
+            let mut dmin = [0u16; 8];
+            let mut mins4 = [_mm_setzero_si128(); 8];
+            for r in 0..8 {
+                let bx = x[r].add(144 * ib);
+                dx[r] = (bx as *const u16).read_unaligned();
+                dmin[r] = (bx.add(2) as *const u16).read_unaligned();
+                let (sc, mn) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
+                let sc = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(sc as i64)));
+                let mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(mn as i64));
+                // lane l: mins 2l, 2l + 1 times their activation sums
+                mins4[r] = _mm_madd_epi16(mn, bs32);
+                let mut a = _mm512_setzero_si512();
+                for h in 0..2 {
+                    let q = _mm512_loadu_si512(bx.add(16 + 64 * h) as *const __m512i);
+                    let lo = _mm512_and_si512(q, m4);
+                    let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(q), m4);
+                    // (u4 x i8 pair sums fit i16: 2 * 15 * 127)
+                    let plo = _mm512_maddubs_epi16(lo, yv[2 * h]);
+                    let phi = _mm512_maddubs_epi16(hi, yv[2 * h + 1]);
+                    a = _mm512_dpwssd_epi32(a, plo, _mm512_shuffle_epi8(sc, sel[2 * h]));
+                    a = _mm512_dpwssd_epi32(a, phi, _mm512_shuffle_epi8(sc, sel[2 * h + 1]));
+                }
+                s[r] =
+                    _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64::<1>(a));
+            }
+            for (q, mq) in m.iter_mut().enumerate() {
+                *mq = _mm_hadd_epi32(mins4[2 * q], mins4[2 * q + 1]);
+            }
+            let st = totals8(&s);
+            let mt = _mm256_set_m128i(_mm_hadd_epi32(m[2], m[3]), _mm_hadd_epi32(m[0], m[1]));
+            let dxv = _mm256_cvtph_ps(_mm_loadu_si128(dx.as_ptr() as *const __m128i));
+            let dmv = _mm256_cvtph_ps(_mm_loadu_si128(dmin.as_ptr() as *const __m128i));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(st), _mm256_mul_ps(dxv, dy), acc);
+            acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mt), _mm256_mul_ps(dmv, dy), acc_min);
+        }
+    }
+    // SAFETY: out holds 8 floats.
+    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), _mm256_sub_ps(acc, acc_min)) };
+}
+
+/// Four Q6_K rows times one Q8_K column: out[r] is bit for bit ggml's AVX2 q6_K dot product
+/// of row x[r] (`x86::q6_k_k512`).
+///
+/// # Safety
+/// `available()`; each x[r] points at `nb` Q6_K blocks (210 bytes), `y` at nb Q8_K blocks.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn q6_k_rows4(nb: usize, x: &[*const u8; 4], y: *const u8, out: &mut [f32; 4]) {
+    let m4 = _mm512_set1_epi8(0x0F);
+    let m3 = _mm512_set1_epi8(0x03);
+    // ggml's 32-byte vector k of half g takes scale 8g + 2k in its low 16 bytes and 8g + 2k + 1
+    // in its high 16; two such vectors per 64-byte register, so 128-bit lane i of register p
+    // (of half g) takes scale 8g + 4p + i: vpermw indices
+    let idx: [__m512i; 4] = std::array::from_fn(|v| {
+        let w: [i16; 32] = std::array::from_fn(|e| (4 * v + e / 8) as i16);
+        // SAFETY: w holds 32 i16.
+        unsafe { _mm512_loadu_si512(w.as_ptr() as *const __m512i) }
+    });
+    let mut accf = [_mm256_setzero_ps(); 4];
+    for ib in 0..nb {
+        // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
+        // every offset below stays inside its 210- or 292-byte block.
+        unsafe {
+            let by = y.add(292 * ib);
+            let yd = (by as *const f32).read_unaligned();
+            // ggml's 32-byte vectors k = 0, 1 (and 2, 3) of half g are adjacent activations
+            let yv: [__m512i; 4] =
+                std::array::from_fn(|v| _mm512_loadu_si512(by.add(4 + 64 * v) as *const __m512i));
+            let bsums = _mm256_loadu_si256(by.add(260) as *const __m256i);
+            for r in 0..4 {
+                let bx = x[r].add(210 * ib);
+                let sc8 = _mm_loadu_si128(bx.add(192) as *const __m128i);
+                let sc16 = _mm256_cvtepi8_epi16(sc8);
+                let scz = _mm512_castsi256_si512(sc16);
+                // The quants are stored +32: lane l loses 32 * (scale x activation sum) of
+                // subblocks 2l and 2l + 1 (ggml's q8sclsub)
+                let bias = _mm256_slli_epi32::<5>(_mm256_madd_epi16(bsums, sc16));
+                let mut a = _mm512_setzero_si512();
+                for g in 0..2 {
+                    let ql = _mm512_loadu_si512(bx.add(64 * g) as *const __m512i);
+                    let qh = _mm256_loadu_si256(bx.add(128 + 32 * g) as *const __m256i);
+                    // high bits of vectors 0, 1: qh bits 0-1, 2-3; of vectors 2, 3: bits 4-5, 6-7
+                    let qh01 = _mm512_inserti64x4::<1>(
+                        _mm512_castsi256_si512(qh),
+                        _mm256_srli_epi16::<2>(qh),
+                    );
+                    let qh23 = _mm512_srli_epi16::<4>(qh01);
+                    let c01 = _mm512_or_si512(
+                        _mm512_and_si512(ql, m4),
+                        _mm512_slli_epi16::<4>(_mm512_and_si512(qh01, m3)),
+                    );
+                    let c23 = _mm512_or_si512(
+                        _mm512_and_si512(_mm512_srli_epi16::<4>(ql), m4),
+                        _mm512_slli_epi16::<4>(_mm512_and_si512(qh23, m3)),
+                    );
+                    // (u6 x i8 pair sums fit i16: 2 * 63 * 127)
+                    let p01 = _mm512_maddubs_epi16(c01, yv[2 * g]);
+                    let p23 = _mm512_maddubs_epi16(c23, yv[2 * g + 1]);
+                    let s01 = _mm512_permutexvar_epi16(idx[2 * g], scz);
+                    let s23 = _mm512_permutexvar_epi16(idx[2 * g + 1], scz);
+                    a = _mm512_dpwssd_epi32(a, p01, s01);
+                    a = _mm512_dpwssd_epi32(a, p23, s23);
+                }
+                // lane l of ggml's 8-lane sum: lane l of both 256-bit halves
+                let sum =
+                    _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64::<1>(a));
+                let sum = _mm256_sub_epi32(sum, bias);
+                let d = yd * super::x86::h2f_f16c(bx.add(208));
+                accf[r] = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(sum), accf[r]);
+            }
+        }
+    }
+    for r in 0..4 {
+        out[r] = hsum_ps(accf[r]);
+    }
+}
+
+/// 128-bit lane `L` of `v` in all four lanes.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn lane_bcast(v: __m512i, l: usize) -> __m512i {
+    match l {
+        0 => _mm512_shuffle_i32x4::<0x00>(v, v),
+        1 => _mm512_shuffle_i32x4::<0x55>(v, v),
+        2 => _mm512_shuffle_i32x4::<0xAA>(v, v),
+        _ => _mm512_shuffle_i32x4::<0xFF>(v, v),
+    }
+}
+
+/// Four Q4_K rows times C Q8_K columns in the order of llama.cpp's q4_K_8x8 gemm: out[r * C
+/// + c] is bit for bit `ktile::tile` with `Order::RepackGemm` in every column.
+///
+/// The four rows are interleaved once per block, shared by all columns: 32-bit lane 4r + p
+/// of register j holds row r's codes of values 64p + 4j.. (j < 8: low nibbles, the first 32
+/// of the 64; high nibbles: the last 32), so one vpdpbusd per 4 x 16 codes adds into the
+/// lane of its (row, 64 values) sum, and no horizontal sums are needed: the subblock scales
+/// multiply the two per-32 sums afterwards.
+///
+/// # Safety
+/// `available()`; each a[r] points at `nb` Q4_K blocks, each b[c] at nb Q8_K blocks; out
+/// holds 4 * C floats.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn q4_k_gemm4<const C: usize>(
+    nb: usize,
+    a: &[*const u8; 4],
+    b: &[*const u8; C],
+    out: &mut [f32],
+) {
+    let m4 = _mm512_set1_epi8(0x0F);
+    // a row's 32 code dwords (group p, dword j at 8p + j) to lane 4j' + p, j = 4h + j'
+    let ix: [__m512i; 2] = std::array::from_fn(|h| {
+        let v: [i32; 16] = std::array::from_fn(|l| (8 * (l % 4) + 4 * h + l / 4) as i32);
+        // SAFETY: v holds 16 i32.
+        unsafe { _mm512_loadu_si512(v.as_ptr() as *const __m512i) }
+    });
+    // lane 4r + p to lane 4p + r: each 128-bit lane p then holds rows 0-3 of its 64 values
+    let tr: [i32; 16] = std::array::from_fn(|l| (4 * (l % 4) + l / 4) as i32);
+    // SAFETY: tr holds 16 i32.
+    let tr = unsafe { _mm512_loadu_si512(tr.as_ptr() as *const __m512i) };
+    let mut acc = [_mm_setzero_ps(); C];
+    let mut acc_min = [_mm_setzero_ps(); C];
+    for ib in 0..nb {
+        // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
+        // every offset below stays inside its 144- or 292-byte block.
+        unsafe {
+            let mut u = [[_mm512_setzero_si512(); 4]; 2];
+            let mut sc_e = [0i32; 16];
+            let mut sc_o = [0i32; 16];
+            let mut mins = [0i16; 32];
+            let mut dx = [0.0f32; 4];
+            let mut dmin = [0.0f32; 4];
+            for r in 0..4 {
+                let bx = a[r].add(144 * ib);
+                dx[r] = super::x86::h2f_f16c(bx);
+                dmin[r] = super::x86::h2f_f16c(bx.add(2));
+                let (sc, mn) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
+                for p in 0..4 {
+                    sc_e[4 * r + p] = ((sc >> (16 * p)) & 0xFF) as i32;
+                    sc_o[4 * r + p] = ((sc >> (16 * p + 8)) & 0xFF) as i32;
+                }
+                for j in 0..8 {
+                    mins[8 * r + j] = ((mn >> (8 * j)) & 0xFF) as i16;
+                }
+                let qa = _mm512_loadu_si512(bx.add(16) as *const __m512i);
+                let qb = _mm512_loadu_si512(bx.add(80) as *const __m512i);
+                u[0][r] = _mm512_permutex2var_epi32(qa, ix[0], qb);
+                u[1][r] = _mm512_permutex2var_epi32(qa, ix[1], qb);
+            }
+            // 128-bit lane transpose: w[4h + j'] lane r = u[h][r] lane j'
+            let mut lo = [_mm512_setzero_si512(); 8];
+            let mut hi = [_mm512_setzero_si512(); 8];
+            for h in 0..2 {
+                let t0 = _mm512_shuffle_i64x2::<0x44>(u[h][0], u[h][1]);
+                let t1 = _mm512_shuffle_i64x2::<0xEE>(u[h][0], u[h][1]);
+                let t2 = _mm512_shuffle_i64x2::<0x44>(u[h][2], u[h][3]);
+                let t3 = _mm512_shuffle_i64x2::<0xEE>(u[h][2], u[h][3]);
+                let w = [
+                    _mm512_shuffle_i64x2::<0x88>(t0, t2),
+                    _mm512_shuffle_i64x2::<0xDD>(t0, t2),
+                    _mm512_shuffle_i64x2::<0x88>(t1, t3),
+                    _mm512_shuffle_i64x2::<0xDD>(t1, t3),
+                ];
+                for (jj, wv) in w.iter().enumerate() {
+                    lo[4 * h + jj] = _mm512_and_si512(*wv, m4);
+                    hi[4 * h + jj] = _mm512_and_si512(_mm512_srli_epi16::<4>(*wv), m4);
+                }
+            }
+            let sce = _mm512_loadu_si512(sc_e.as_ptr() as *const __m512i);
+            let sco = _mm512_loadu_si512(sc_o.as_ptr() as *const __m512i);
+            let mns = _mm512_loadu_si512(mins.as_ptr() as *const __m512i);
+            let dxv = _mm_loadu_ps(dx.as_ptr());
+            let dmv = _mm_loadu_ps(dmin.as_ptr());
+            for c in 0..C {
+                let by = b[c].add(292 * ib);
+                let dy = _mm_set1_ps((by as *const f32).read_unaligned());
+                let yv: [__m512i; 4] = std::array::from_fn(|p| {
+                    _mm512_loadu_si512(by.add(4 + 64 * p) as *const __m512i)
+                });
+                // dword transpose in each 128-bit lane L: o[j] lane L = dword 4L + j of the
+                // four 64-value parts
+                let a0 = _mm512_unpacklo_epi32(yv[0], yv[1]);
+                let a1 = _mm512_unpackhi_epi32(yv[0], yv[1]);
+                let a2 = _mm512_unpacklo_epi32(yv[2], yv[3]);
+                let a3 = _mm512_unpackhi_epi32(yv[2], yv[3]);
+                let o = [
+                    _mm512_unpacklo_epi64(a0, a2),
+                    _mm512_unpackhi_epi64(a0, a2),
+                    _mm512_unpacklo_epi64(a1, a3),
+                    _mm512_unpackhi_epi64(a1, a3),
+                ];
+                let mut se = _mm512_setzero_si512();
+                let mut so = _mm512_setzero_si512();
+                for j in 0..8 {
+                    // dwords j (first 32 values) and 8 + j (last 32) of every part
+                    let ye = lane_bcast(o[j % 4], j / 4);
+                    let yo = lane_bcast(o[j % 4], 2 + j / 4);
+                    se = _mm512_dpbusd_epi32(se, lo[j], ye);
+                    so = _mm512_dpbusd_epi32(so, hi[j], yo);
+                }
+                let s = _mm512_add_epi32(_mm512_mullo_epi32(se, sce), _mm512_mullo_epi32(so, sco));
+                let bs = _mm256_loadu_si256(by.add(260) as *const __m256i);
+                let bs32 =
+                    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+                let m = _mm512_madd_epi16(mns, _mm512_broadcast_i32x4(bs32));
+                let sf = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(tr, s));
+                let mf = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(tr, m));
+                let (ds, dm) = (_mm_mul_ps(dxv, dy), _mm_mul_ps(dmv, dy));
+                let sp = [
+                    _mm512_castps512_ps128(sf),
+                    _mm512_extractf32x4_ps::<1>(sf),
+                    _mm512_extractf32x4_ps::<2>(sf),
+                    _mm512_extractf32x4_ps::<3>(sf),
+                ];
+                let mp = [
+                    _mm512_castps512_ps128(mf),
+                    _mm512_extractf32x4_ps::<1>(mf),
+                    _mm512_extractf32x4_ps::<2>(mf),
+                    _mm512_extractf32x4_ps::<3>(mf),
+                ];
+                for p in 0..4 {
+                    acc[c] = _mm_fmadd_ps(sp[p], ds, acc[c]);
+                    acc_min[c] = _mm_fmadd_ps(mp[p], dm, acc_min[c]);
+                }
+            }
+        }
+    }
+    for c in 0..C {
+        let mut v = [0.0f32; 4];
+        // SAFETY: v holds 4 floats.
+        unsafe { _mm_storeu_ps(v.as_mut_ptr(), _mm_sub_ps(acc[c], acc_min[c])) };
+        for r in 0..4 {
+            out[r * C + c] = v[r];
+        }
+    }
+}
+
+/// Four registers of 16 dwords: o[j] 128-bit lane L = dword 4L + j of v[0], v[1], v[2], v[3].
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn dword_transpose(v: &[__m512i; 4]) -> [__m512i; 4] {
+    let a0 = _mm512_unpacklo_epi32(v[0], v[1]);
+    let a1 = _mm512_unpackhi_epi32(v[0], v[1]);
+    let a2 = _mm512_unpacklo_epi32(v[2], v[3]);
+    let a3 = _mm512_unpackhi_epi32(v[2], v[3]);
+    [
+        _mm512_unpacklo_epi64(a0, a2),
+        _mm512_unpackhi_epi64(a0, a2),
+        _mm512_unpacklo_epi64(a1, a3),
+        _mm512_unpackhi_epi64(a1, a3),
+    ]
+}
+
+/// Four Q6_K rows times C Q8_K columns in the order of the tiled K-quant path: per block
+/// r = f32(S) * dx, acc = fma(r, dy, acc); out[r * C + c] is bit for bit `ktile::tile` with
+/// `Order::Tiled` in every column. The rows are interleaved once per block as in
+/// `q4_k_gemm4` (lane 4r + p: row r's values 64p.., register j: their dword j), so each
+/// maddubs + vpdpwssd adds 16 x 4 codes times their 16-value scale into their own lane.
+///
+/// # Safety
+/// `available()`; each a[r] points at `nb` Q6_K blocks, each b[c] at nb Q8_K blocks; out
+/// holds 4 * C floats.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn q6_k_gemm4<const C: usize>(
+    nb: usize,
+    a: &[*const u8; 4],
+    b: &[*const u8; C],
+    out: &mut [f32],
+) {
+    let m4 = _mm512_set1_epi8(0x0F);
+    let m3 = _mm512_set1_epi8(0x03);
+    // lanes 0, 4, 8, 12 (one per row) to lanes 0-3
+    let gather: [i32; 16] = std::array::from_fn(|l| (4 * (l % 4)) as i32);
+    // SAFETY: gather holds 16 i32.
+    let gather = unsafe { _mm512_loadu_si512(gather.as_ptr() as *const __m512i) };
+    // the Q8_K's 16 activation sums: dwords 0, 2, 4, 6 (sums 4p, 4p + 1) then 1, 3, 5, 7
+    let evens_odds = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    let mut acc = [_mm_setzero_ps(); C];
+    for ib in 0..nb {
+        // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
+        // every offset below stays inside its 210- or 292-byte block.
+        unsafe {
+            let mut t = [[_mm512_setzero_si512(); 4]; 4];
+            // scale words: sw[q] lane 4r + p = sc[r][4p + q] twice; sp[h] lane 4r + p = the
+            // pair sc[r][4p + 2h], sc[r][4p + 2h + 1]
+            let mut sw = [[0i16; 32]; 4];
+            let mut sp = [[0i16; 32]; 2];
+            let mut dx = [0.0f32; 4];
+            for r in 0..4 {
+                let bx = a[r].add(210 * ib);
+                dx[r] = super::x86::h2f_f16c(bx.add(208));
+                for p in 0..4 {
+                    for q in 0..4 {
+                        let s = *bx.add(192 + 4 * p + q) as i8 as i16;
+                        sw[q][2 * (4 * r + p)] = s;
+                        sw[q][2 * (4 * r + p) + 1] = s;
+                        sp[q / 2][2 * (4 * r + p) + q % 2] = s;
+                    }
+                }
+                let mut parts = [_mm512_setzero_si512(); 4];
+                for g in 0..2 {
+                    let ql = _mm512_loadu_si512(bx.add(64 * g) as *const __m512i);
+                    let qh = _mm256_loadu_si256(bx.add(128 + 32 * g) as *const __m256i);
+                    let qh01 = _mm512_inserti64x4::<1>(
+                        _mm512_castsi256_si512(qh),
+                        _mm256_srli_epi16::<2>(qh),
+                    );
+                    let qh23 = _mm512_srli_epi16::<4>(qh01);
+                    parts[2 * g] = _mm512_or_si512(
+                        _mm512_and_si512(ql, m4),
+                        _mm512_slli_epi16::<4>(_mm512_and_si512(qh01, m3)),
+                    );
+                    parts[2 * g + 1] = _mm512_or_si512(
+                        _mm512_and_si512(_mm512_srli_epi16::<4>(ql), m4),
+                        _mm512_slli_epi16::<4>(_mm512_and_si512(qh23, m3)),
+                    );
+                }
+                // t[r][jj] lane L: dword 4L + jj of row r's four parts
+                t[r] = dword_transpose(&parts);
+            }
+            // w[4L + jj] 128-bit lane r = t[r][jj] lane L
+            let mut w = [_mm512_setzero_si512(); 16];
+            for jj in 0..4 {
+                let t0 = _mm512_shuffle_i64x2::<0x44>(t[0][jj], t[1][jj]);
+                let t1 = _mm512_shuffle_i64x2::<0xEE>(t[0][jj], t[1][jj]);
+                let t2 = _mm512_shuffle_i64x2::<0x44>(t[2][jj], t[3][jj]);
+                let t3 = _mm512_shuffle_i64x2::<0xEE>(t[2][jj], t[3][jj]);
+                w[jj] = _mm512_shuffle_i64x2::<0x88>(t0, t2);
+                w[4 + jj] = _mm512_shuffle_i64x2::<0xDD>(t0, t2);
+                w[8 + jj] = _mm512_shuffle_i64x2::<0x88>(t1, t3);
+                w[12 + jj] = _mm512_shuffle_i64x2::<0xDD>(t1, t3);
+            }
+            let swv: [__m512i; 4] =
+                std::array::from_fn(|q| _mm512_loadu_si512(sw[q].as_ptr() as *const __m512i));
+            let spv: [__m512i; 2] =
+                std::array::from_fn(|h| _mm512_loadu_si512(sp[h].as_ptr() as *const __m512i));
+            let dxv = _mm_loadu_ps(dx.as_ptr());
+            for c in 0..C {
+                let by = b[c].add(292 * ib);
+                let dy = _mm_set1_ps((by as *const f32).read_unaligned());
+                let yv: [__m512i; 4] = std::array::from_fn(|p| {
+                    _mm512_loadu_si512(by.add(4 + 64 * p) as *const __m512i)
+                });
+                let o = dword_transpose(&yv);
+                let mut s = _mm512_setzero_si512();
+                for j in 0..16 {
+                    // (u6 x i8 pair sums fit i16: 2 * 63 * 127)
+                    let pr = _mm512_maddubs_epi16(w[j], lane_bcast(o[j % 4], j / 4));
+                    s = _mm512_dpwssd_epi32(s, pr, swv[j / 4]);
+                }
+                // the codes are stored +32: 32 x (scale x activation sum) per 16 values off
+                let bs = _mm256_permutevar8x32_epi32(
+                    _mm256_loadu_si256(by.add(260) as *const __m256i),
+                    evens_odds,
+                );
+                let bias = _mm512_add_epi32(
+                    _mm512_madd_epi16(spv[0], _mm512_broadcast_i32x4(_mm256_castsi256_si128(bs))),
+                    _mm512_madd_epi16(
+                        spv[1],
+                        _mm512_broadcast_i32x4(_mm256_extracti128_si256::<1>(bs)),
+                    ),
+                );
+                let s = _mm512_sub_epi32(s, _mm512_slli_epi32::<5>(bias));
+                // each row's four parts summed
+                let s = _mm512_add_epi32(s, _mm512_shuffle_epi32::<0x4E>(s));
+                let s = _mm512_add_epi32(s, _mm512_shuffle_epi32::<0xB1>(s));
+                let st =
+                    _mm_cvtepi32_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(gather, s)));
+                acc[c] = _mm_fmadd_ps(_mm_mul_ps(st, dxv), dy, acc[c]);
+            }
+        }
+    }
+    for c in 0..C {
+        let mut v = [0.0f32; 4];
+        // SAFETY: v holds 4 floats.
+        unsafe { _mm_storeu_ps(v.as_mut_ptr(), _mm_sub_ps(acc[c], _mm_setzero_ps())) };
+        for r in 0..4 {
+            out[r * C + c] = v[r];
+        }
+    }
+}
