@@ -236,8 +236,13 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                     // quantized weights take wider tiles: each unpacked block serves more columns
                     let wide = match tile_kind {
                         Some(Tile::KQuant(kp)) => Some(Wide::K(kp)),
-                        // (Q8_0 blocks need no unpacking: no gain from wider tiles)
-                        Some(Tile::Quant(q)) if q != qtile::QElem::Q8_0 => Some(Wide::Q(q)),
+                        // (Q8_0 blocks need no unpacking: wider tiles pay only with the
+                        // AVX-512 kernel, which puts two cells in each register)
+                        Some(Tile::Quant(q))
+                            if q != qtile::QElem::Q8_0 || qtile::q8_0_zmm_available() =>
+                        {
+                            Some(Wide::Q(q))
+                        }
                         _ => None,
                     };
                     if let Some(kind) = wide {
