@@ -265,6 +265,39 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                             continue;
                         }
                     }
+                    // AVX-512 F16: RN_WIDE columns of the same matrix in the wide tile
+                    if let Some(Tile::Float(el)) = tile_kind {
+                        const W: usize = gemm::RN_WIDE;
+                        if gemm::wide_available(el)
+                            && ir1 + W <= e1
+                            && ir1 / b.ne[1] == (ir1 + W - 1) / b.ne[1]
+                        {
+                            let cols: [_; W] = std::array::from_fn(|c| b_row(ir1 + c));
+                            let (i02, i03) = (cols[0].2 / r2, cols[0].3 / r3);
+                            let bp = cols.map(|c| c.0);
+                            let mut ir0 = iir0;
+                            let mut out = [0.0f32; gemm::RM * W];
+                            while ir0 < e0 {
+                                let rows = (e0 - ir0).min(gemm::RM);
+                                // SAFETY: as for the RN tiles below.
+                                unsafe {
+                                    let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
+                                        a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
+                                    });
+                                    gemm::tile_wide(el, k, &ap, &bp, &mut out);
+                                    for (c, col) in cols.iter().enumerate() {
+                                        for r in 0..rows {
+                                            (d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)
+                                                .write_unaligned(out[r * W + c]);
+                                        }
+                                    }
+                                }
+                                ir0 += rows;
+                            }
+                            ir1 += W;
+                            continue;
+                        }
+                    }
                     // RN columns of the same matrix go through the register tile
                     if let Some(kind) = tile_kind {
                         if ir1 + gemm::RN <= e1 && ir1 / b.ne[1] == (ir1 + gemm::RN - 1) / b.ne[1] {
