@@ -83,6 +83,47 @@ pub(crate) unsafe fn tile(
     }
 }
 
+/// Columns of the wide AVX-512 tile: RM x RN_WIDE accumulators (24 of the 32 registers), so
+/// each converted F16 vector feeds more FMAs than in the RM x RN tile.
+pub(crate) const RN_WIDE: usize = 6;
+
+/// Whether `tile_wide` runs for `e` on this CPU.
+pub(crate) fn wide_available(e: Elem) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        e == Elem::F16 && available(e) && has_avx512()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = e;
+        false
+    }
+}
+
+/// As `tile` for RN_WIDE columns (every cell's bits those `tile` gives it: each cell is its
+/// own chain of FMAs and its own final sum, whatever the tile's shape).
+///
+/// # Safety
+/// `wide_available(e)` must hold; every a[r] and b[c] points at k readable elements of `e`.
+pub(crate) unsafe fn tile_wide(
+    e: Elem,
+    k: usize,
+    a: &[*const u8; RM],
+    b: &[*const u8; RN_WIDE],
+    out: &mut [f32; RM * RN_WIDE],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        debug_assert!(e == Elem::F16);
+        x86::tile_f16_avx512_wide(k, a, b, out)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (e, k, a, b, out);
+        unreachable!("gemm tiles are x86-only");
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{RM, RN};
@@ -199,6 +240,41 @@ mod x86 {
         ))
     }
 
+    /// `tile_f16_avx512` for RN_WIDE columns: each cell the same FMA chain and final sum.
+    ///
+    /// # Safety
+    /// The CPU supports AVX-512 F; pointers cover k elements.
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn tile_f16_avx512_wide(
+        k: usize,
+        a: &[*const u8; RM],
+        b: &[*const u8; super::RN_WIDE],
+        out: &mut [f32; RM * super::RN_WIDE],
+    ) {
+        const N: usize = super::RN_WIDE;
+        let mut acc = [_mm512_setzero_ps(); RM * N];
+        let mut i = 0;
+        while i + 16 <= k {
+            let bv: [__m512; N] = std::array::from_fn(|c| load_f16_512(b[c], i));
+            for r in 0..RM {
+                let av = load_f16_512(a[r], i);
+                for c in 0..N {
+                    acc[r * N + c] = _mm512_fmadd_ps(av, bv[c], acc[r * N + c]);
+                }
+            }
+            i += 16;
+        }
+        for r in 0..RM {
+            for c in 0..N {
+                let mut s = _mm512_reduce_add_ps(acc[r * N + c]);
+                for j in i..k {
+                    s += scalar_f16(a[r], j) * scalar_f16(b[c], j);
+                }
+                out[r * N + c] = s;
+            }
+        }
+    }
+
     tile_impl_512!(tile_f32_avx512, "avx512f", load_f32_512, scalar_f32);
     tile_impl_512!(tile_f16_avx512, "avx512f", load_f16_512, scalar_f16);
 }
@@ -250,6 +326,40 @@ mod tests {
                     want.to_bits(),
                     "r {r} c {c} alone"
                 );
+            }
+        }
+    }
+
+    #[test]
+    fn wide_f16_tiles_equal_the_narrow_ones() {
+        if !wide_available(Elem::F16) {
+            return;
+        }
+        // k with a tail past the last 16 (the scalar steps too)
+        for k in [16usize, 16 * 37, 16 * 5 + 7] {
+            let v = |seed: usize| -> Vec<u16> {
+                (0..k)
+                    .map(|i| {
+                        let x = ((i * 7919 + seed * 104729) % 2003) as f32 / 1001.0 - 1.0;
+                        crate::fp::f32_to_f16(x)
+                    })
+                    .collect()
+            };
+            let rows: Vec<Vec<u16>> = (0..RM).map(v).collect();
+            let cols: Vec<Vec<u16>> = (0..RN_WIDE).map(|c| v(100 + c)).collect();
+            let ap: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr() as *const u8);
+            let bp: [*const u8; RN_WIDE] = std::array::from_fn(|c| cols[c].as_ptr() as *const u8);
+            let mut wide = [0.0f32; RM * RN_WIDE];
+            // SAFETY: wide_available() holds; every pointer covers k halves.
+            unsafe { tile_wide(Elem::F16, k, &ap, &bp, &mut wide) };
+            for c in 0..RN_WIDE {
+                let mut narrow = [0.0f32; RM * RN];
+                // SAFETY: as above (available(F16) holds where wide_available does).
+                unsafe { tile(Elem::F16, k, &ap, &[bp[c]; RN], &mut narrow) };
+                for r in 0..RM {
+                    let (got, want) = (wide[r * RN_WIDE + c], narrow[r * RN]);
+                    assert_eq!(got.to_bits(), want.to_bits(), "k {k} r {r} c {c}");
+                }
             }
         }
     }

@@ -236,8 +236,13 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                     // quantized weights take wider tiles: each unpacked block serves more columns
                     let wide = match tile_kind {
                         Some(Tile::KQuant(kp)) => Some(Wide::K(kp)),
-                        // (Q8_0 blocks need no unpacking: no gain from wider tiles)
-                        Some(Tile::Quant(q)) if q != qtile::QElem::Q8_0 => Some(Wide::Q(q)),
+                        // (Q8_0 blocks need no unpacking: wider tiles pay only with the
+                        // AVX-512 kernel, which puts two cells in each register)
+                        Some(Tile::Quant(q))
+                            if q != qtile::QElem::Q8_0 || qtile::q8_0_zmm_available() =>
+                        {
+                            Some(Wide::Q(q))
+                        }
                         _ => None,
                     };
                     if let Some(kind) = wide {
@@ -257,6 +262,39 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                         };
                         if let Some(n) = done {
                             ir1 += n;
+                            continue;
+                        }
+                    }
+                    // AVX-512 F16: RN_WIDE columns of the same matrix in the wide tile
+                    if let Some(Tile::Float(el)) = tile_kind {
+                        const W: usize = gemm::RN_WIDE;
+                        if gemm::wide_available(el)
+                            && ir1 + W <= e1
+                            && ir1 / b.ne[1] == (ir1 + W - 1) / b.ne[1]
+                        {
+                            let cols: [_; W] = std::array::from_fn(|c| b_row(ir1 + c));
+                            let (i02, i03) = (cols[0].2 / r2, cols[0].3 / r3);
+                            let bp = cols.map(|c| c.0);
+                            let mut ir0 = iir0;
+                            let mut out = [0.0f32; gemm::RM * W];
+                            while ir0 < e0 {
+                                let rows = (e0 - ir0).min(gemm::RM);
+                                // SAFETY: as for the RN tiles below.
+                                unsafe {
+                                    let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
+                                        a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
+                                    });
+                                    gemm::tile_wide(el, k, &ap, &bp, &mut out);
+                                    for (c, col) in cols.iter().enumerate() {
+                                        for r in 0..rows {
+                                            (d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)
+                                                .write_unaligned(out[r * W + c]);
+                                        }
+                                    }
+                                }
+                                ir0 += rows;
+                            }
+                            ir1 += W;
                             continue;
                         }
                     }

@@ -59,6 +59,22 @@ pub(crate) unsafe fn tile<const C: usize>(
     unsafe { run::<RM, C>(e, nb, a, b, out) }
 }
 
+/// Columns one pass of the AVX-512 Q8_0 tile takes (three registers of two cells per row).
+pub(crate) const Q8_0_ZMM_COLS: usize = 6;
+
+/// Whether Q8_0 tiles `Q8_0_ZMM_COLS` columns wide (or multiples) take the AVX-512 VNNI
+/// kernel, whose cost per cell is half the 256-bit one's: then wider Q8_0 tiles pay.
+pub(crate) fn q8_0_zmm_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::simd::features::cpu().avx512_dot()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Rows that go down one column together: their dot products are independent chains.
 pub(crate) const COLUMN_ROWS: usize = 4;
 
@@ -90,6 +106,10 @@ unsafe fn run<const R: usize, const C: usize>(
     {
         let vnni = features().1;
         match (e, vnni) {
+            // AVX-512 VNNI: two cells per register (same bits), for widths of whole groups
+            (QElem::Q8_0, true) if C.is_multiple_of(Q8_0_ZMM_COLS) && q8_0_zmm_available() => {
+                x86::q8_0_zmm(nb, a, b, out)
+            }
             (QElem::Q8_0, false) => x86::q8_0(nb, a, b, out),
             (QElem::Q8_0, true) => x86::q8_0_vnni(nb, a, b, out),
             (QElem::Q4_0, false) => x86::q4_0(nb, a, b, out),
@@ -585,6 +605,91 @@ mod x86 {
         }
     }
 
+    /// Q8_0 rows times C columns (C a multiple of 6) in the order of `q8_0_vnni`: each
+    /// 512-bit accumulator holds two cells of one row, the 8 lanes of column c in its low half
+    /// and those of column c + 1 in its high half, so one vpdpbusd, conversion, multiply and
+    /// FMA serve two cells. Every lane gets the same exact 4-product integer sum as the
+    /// 256-bit kernel's lane (computed as (x + 128) * y - 128 * y, all exact in i32, since
+    /// AVX-512 has no byte sign instruction), the same f32(dx) * f32(dy) product, the same
+    /// FMA per block and the same final 8-lane sum per cell.
+    ///
+    /// # Safety
+    /// AVX-512 F/BW/VL/VNNI, AVX2, FMA and F16C; pointers cover nb blocks; out holds R * C.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+    pub unsafe fn q8_0_zmm<const R: usize, const C: usize>(
+        nb: usize,
+        a: &[*const u8; R],
+        b: &[*const u8; C],
+        out: &mut [f32],
+    ) {
+        const P: usize = super::Q8_0_ZMM_COLS / 2;
+        // (the scales of R rows and 2P columns go through one 8-lane conversion each)
+        assert!(R <= 8 && 2 * P <= 8);
+        // 0x80: as unsigned bytes, +128 (x ^ 0x80 = x + 128 for signed x)
+        let bias = _mm512_set1_epi8(-128);
+        let zero = _mm512_setzero_si512();
+        // column groups one after the other: 4 x 3 accumulators, the x and dx of four rows
+        // and a pair's y, correction and dy stay in registers
+        for g in (0..C).step_by(2 * P) {
+            let mut acc = [[_mm512_setzero_ps(); P]; R];
+            for ib in 0..nb {
+                let mut xu = [zero; R];
+                let mut h = [0u16; 8];
+                for r in 0..R {
+                    let xb = a[r].add(34 * ib);
+                    let x = _mm512_broadcast_i64x4(load_q8(xb.add(2)));
+                    xu[r] = _mm512_xor_si512(x, bias);
+                    h[r] = (xb as *const u16).read_unaligned();
+                }
+                // F16C converts the row scales together (exact: the scalar conversion's bits),
+                // then each is spread over a register
+                let dxs = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128(
+                    h.as_ptr() as *const __m128i
+                )));
+                let dx: [__m512; R] = std::array::from_fn(|r| {
+                    _mm512_permutexvar_ps(_mm512_set1_epi32(r as i32), dxs)
+                });
+                let mut hy = [0u16; 8];
+                for (c, hc) in hy.iter_mut().take(2 * P).enumerate() {
+                    *hc = (b[g + c].add(34 * ib) as *const u16).read_unaligned();
+                }
+                let dys = _mm512_castps256_ps512(_mm256_cvtph_ps(_mm_loadu_si128(
+                    hy.as_ptr() as *const __m128i
+                )));
+                for p in 0..P {
+                    let (y0, y1) = (b[g + 2 * p].add(34 * ib), b[g + 2 * p + 1].add(34 * ib));
+                    let y = _mm512_inserti64x4::<1>(
+                        _mm512_castsi256_si512(load_q8(y0.add(2))),
+                        load_q8(y1.add(2)),
+                    );
+                    // -128 * y summed in fours, the start of every row's sums with this pair
+                    let corr = _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, bias, y));
+                    // column 2p's scale in the low half, 2p + 1's in the high half
+                    let sel = _mm512_mask_blend_epi32(
+                        0xFF00,
+                        _mm512_set1_epi32(2 * p as i32),
+                        _mm512_set1_epi32(2 * p as i32 + 1),
+                    );
+                    let dy = _mm512_permutexvar_ps(sel, dys);
+                    for r in 0..R {
+                        let s = _mm512_dpbusd_epi32(corr, xu[r], y);
+                        // lane-wise f32(dx) * f32(dy): the 256-bit kernel's scalar product
+                        let d = _mm512_mul_ps(dx[r], dy);
+                        acc[r][p] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(s), acc[r][p]);
+                    }
+                }
+            }
+            for (r, row) in acc.iter().enumerate() {
+                for (p, v) in row.iter().enumerate() {
+                    let lo = _mm512_castps512_ps256(*v);
+                    let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(*v)));
+                    out[r * C + g + 2 * p] = hsum(lo);
+                    out[r * C + g + 2 * p + 1] = hsum(hi);
+                }
+            }
+        }
+    }
+
     qtile!(q8_0, "avx2,fma,f16c", 34, 2, load_q8, dot_i8);
     qtile!(
         q8_0_vnni,
@@ -812,6 +917,63 @@ mod tests {
             // SAFETY: as above.
             let want = unsafe { repacked_dot(QElem::Q4_0Repacked, nb, a[r], y.as_ptr()) };
             assert_eq!(out[r].to_bits(), want.to_bits(), "row {r}");
+        }
+    }
+
+    #[test]
+    fn avx512_q8_0_tiles_equal_the_256_bit_ones() {
+        if !available() || !features().1 || !q8_0_zmm_available() {
+            return;
+        }
+        // random raw blocks: quants -127..127 (what quantization makes), every sign of scale
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for nb in [1usize, 3, 64] {
+            let mut block = || -> Vec<u8> {
+                let mut v: Vec<u8> = (0..34 * nb).map(|_| next() as u8).collect();
+                v.iter_mut().filter(|q| **q == 0x80).for_each(|q| *q = 0x81);
+                for ib in 0..nb {
+                    let d = ((next() % 2001) as f32 - 1000.0) / 3000.0;
+                    let h = crate::fp::f32_to_f16(d).to_le_bytes();
+                    v[34 * ib..34 * ib + 2].copy_from_slice(&h);
+                }
+                v
+            };
+            const C: usize = 3 * Q8_0_ZMM_COLS;
+            let rows: Vec<Vec<u8>> = (0..RM).map(|_| block()).collect();
+            let cols: Vec<Vec<u8>> = (0..C).map(|_| block()).collect();
+            let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
+            let b: [*const u8; C] = std::array::from_fn(|c| cols[c].as_ptr());
+            let mut wide = [0.0f32; RM * C];
+            let mut six = [0.0f32; RM * Q8_0_ZMM_COLS];
+            // SAFETY: available() and q8_0_zmm_available() hold; every pointer covers nb blocks.
+            unsafe {
+                tile(QElem::Q8_0, nb, &a, &b, &mut wide);
+                let b6: [*const u8; Q8_0_ZMM_COLS] = std::array::from_fn(|c| b[6 + c]);
+                tile(QElem::Q8_0, nb, &a, &b6, &mut six);
+            }
+            for c in 0..C {
+                let mut narrow = [0.0f32; RM * RN];
+                // SAFETY: as above (the 256-bit kernel: RN columns, the same column thrice)
+                unsafe { tile(QElem::Q8_0, nb, &a, &[b[c]; RN], &mut narrow) };
+                for r in 0..RM {
+                    let want = narrow[r * RN];
+                    assert_eq!(
+                        wide[r * C + c].to_bits(),
+                        want.to_bits(),
+                        "nb {nb} r {r} c {c}"
+                    );
+                    if (6..12).contains(&c) {
+                        let got = six[r * Q8_0_ZMM_COLS + c - 6];
+                        assert_eq!(got.to_bits(), want.to_bits(), "six: nb {nb} r {r} c {c}");
+                    }
+                }
+            }
         }
     }
 
