@@ -15,11 +15,17 @@
 //! GCC's contraction of `S*ms + vs`; many rows: the tiled kernel), ROPE (GCC's fused first
 //! product), SILU/SWIGLU/SOFT_MAX (ggml_v_expf), RMS_NORM and the f16 conversions (F16C).
 //!
-//! Not llama.cpp's digits: the AVX-512 variants (they follow ggml's AVX-512 code where one
-//! exists, but no reference log was made with it; the IQ/TQ/FP4 types run their AVX2 kernels
-//! there, as ggml's AVX-512 build compiles the same AVX2 code for them), and the scalar kernels of a CPU without AVX2/FMA, which are the portable
-//! definitions every SIMD kernel is tested against (equal up to summation order). On aarch64
-//! the NEON dot products give the bits of ggml's NEON build (armv8-a, or +dotprod where
+//! On an AVX-512 CPU the kernels follow ggml's AVX-512 code where one exists (its AVX-512 build's
+//! logs are the fixtures there: `test_fixtures::simd_class()`); the IQ/TQ/FP4 types run their
+//! AVX2 kernels, as ggml's AVX-512 build compiles the same AVX2 code for them. The AVX-512 VNNI
+//! tiles of prompt processing (`ops::qtile`'s Q4_0/IQ4_NL panels and two-cell Q8_0 tile,
+//! `dot::x86_k512`'s Q4_K/Q6_K tiles and multi-row mat-vecs, `ops::gemm`'s 4 x 6 F16 tile) are
+//! new kernels for llama.cpp's orders, not new orders: they compute each
+//! block's integer sum, which is exact, with other instructions, and keep every output cell's
+//! chain of float operations, so they give the same digits (each has a test against the kernel
+//! it replaces). Not llama.cpp's digits: the scalar kernels of a CPU without AVX2/FMA, which
+//! are the portable definitions every SIMD kernel is tested against (equal up to summation
+//! order). On aarch64 the NEON dot products give the bits of ggml's NEON build (armv8-a, or +dotprod where
 //! FEAT_DotProd is detected; `dot::tests_neon`).
 
 use std::sync::OnceLock;
