@@ -32,33 +32,40 @@ fn prefetch(p: *const u8, len: usize) {
     }
 }
 
-/// Walks the rows `*ir0..e0` of one column `CR` at a time while a whole pass fits: prefetches
-/// the rows `ahead` rows on (when `ahead > 0`), runs `pass` on the pass's row pointers and
-/// stores its results at `tmp[row - base]`. Rows left over stay for the caller.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn row_passes<const CR: usize>(
-    ir0: &mut usize,
+/// The rows of one column's chunk that `passes` walks: `base..end` of `nr0` weight rows of
+/// `arow` bytes, prefetched `ahead` rows on (none when 0).
+struct RowWalk {
     base: usize,
-    e0: usize,
+    end: usize,
     nr0: usize,
     ahead: usize,
     arow: usize,
-    row: impl Fn(usize) -> *const u8,
-    tmp: &mut [f32],
-    mut pass: impl FnMut(&[*const u8; CR], &mut [f32; CR]),
-) {
-    while *ir0 + CR <= e0 {
-        if ahead > 0 && *ir0 + ahead + CR <= nr0 {
-            for r in 0..CR {
-                prefetch(row(*ir0 + ahead + r), arow);
+}
+
+impl RowWalk {
+    /// Walks the rows from `*ir0` `CR` at a time while a whole pass fits: prefetches, runs
+    /// `pass` on the pass's row pointers and stores its results at `tmp[row - base]`. Rows left
+    /// over stay for the caller.
+    #[inline(always)]
+    fn passes<const CR: usize>(
+        &self,
+        ir0: &mut usize,
+        row: impl Fn(usize) -> *const u8,
+        tmp: &mut [f32],
+        mut pass: impl FnMut(&[*const u8; CR], &mut [f32; CR]),
+    ) {
+        while *ir0 + CR <= self.end {
+            if self.ahead > 0 && *ir0 + self.ahead + CR <= self.nr0 {
+                for r in 0..CR {
+                    prefetch(row(*ir0 + self.ahead + r), self.arow);
+                }
             }
+            let ap: [*const u8; CR] = std::array::from_fn(|r| row(*ir0 + r));
+            let mut out = [0.0f32; CR];
+            pass(&ap, &mut out);
+            tmp[*ir0 - self.base..*ir0 - self.base + CR].copy_from_slice(&out);
+            *ir0 += CR;
         }
-        let ap: [*const u8; CR] = std::array::from_fn(|r| row(*ir0 + r));
-        let mut out = [0.0f32; CR];
-        pass(&ap, &mut out);
-        tmp[*ir0 - base..*ir0 - base + CR].copy_from_slice(&out);
-        *ir0 += CR;
     }
 }
 
@@ -399,57 +406,33 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                         let y = std::slice::from_raw_parts(bp, brow);
                         let mut ir0 = iir0;
                         let row = |i: usize| a.row_ptr(i, i02, i03) as *const u8;
+                        let walk = RowWalk {
+                            base: iir0,
+                            end: e0,
+                            nr0,
+                            ahead: prefetch_rows,
+                            arow,
+                        };
                         // Q8_0-type weights: several rows down the column at once (independent
                         // chains, each the dot product's own order)
                         if let Some(Tile::Quant(qtile::QElem::Q4_0Repacked)) = tile_kind {
                             const CR: usize = qtile::COLUMN8_ROWS;
-                            row_passes::<{ CR }>(
-                                &mut ir0,
-                                iir0,
-                                e0,
-                                nr0,
-                                prefetch_rows,
-                                arow,
-                                row,
-                                &mut tmp,
-                                |ap, out| {
-                                    qtile::column8_q4_0(k / 32, ap, bp, out);
-                                },
-                            );
+                            walk.passes::<{ CR }>(&mut ir0, row, &mut tmp, |ap, out| {
+                                qtile::column8_q4_0(k / 32, ap, bp, out);
+                            });
                         }
                         if let Some(Tile::Quant(q)) = tile_kind {
                             const CR: usize = qtile::COLUMN_ROWS;
-                            row_passes::<{ CR }>(
-                                &mut ir0,
-                                iir0,
-                                e0,
-                                nr0,
-                                prefetch_rows,
-                                arow,
-                                row,
-                                &mut tmp,
-                                |ap, out| {
-                                    qtile::column(q, k / 32, ap, bp, out);
-                                },
-                            );
+                            walk.passes::<{ CR }>(&mut ir0, row, &mut tmp, |ap, out| {
+                                qtile::column(q, k / 32, ap, bp, out);
+                            });
                         }
-                        // Q4_1/Q5_1 weights likewise, four rows at once (each row its own
-                        // chain in the dot product's order); the K-quant tile with one column
-                        // measured slower than its one-row dot, so those stay row by row
+                        // types with a four-row kernel (dot::rows4_kernel) likewise (each row its own
+                        // chain in the dot product's order)
                         if let (None, Some((f, qk))) = (tile_kind, rows4) {
-                            row_passes::<{ gemm::RM }>(
-                                &mut ir0,
-                                iir0,
-                                e0,
-                                nr0,
-                                prefetch_rows,
-                                arow,
-                                row,
-                                &mut tmp,
-                                |ap, out| {
-                                    f(k / qk, ap, bp, out);
-                                },
-                            );
+                            walk.passes::<{ gemm::RM }>(&mut ir0, row, &mut tmp, |ap, out| {
+                                f(k / qk, ap, bp, out);
+                            });
                         }
                         // Q4_K weights in the repacked gemv's order (one column, AVX-512
                         // VNNI): eight rows per pass share the column's loads
@@ -460,38 +443,18 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                 && crate::dot::x86_k512::available()
                         }) {
                             const CR: usize = 8;
-                            row_passes::<{ CR }>(
-                                &mut ir0,
-                                iir0,
-                                e0,
-                                nr0,
-                                prefetch_rows,
-                                arow,
-                                row,
-                                &mut tmp,
-                                |ap, out| {
-                                    crate::dot::x86_k512::q4_k_gemv8(k / 256, ap, bp, out);
-                                },
-                            );
+                            walk.passes::<{ CR }>(&mut ir0, row, &mut tmp, |ap, out| {
+                                crate::dot::x86_k512::q4_k_gemv8(k / 256, ap, bp, out);
+                            });
                         }
                         // K-quant columns left over from the wide tiles: four rows per pass
                         // through the one-column tile (each cell in its column's order, as
                         // ktile::dot row by row)
                         if let Some(kp) = kplan {
                             let order = [kp.order(i11, b.ne[1])];
-                            row_passes::<{ gemm::RM }>(
-                                &mut ir0,
-                                iir0,
-                                e0,
-                                nr0,
-                                prefetch_rows,
-                                arow,
-                                row,
-                                &mut tmp,
-                                |ap, out| {
-                                    ktile::tile::<1>(kp, k / 256, ap, &[bp], &order, out);
-                                },
-                            );
+                            walk.passes::<{ gemm::RM }>(&mut ir0, row, &mut tmp, |ap, out| {
+                                ktile::tile::<1>(kp, k / 256, ap, &[bp], &order, out);
+                            });
                         }
                         for ir0 in ir0..e0 {
                             let x = std::slice::from_raw_parts(a.row_ptr(ir0, i02, i03), arow);
