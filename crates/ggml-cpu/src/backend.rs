@@ -218,7 +218,7 @@ fn check_tensor(t: &Tensor) -> Result<(), String> {
     let Some(d) = &t.data else {
         return Err(format!("tensor '{}' has no data", t.name));
     };
-    if !d.buffer.is_host() {
+    if !d.buffer.is_host() && !crate::repack::is_repack_buft(d.buffer.buft()) {
         return Err(format!(
             "tensor '{}' is in non-host buffer {}",
             t.name,

@@ -1,5 +1,6 @@
-//! The CPU registration, its one device and its buffer types: "CPU" (host memory) and
-//! "CPU_Mapped" (borrowed host memory such as a mapped model file).
+//! The CPU registration, its one device and its buffer types: "CPU" (host memory),
+//! "CPU_Mapped" (borrowed host memory such as a mapped model file) and the extra "CPU_REPACK"
+//! (weights in the layout of the repacked kernels, `repack`).
 
 use crate::backend::CpuBackend;
 use ggml::backend::{
@@ -121,6 +122,11 @@ impl Device for CpuDevice {
     fn buffer_type(&self) -> BufferTypeRef {
         self.buft.clone()
     }
+    /// CPU_REPACK, as ggml's CPU backend lists it on every machine (which weights it takes
+    /// depends on the CPU: `repack::layout_for`).
+    fn extra_buffer_types(&self) -> Vec<BufferTypeRef> {
+        vec![crate::repack::buffer_type()]
+    }
     fn buffer_from_host_ptr(&self, ptr: usize, size: usize) -> Option<Arc<Buffer>> {
         self.buffer_from_host_ptr_owned(ptr, size, Arc::new(()))
     }
@@ -143,7 +149,7 @@ impl Device for CpuDevice {
         crate::support::supports_op(ctx, op)
     }
     fn supports_buft(&self, buft: &BufferTypeRef) -> bool {
-        buft.is_host()
+        buft.is_host() || crate::repack::is_repack_buft(buft)
     }
 }
 

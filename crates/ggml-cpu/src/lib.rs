@@ -24,6 +24,7 @@ pub mod placement;
 mod pool;
 mod profile;
 mod quant;
+mod repack;
 mod simd;
 mod support;
 mod tref;

@@ -17,6 +17,19 @@ fn is_index(ty: Type) -> bool {
     matches!(ty, Type::I32 | Type::I64)
 }
 
+/// MUL_MAT of a whole 2-D weight held in CPU_REPACK (src 0 only) by F32 activations in host
+/// memory.
+fn repacked_mul_mat(ctx: &Context, t: &Tensor, s0: &Tensor) -> bool {
+    let host_or_none = |s: &Tensor| s.buffer().is_none_or(|b| b.is_host());
+    matches!(t.op, Op::MulMat { .. })
+        && crate::repack::holds(s0)
+        && s0.view_src.is_none()
+        && s0.n_dims() == 2
+        && crate::repack::layout_for(s0.ty, s0.ne).is_some()
+        && t.src[1].is_some_and(|b| ctx[b].ty == Type::F32 && host_or_none(&ctx[b]))
+        && t.ty == Type::F32
+}
+
 pub(crate) fn supports_op(ctx: &Context, id: TensorId) -> bool {
     let t = &ctx[id];
     let src = |i: usize| -> Option<&Tensor> { t.src[i].map(|s| &ctx[s]) };
@@ -25,6 +38,11 @@ pub(crate) fn supports_op(ctx: &Context, id: TensorId) -> bool {
         Some(s) => s,
         None => return matches!(t.op, Op::None),
     };
+    // weights in CPU_REPACK feed only the matmul whose kernels read that layout (the repack
+    // extra buffer type's supports_op)
+    if t.srcs().any(|s| crate::repack::holds(&ctx[s])) {
+        return repacked_mul_mat(ctx, t, s0);
+    }
     match t.op {
         Op::None | Op::Reshape | Op::View | Op::Permute { .. } | Op::Transpose => true,
         Op::Dup | Op::Cont | Op::Cpy => {

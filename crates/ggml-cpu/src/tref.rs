@@ -15,6 +15,8 @@ pub(crate) struct TRef {
     pub ne: [usize; 4],
     pub nb: [usize; 4],
     pub data: *mut u8,
+    /// The bytes are in CPU_REPACK's layout (`repack::Layout`), not GGUF's.
+    pub repacked: bool,
 }
 
 // SAFETY: TRef is a plain address plus shape; the threads that share it write disjoint rows
@@ -29,6 +31,7 @@ impl TRef {
             ne: t.ne.map(|n| n.max(0) as usize),
             nb: t.nb,
             data: t.addr() as *mut u8,
+            repacked: crate::repack::holds(t),
         }
     }
 

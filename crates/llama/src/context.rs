@@ -655,9 +655,21 @@ impl Context {
                         .iter()
                         .find(|d| d.kind() != DeviceKind::Cpu && d.buffer_type().name() == name)
                         .map(|d| d.name().to_string());
+                    // (CPU_REPACK is CPU memory but not host memory: a row of its own)
+                    let host_buft = self
+                        .backend_devs
+                        .iter()
+                        .flat_map(|d| {
+                            let mut l = vec![d.buffer_type()];
+                            l.extend(d.host_buffer_type());
+                            l.extend(d.extra_buffer_types());
+                            l
+                        })
+                        .find(|b| b.name() == name)
+                        .is_none_or(|b| b.is_host());
                     rows.push(MemoryBreakdownRow {
                         buft: name.to_string(),
-                        is_host: dev.is_none(),
+                        is_host: dev.is_none() && host_buft,
                         device: dev,
                         model: 0,
                         context: 0,

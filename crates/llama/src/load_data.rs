@@ -6,7 +6,7 @@ use crate::error::{LlamaError, Result};
 use crate::loader::{LoadMode, ModelLoader};
 use crate::model::{Model, ModelParams};
 use crate::model_tensors::PlannedTensor;
-use ggml::backend::{same_buft, Buffer, BufferTypeRef, BufferUsage};
+use ggml::backend::{same_buft, Buffer, BufferType, BufferTypeRef, BufferUsage};
 use ggml::tensor::TensorData;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -205,6 +205,16 @@ impl Reader {
     }
 }
 
+/// Host memory for one tensor's file bytes on their way to a buffer that takes whole tensors.
+fn staging_buffer(size: usize) -> Result<Arc<Buffer>> {
+    let buft = Arc::new(ggml::backend::HostBufferType {
+        name: "staging".into(),
+        alignment: 64,
+        max_size: usize::MAX,
+    });
+    Ok(buft.alloc_buffer(size)?)
+}
+
 pub fn allocate_and_load(
     model: &mut Model,
     ml: &ModelLoader,
@@ -381,6 +391,9 @@ pub fn allocate_and_load(
             if !mode.uses_mmap() && readers[p.shard].is_none() {
                 readers[p.shard] = Some(open_reader(&shard.path, mode)?);
             }
+            // buffers whose layout depends on the tensor (CPU_REPACK, a meta device's slices)
+            // take the whole tensor at once
+            let whole = d.buffer.tensor_io().is_some();
             match readers[p.shard].as_mut() {
                 None => {
                     let bytes = shard.gguf.data();
@@ -390,7 +403,24 @@ pub fn allocate_and_load(
                         .ok_or_else(|| LlamaError::TensorOutOfBounds {
                             name: t.name.clone(),
                         })?;
-                    d.buffer.set(d.addr, src)?;
+                    if whole {
+                        ggml::backend::set_tensor(t, src, 0)?;
+                    } else {
+                        d.buffer.set(d.addr, src)?;
+                    }
+                }
+                Some(r) if whole => {
+                    let staging = staging_buffer(size)?;
+                    r.copy_into(
+                        &shard.path,
+                        &staging,
+                        staging.base(),
+                        shard.gguf.data_offset + p.file_offset,
+                        size,
+                    )?;
+                    let mut bytes = vec![0u8; size];
+                    staging.get(staging.base(), &mut bytes)?;
+                    ggml::backend::set_tensor(t, &bytes, 0)?;
                 }
                 Some(r) => r.copy_into(
                     &shard.path,

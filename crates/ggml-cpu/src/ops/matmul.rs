@@ -154,22 +154,32 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     let arow = a.ty.row_size(k as i64);
     let brow = tr.vec_dot_type.row_size(k as i64);
 
+    let wdata = p.wdata;
+    let b_row = |ir1: usize| -> (*const u8, usize, usize, usize) {
+        let i11 = ir1 % b.ne[1];
+        let i12 = (ir1 / b.ne[1]) % b.ne[2];
+        let i13 = ir1 / (b.ne[1] * b.ne[2]);
+        let ptr = match conv {
+            // SAFETY: the converted rows are laid out in flat row order.
+            Some(rs) => unsafe { wdata.add(ir1 * rs) as *const u8 },
+            None => b.row_ptr(i11, i12, i13) as *const u8,
+        };
+        (ptr, i11, i12, i13)
+    };
+
+    // a weight in CPU_REPACK: llama.cpp's repacked kernels (their layout and float order);
+    // the same weight elsewhere takes the dot product's order below, as llama.cpp's does
+    if a.repacked {
+        let e = match a.ty {
+            Type::Q4_0 => qtile::QElem::Q4_0Repacked,
+            _ => qtile::QElem::Iq4NlRepacked,
+        };
+        super::mm_repacked::mul_mat(p, e, &a, &d, k / 32, &b_row);
+        return;
+    }
+
     // register tiles serve float weights whose partner has the same type, and Q8_0 / Q4_0 /
     // Q5_0 weights with Q8_0 activations
-    // llama.cpp repacks 2-D Q4_0 weights with rows % 8 == 0 on AVX2 CPUs (q4_0_8x8) and its
-    // repacked kernels sum in another order than the plain dot product: follow them
-    // (IQ4_NL likewise: iq4_nl_8x8, the same kernels with a lookup table)
-    let repacked_elem = match a.ty {
-        Type::Q4_0 => Some(qtile::QElem::Q4_0Repacked),
-        Type::Iq4Nl => Some(qtile::QElem::Iq4NlRepacked),
-        _ => None,
-    };
-    let q4_repacked = repacked_elem.is_some()
-        && tr.vec_dot_type == Type::Q8_0
-        && qtile::available()
-        && nr0 % 8 == 0
-        && a.ne[2] == 1
-        && a.ne[3] == 1;
     // K-quant weights follow llama.cpp's repacked Q4_K and tiled K-quant kernels likewise
     let flat = a.ne[2] == 1 && a.ne[3] == 1;
     let kplan = ktile::plan(a.ty, nr0, flat, b.ne[1], b.ty);
@@ -195,7 +205,6 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     let float_tiles =
         gemm::tinyblas_shape(nr0, k, b.ne[1]) && (b.is_contiguous() || b.ty != tr.vec_dot_type);
     let tile_kind = match (a.ty, tr.vec_dot_type) {
-        _ if q4_repacked => repacked_elem.map(Tile::Quant),
         _ if kplan.is_some() => kplan.map(Tile::KQuant),
         (Type::F32, Type::F32) if gemm::available(gemm::Elem::F32) && float_tiles => {
             Some(Tile::Float(gemm::Elem::F32))
@@ -224,29 +233,6 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     if tile_kind.is_some() {
         dr1 = dr1.div_ceil(gemm::RN) * gemm::RN;
         nc1 = nr1.div_ceil(dr1);
-    }
-    let wdata = p.wdata;
-    let b_row = |ir1: usize| -> (*const u8, usize, usize, usize) {
-        let i11 = ir1 % b.ne[1];
-        let i12 = (ir1 / b.ne[1]) % b.ne[2];
-        let i13 = ir1 / (b.ne[1] * b.ne[2]);
-        let ptr = match conv {
-            // SAFETY: the converted rows are laid out in flat row order.
-            Some(rs) => unsafe { wdata.add(ir1 * rs) as *const u8 },
-            None => b.row_ptr(i11, i12, i13) as *const u8,
-        };
-        (ptr, i11, i12, i13)
-    };
-
-    // AVX-512 VNNI: Q4_0 / IQ4_NL weights in packed 16-row panels, each packed once for up
-    // to PANEL_GROUP columns (same bits as the AVX2 tiles: exact block sums, one FMA per block)
-    if let Some(Tile::Quant(e @ (qtile::QElem::Q4_0Repacked | qtile::QElem::Iq4NlRepacked))) =
-        tile_kind
-    {
-        if nr1 >= qtile::PANEL_COLS && qtile::panel_available() {
-            q4_panels(p, e, &a, &d, k / 32, &b_row);
-            return;
-        }
     }
 
     // one column streams the weight once: fetch rows ahead of the dot products (the hardware
@@ -415,12 +401,6 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                         };
                         // Q8_0-type weights: several rows down the column at once (independent
                         // chains, each the dot product's own order)
-                        if let Some(Tile::Quant(qtile::QElem::Q4_0Repacked)) = tile_kind {
-                            const CR: usize = qtile::COLUMN8_ROWS;
-                            walk.passes::<{ CR }>(&mut ir0, row, &mut tmp, |ap, out| {
-                                qtile::column8_q4_0(k / 32, ap, bp, out);
-                            });
-                        }
                         if let Some(Tile::Quant(q)) = tile_kind {
                             const CR: usize = qtile::COLUMN_ROWS;
                             walk.passes::<{ CR }>(&mut ir0, row, &mut tmp, |ap, out| {
@@ -461,10 +441,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                             if prefetch_rows > 0 && ir0 + prefetch_rows < nr0 {
                                 prefetch(a.row_ptr(ir0 + prefetch_rows, i02, i03), arow);
                             }
-                            tmp[ir0 - iir0] = if q4_repacked {
-                                let e = repacked_elem.unwrap_or(qtile::QElem::Q4_0Repacked);
-                                qtile::repacked_dot(e, k / 32, x.as_ptr(), y.as_ptr())
-                            } else if let Some(kp) = kplan {
+                            tmp[ir0 - iir0] = if let Some(kp) = kplan {
                                 let order = kp.order(i11, b.ne[1]);
                                 ktile::dot(kp, order, k / 256, x.as_ptr(), y.as_ptr())
                             } else {
@@ -483,101 +460,6 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
             iir1 += tcols;
         }
         ch = p.counter.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// Columns whose activation sums one thread keeps while it walks the weight's panels: the
-/// packing of a panel is paid once per group (their Q8_0 rows, ~2 KiB each at K = 2048, stay
-/// in L2).
-const PANEL_GROUP: usize = 128;
-
-/// MUL_MAT of 2-D Q4_0 or IQ4_NL weights (rows % 8 == 0; e their repacked kind) times >=
-/// PANEL_COLS Q8_0 columns with the AVX-512 VNNI panel kernels. Work units are (16-row panel,
-/// column group), panel-major within a group, so a thread computes a group's column sums
-/// once; a last panel of 8 rows takes the column kernels (the same bits).
-fn q4_panels(
-    p: &mut Params,
-    e: qtile::QElem,
-    a: &TRef,
-    d: &TRef,
-    nb: usize,
-    b_row: &dyn Fn(usize) -> (*const u8, usize, usize, usize),
-) {
-    use qtile::{COLSUM_BLOCK_BYTES, PANEL_BLOCK_BYTES, PANEL_COLS, PANEL_ROWS};
-    let (nr0, nr1) = (a.ne[1], d.ne[1] * d.ne[2] * d.ne[3]);
-    let npanels = nr0.div_ceil(PANEL_ROWS);
-    let units = npanels * nr1.div_ceil(PANEL_GROUP);
-    let counter = p.counter;
-    let mut ch = p.ith;
-    let (panel_bytes, col_bytes) = (nb * PANEL_BLOCK_BYTES, nb * COLSUM_BLOCK_BYTES);
-    let buf = p.scratch((panel_bytes + PANEL_GROUP * col_bytes).div_ceil(4));
-    let panel = buf.as_mut_ptr() as *mut u8;
-    // SAFETY: buf holds panel_bytes + PANEL_GROUP * col_bytes bytes.
-    let sums = unsafe { panel.add(panel_bytes) };
-    let mut group = usize::MAX;
-    while ch < units {
-        let (pi, g) = (ch % npanels, ch / npanels);
-        let (c0, c1) = (g * PANEL_GROUP, ((g + 1) * PANEL_GROUP).min(nr1));
-        let r0 = pi * PANEL_ROWS;
-        // SAFETY: panel_available() held for the caller; the weight has nr0 rows of nb Q4_0
-        // blocks (2-D: i02 = i03 = 0) and each column nb Q8_0 blocks; sums holds PANEL_GROUP
-        // columns of col_bytes and panel panel_bytes; each (row, column) cell of dst belongs
-        // to exactly one unit.
-        unsafe {
-            if g != group {
-                for c in c0..c1 {
-                    qtile::col_sums(e, nb, b_row(c).0, sums.add((c - c0) * col_bytes));
-                }
-                group = g;
-            }
-            if r0 + PANEL_ROWS <= nr0 {
-                let ap: [*const u8; PANEL_ROWS] =
-                    std::array::from_fn(|r| a.row_ptr(r0 + r, 0, 0) as *const u8);
-                qtile::pack_panel(e, nb, &ap, panel);
-                let mut c = c0;
-                while c < c1 {
-                    // a short last pass repeats its last column, whose results are not stored
-                    let n = (c1 - c).min(PANEL_COLS);
-                    let cols: [_; PANEL_COLS] = std::array::from_fn(|j| b_row(c + j.min(n - 1)));
-                    let sp: [*const u8; PANEL_COLS] = std::array::from_fn(|j| {
-                        sums.add((c + j.min(n - 1) - c0) * col_bytes) as *const u8
-                    });
-                    let mut out = [[0.0f32; PANEL_ROWS]; PANEL_COLS];
-                    qtile::panel_tile(nb, panel, &cols.map(|x| x.0), &sp, &mut out);
-                    for (col, o) in cols.iter().zip(out.iter()).take(n) {
-                        for (r, v) in o.iter().enumerate() {
-                            (d.ptr(r0 + r, col.1, col.2, col.3) as *mut f32).write_unaligned(*v);
-                        }
-                    }
-                    c += n;
-                }
-            } else {
-                // nr0 % 8 == 0 (the repacked condition): the last panel has 8 rows
-                const CR: usize = qtile::COLUMN8_ROWS;
-                debug_assert_eq!(nr0 - r0, CR);
-                let ap: [*const u8; CR] =
-                    std::array::from_fn(|r| a.row_ptr(r0 + r, 0, 0) as *const u8);
-                const CR4: usize = qtile::COLUMN_ROWS;
-                for c in c0..c1 {
-                    let col = b_row(c);
-                    let mut out = [0.0f32; CR];
-                    if e == qtile::QElem::Q4_0Repacked {
-                        qtile::column8_q4_0(nb, &ap, col.0, &mut out);
-                    } else {
-                        for h in 0..CR / CR4 {
-                            let a4: [*const u8; CR4] = std::array::from_fn(|r| ap[h * CR4 + r]);
-                            let mut o4 = [0.0f32; CR4];
-                            qtile::column(e, nb, &a4, col.0, &mut o4);
-                            out[h * CR4..(h + 1) * CR4].copy_from_slice(&o4);
-                        }
-                    }
-                    for (r, v) in out.iter().enumerate() {
-                        (d.ptr(r0 + r, col.1, col.2, col.3) as *mut f32).write_unaligned(*v);
-                    }
-                }
-            }
-        }
-        ch = counter.fetch_add(1, Ordering::Relaxed);
     }
 }
 

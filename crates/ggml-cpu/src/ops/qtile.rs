@@ -169,13 +169,13 @@ pub(crate) unsafe fn column8_q4_0(
 pub(crate) const PANEL_ROWS: usize = 16;
 /// Activation columns one pass over a packed panel takes (one accumulator register each).
 pub(crate) const PANEL_COLS: usize = 8;
-/// Bytes of one block of a packed panel: eight vectors of 16 rows x 4 nibble bytes, then the
-/// 16 row scales as f32.
-pub(crate) const PANEL_BLOCK_BYTES: usize = 8 * 64 + 64;
+/// Bytes of one block of a 16-row nibble panel (`repack`): the 16 row scales (f16), then
+/// four vectors of 16 rows x 4 quant bytes.
+pub(crate) const PACKED_BLOCK_BYTES: usize = 16 * 18;
 /// Bytes of one block of a column's sums: -bias * sum(y) as i32, then f32(dy).
 pub(crate) const COLSUM_BLOCK_BYTES: usize = 8;
 
-/// Whether the AVX-512 VNNI panel kernels (`pack_panel`, `col_sums`, `panel_tile`) run on
+/// Whether the AVX-512 VNNI panel kernels (`col_sums`, `packed_tile`) run on
 /// this CPU.
 pub(crate) fn panel_available() -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -188,37 +188,8 @@ pub(crate) fn panel_available() -> bool {
     }
 }
 
-/// Packs 16 rows (nb blocks each) of `QElem::Q4_0Repacked` or `QElem::Iq4NlRepacked` for
-/// `panel_tile`: per block, vector j (0..8) holds in its i32 lane r unsigned bytes for row r's
-/// elements 4j..4j+4, so one vpdpbusd with four broadcast activation bytes adds four products
-/// into every row's sum at once. The bytes are the value plus a bias that makes it unsigned:
-/// Q4_0's nibble n is n - 8 + 8, IQ4_NL's kvalues_iq4nl[n] (-127..113) is stored + 128; the
-/// bias times sum(y) comes back out through `col_sums` (all exact in i32).
-///
-/// # Safety
-/// `panel_available()` holds; e is one of the two; each a[r] covers nb blocks of it; out has
-/// nb * `PANEL_BLOCK_BYTES` writable bytes.
-pub(crate) unsafe fn pack_panel(e: QElem, nb: usize, a: &[*const u8; PANEL_ROWS], out: *mut u8) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: the caller's promise.
-        unsafe {
-            match e {
-                QElem::Q4_0Repacked => x86::pack_panel::<false>(nb, a, out),
-                QElem::Iq4NlRepacked => x86::pack_panel::<true>(nb, a, out),
-                _ => unreachable!("panels are for the repacked 4-bit types"),
-            }
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (e, nb, a, out);
-        unreachable!("panel kernels are x86-only");
-    }
-}
-
-/// Per block of one Q8_0 column: -bias * sum(y) (the bias of `pack_panel` for e: 8 or 128)
-/// and f32(dy), for `panel_tile`.
+/// Per block of one Q8_0 column: -bias * sum(y) (the bias of the packed values for e: 8 or 128)
+/// and f32(dy), for `packed_tile`.
 ///
 /// # Safety
 /// `panel_available()` holds; y covers nb Q8_0 blocks; out has nb * `COLSUM_BLOCK_BYTES`
@@ -238,26 +209,34 @@ pub(crate) unsafe fn col_sums(e: QElem, nb: usize, y: *const u8, out: *mut u8) {
 }
 
 /// out[c][r] = `repacked_dot(e, ..)` of the panel's row r and column b[c] (the same bits:
-/// exact integer block sums, then one FMA per block in block order).
+/// exact integer block sums, then one FMA per block in block order), for C = 1..=8 columns.
 ///
 /// # Safety
-/// `panel_available()` holds; panel is nb blocks from `pack_panel(e, ..)`; each b[c] covers
-/// nb Q8_0 blocks and sums[c] that column's nb blocks from `col_sums(e, ..)`.
-pub(crate) unsafe fn panel_tile(
+/// `panel_available()` holds; panel is nb blocks of a 16-row nibble panel of `e`
+/// (`repack::pack`, `PACKED_BLOCK_BYTES` each); each b[c] covers nb Q8_0 blocks and sums[c]
+/// that column's nb blocks from `col_sums(e, ..)`.
+pub(crate) unsafe fn packed_tile<const C: usize>(
+    e: QElem,
     nb: usize,
     panel: *const u8,
-    b: &[*const u8; PANEL_COLS],
-    sums: &[*const u8; PANEL_COLS],
-    out: &mut [[f32; PANEL_ROWS]; PANEL_COLS],
+    b: &[*const u8; C],
+    sums: &[*const u8; C],
+    out: &mut [[f32; PANEL_ROWS]; C],
 ) {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: the caller's promise.
-        unsafe { x86::panel_tile(nb, panel, b, sums, out) }
+        unsafe {
+            match e {
+                QElem::Q4_0Repacked => x86::packed_tile::<false, C>(nb, panel, b, sums, out),
+                QElem::Iq4NlRepacked => x86::packed_tile::<true, C>(nb, panel, b, sums, out),
+                _ => unreachable!("panels are for the repacked 4-bit types"),
+            }
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (nb, panel, b, sums, out);
+        let _ = (e, nb, panel, b, sums, out);
         unreachable!("panel kernels are x86-only");
     }
 }
@@ -501,56 +480,6 @@ mod x86 {
     }
 
     /// # Safety
-    /// AVX-512 F/BW/VL and F16C; as for `super::pack_panel`.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,f16c")]
-    pub unsafe fn pack_panel<const NL: bool>(nb: usize, a: &[*const u8; 16], out: *mut u8) {
-        let low = _mm512_set1_epi8(0x0F);
-        // IQ4_NL: kvalues_iq4nl + 128 (1..241, unsigned) in every 128-bit lane, for vpshufb
-        let kv: [u8; 16] =
-            std::array::from_fn(|i| (ggml::quants::KVALUES_IQ4NL[i] as i16 + 128) as u8);
-        let table = _mm512_broadcast_i32x4(_mm_loadu_si128(kv.as_ptr() as *const __m128i));
-        for ib in 0..nb {
-            let ld = |r: usize| _mm_loadu_si128(a[r].add(18 * ib + 2) as *const __m128i);
-            // av[k]'s 128-bit lane l holds row 4l + k's 16 quant bytes (4 dwords), so a 4x4
-            // dword transpose inside every lane leaves dword j of rows 0..16 in lane order
-            let av: [__m512i; 4] = std::array::from_fn(|k| {
-                let v = _mm512_castsi128_si512(ld(k));
-                let v = _mm512_inserti32x4::<1>(v, ld(4 + k));
-                let v = _mm512_inserti32x4::<2>(v, ld(8 + k));
-                _mm512_inserti32x4::<3>(v, ld(12 + k))
-            });
-            let t0 = _mm512_unpacklo_epi32(av[0], av[1]);
-            let t1 = _mm512_unpackhi_epi32(av[0], av[1]);
-            let t2 = _mm512_unpacklo_epi32(av[2], av[3]);
-            let t3 = _mm512_unpackhi_epi32(av[2], av[3]);
-            let d = [
-                _mm512_unpacklo_epi64(t0, t2),
-                _mm512_unpackhi_epi64(t0, t2),
-                _mm512_unpacklo_epi64(t1, t3),
-                _mm512_unpackhi_epi64(t1, t3),
-            ];
-            let o = out.add(ib * super::PANEL_BLOCK_BYTES);
-            // quant byte i holds element i (low nibble) and element i + 16 (high nibble): dword
-            // j's low nibbles meet y's dword j, its high nibbles y's dword j + 4
-            for (j, dj) in d.iter().enumerate() {
-                let mut lo = _mm512_and_si512(*dj, low);
-                let mut hi = _mm512_and_si512(_mm512_srli_epi16(*dj, 4), low);
-                if NL {
-                    lo = _mm512_shuffle_epi8(table, lo);
-                    hi = _mm512_shuffle_epi8(table, hi);
-                }
-                _mm512_storeu_si512(o.add(64 * j) as *mut __m512i, lo);
-                _mm512_storeu_si512(o.add(64 * (j + 4)) as *mut __m512i, hi);
-            }
-            let h: [u16; 16] =
-                std::array::from_fn(|r| (a[r].add(18 * ib) as *const u16).read_unaligned());
-            // (f16 to f32 is exact: the same values the scalar conversion gives)
-            let dx = _mm512_cvtph_ps(_mm256_loadu_si256(h.as_ptr() as *const __m256i));
-            _mm512_storeu_ps(o.add(8 * 64) as *mut f32, dx);
-        }
-    }
-
-    /// # Safety
     /// AVX-512 VL/VNNI and AVX2; as for `super::col_sums`; bias is 8 or 128.
     #[target_feature(enable = "avx512f,avx512vl,avx512vnni,avx2,f16c")]
     pub unsafe fn col_sums(bias: u8, nb: usize, y: *const u8, out: *mut u8) {
@@ -569,22 +498,50 @@ mod x86 {
     }
 
     /// # Safety
-    /// AVX-512 F/BW/VL/VNNI; as for `super::panel_tile`.
+    /// AVX-512 F/BW/VL/VNNI, FMA and F16C; as for `super::packed_tile`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-    pub unsafe fn panel_tile(
+    pub unsafe fn packed_tile<const NL: bool, const C: usize>(
         nb: usize,
         panel: *const u8,
-        b: &[*const u8; 8],
-        sums: &[*const u8; 8],
-        out: &mut [[f32; 16]; 8],
+        b: &[*const u8; C],
+        sums: &[*const u8; C],
+        out: &mut [[f32; 16]; C],
     ) {
-        let mut acc = [_mm512_setzero_ps(); 8];
+        let low = _mm512_set1_epi8(0x0F);
+        // IQ4_NL: kvalues_iq4nl + 128 (1..241, unsigned) in every 128-bit lane, for vpshufb
+        let kv: [u8; 16] =
+            std::array::from_fn(|i| (ggml::quants::KVALUES_IQ4NL[i] as i16 + 128) as u8);
+        let table = _mm512_broadcast_i32x4(_mm_loadu_si128(kv.as_ptr() as *const __m128i));
+        let mut acc = [_mm512_setzero_ps(); C];
         for ib in 0..nb {
-            let p = panel.add(ib * super::PANEL_BLOCK_BYTES);
-            let w: [__m512i; 8] =
-                std::array::from_fn(|j| _mm512_loadu_si512(p.add(64 * j) as *const __m512i));
-            let dx = _mm512_loadu_ps(p.add(8 * 64) as *const f32);
-            for c in 0..8 {
+            let p = panel.add(ib * super::PACKED_BLOCK_BYTES);
+            if C == 1 {
+                // one column streams the weight: fetch ahead across page boundaries, which
+                // the hardware prefetcher does not cross
+                for l in 0..3 {
+                    _mm_prefetch::<_MM_HINT_T0>(p.add(PREFETCH + 128 * l) as *const i8);
+                }
+            }
+            // quant byte i holds element i (low nibble) and element i + 16 (high nibble):
+            // dword j's low nibbles meet y's dword j, its high nibbles y's dword j + 4; the
+            // values are stored + 8 (Q4_0) or + 128 (IQ4_NL) to be unsigned for vpdpbusd
+            let mut w = [_mm512_setzero_si512(); 8];
+            for j in 0..4 {
+                let v = _mm512_loadu_si512(p.add(32 + 64 * j) as *const __m512i);
+                let (mut lo, mut hi) = (
+                    _mm512_and_si512(v, low),
+                    _mm512_and_si512(_mm512_srli_epi16(v, 4), low),
+                );
+                if NL {
+                    lo = _mm512_shuffle_epi8(table, lo);
+                    hi = _mm512_shuffle_epi8(table, hi);
+                }
+                w[j] = lo;
+                w[j + 4] = hi;
+            }
+            // (f16 to f32 is exact: the same values the scalar conversion gives)
+            let dx = _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i));
+            for c in 0..C {
                 let sb = sums[c].add(ib * super::COLSUM_BLOCK_BYTES);
                 let yq = b[c].add(34 * ib + 2);
                 // every row's exact block sum: start from -bias * sum(y), add (value + bias) * y
@@ -604,6 +561,9 @@ mod x86 {
             _mm512_storeu_ps(o.as_mut_ptr(), *v);
         }
     }
+
+    /// How far ahead of its block the one-column kernel fetches the weight.
+    const PREFETCH: usize = 2048;
 
     /// Q8_0 rows times C columns (C a multiple of 6) in the order of `q8_0_vnni`: each
     /// 512-bit accumulator holds two cells of one row, the 8 lanes of column c in its low half
@@ -797,8 +757,9 @@ mod tests {
     }
 
     #[test]
-    fn vnni_panels_equal_the_repacked_order() {
+    fn packed_vnni_panels_equal_the_repacked_order() {
         if !available() || !panel_available() {
+            eprintln!("skipped: this CPU lacks AVX-512 VNNI");
             return;
         }
         // random raw blocks (every nibble, y -127..127, scales of both signs), several
@@ -854,18 +815,40 @@ mod tests {
             };
             let a: [*const u8; PANEL_ROWS] = std::array::from_fn(|r| rows[r].as_ptr());
             let b: [*const u8; PANEL_COLS] = std::array::from_fn(|c| cols[c].as_ptr());
-            let mut panel = vec![0u8; nb * PANEL_BLOCK_BYTES];
+            // the 16 rows in CPU_REPACK's layout
+            let plain: Vec<u8> = rows.concat();
+            let mut panel = vec![0u8; nb * PACKED_BLOCK_BYTES];
+            let ne = [32 * nb as i64, PANEL_ROWS as i64, 1, 1];
+            crate::repack::pack(crate::repack::Layout::NibblePanels, ne, &plain, &mut panel);
             let mut sums = vec![vec![0u8; nb * COLSUM_BLOCK_BYTES]; PANEL_COLS];
             let mut out = [[0.0f32; PANEL_ROWS]; PANEL_COLS];
+            let mut one = [[0.0f32; PANEL_ROWS]; 1];
+            let mut three = [[0.0f32; PANEL_ROWS]; 3];
             // SAFETY: panel_available() holds; every pointer covers nb blocks and every
             // buffer the bytes its kernel writes.
             unsafe {
-                pack_panel(elem, nb, &a, panel.as_mut_ptr());
                 for (c, s) in sums.iter_mut().enumerate() {
                     col_sums(elem, nb, b[c], s.as_mut_ptr());
                 }
                 let sp: [*const u8; PANEL_COLS] = std::array::from_fn(|c| sums[c].as_ptr());
-                panel_tile(nb, panel.as_ptr(), &b, &sp, &mut out);
+                packed_tile(elem, nb, panel.as_ptr(), &b, &sp, &mut out);
+                packed_tile(elem, nb, panel.as_ptr(), &[b[5]], &[sp[5]], &mut one);
+                let (b3, s3) = ([b[1], b[2], b[7]], [sp[1], sp[2], sp[7]]);
+                packed_tile(elem, nb, panel.as_ptr(), &b3, &s3, &mut three);
+            }
+            for r in 0..PANEL_ROWS {
+                assert_eq!(
+                    one[0][r].to_bits(),
+                    out[5][r].to_bits(),
+                    "one column, row {r}"
+                );
+                for (k, c) in [1, 2, 7].into_iter().enumerate() {
+                    assert_eq!(
+                        three[k][r].to_bits(),
+                        out[c][r].to_bits(),
+                        "3 columns, row {r}"
+                    );
+                }
             }
             for r in 0..PANEL_ROWS {
                 for c in 0..PANEL_COLS {

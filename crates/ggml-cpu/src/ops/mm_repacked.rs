@@ -1,0 +1,223 @@
+//! MUL_MAT of a weight held in CPU_REPACK (`repack`): Q4_0 / IQ4_NL in nibble panels times
+//! Q8_0 columns, every cell in llama.cpp's repacked gemm/gemv order (`qtile::repacked_dot`).
+//!
+//! Work units are (panel, column group), panel-major within a group, taken from the shared
+//! counter, so a thread computes a group's column sums once and one column (generation)
+//! spreads its panels over the threads. With AVX-512 VNNI the panels are read as they are
+//! (`qtile::packed_tile`, 8 columns per pass, fewer for the last); otherwise a panel is put
+//! back in GGUF order in scratch memory and the AVX2 kernels of that order take its rows.
+
+use super::qtile::{self, QElem, COLSUM_BLOCK_BYTES, PACKED_BLOCK_BYTES, PANEL_COLS, PANEL_ROWS};
+use super::Params;
+use crate::repack;
+use crate::tref::TRef;
+use std::sync::atomic::Ordering;
+
+/// Columns whose activation sums one thread keeps while it walks the weight's panels (their
+/// Q8_0 rows, ~2 KiB each at K = 2048, stay in L2 while the group's panels stream past).
+const GROUP: usize = 128;
+
+/// dst = a x b for `a` in CPU_REPACK (`e` its repacked kind, nb blocks per row); `b_row(c)`
+/// gives column c's Q8_0 row and its (i11, i12, i13).
+pub(crate) fn mul_mat(
+    p: &mut Params,
+    e: QElem,
+    a: &TRef,
+    d: &TRef,
+    nb: usize,
+    b_row: &dyn Fn(usize) -> (*const u8, usize, usize, usize),
+) {
+    let (nr0, nr1) = (a.ne[1], d.ne[1] * d.ne[2] * d.ne[3]);
+    let row_bytes = nb * 18;
+    let panels: Vec<(usize, usize)> = repack::panels(nr0).collect();
+    let units = panels.len() * nr1.div_ceil(GROUP);
+    let vnni = qtile::panel_available();
+    let counter = p.counter;
+    let mut ch = p.ith;
+    // scratch: a widened 8-row panel (or a panel in GGUF order) and one group's column sums
+    let (panel_bytes, col_bytes) = (nb * PACKED_BLOCK_BYTES, nb * COLSUM_BLOCK_BYTES);
+    let buf = p.scratch((panel_bytes + GROUP * col_bytes).div_ceil(4));
+    let tmp = buf.as_mut_ptr() as *mut u8;
+    // SAFETY: buf holds panel_bytes + GROUP * col_bytes bytes.
+    let sums = unsafe { tmp.add(panel_bytes) };
+    let mut group = usize::MAX;
+    while ch < units {
+        let (pi, g) = (ch % panels.len(), ch / panels.len());
+        let (c0, c1) = (g * GROUP, ((g + 1) * GROUP).min(nr1));
+        let (r0, n) = panels[pi];
+        // the panel's bytes: its rows' place in the tensor (2-D: i02 = i03 = 0)
+        let src = a.row_ptr(r0, 0, 0) as *const u8;
+        let store = |c: usize, out: &[f32]| {
+            let (_, i11, i12, i13) = b_row(c);
+            for (r, v) in out.iter().enumerate().take(n) {
+                // SAFETY: (r0 + r, c) is a cell of dst, which belongs to this unit only.
+                unsafe { (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
+            }
+        };
+        if vnni {
+            // SAFETY: panel_available() holds; the weight is nr0 rows of nb blocks in the
+            // layout of repack::pack, so the panel at r0 has n rows of nb blocks; every column
+            // has nb Q8_0 blocks; sums has room for GROUP columns and tmp for one panel.
+            unsafe {
+                if g != group {
+                    for c in c0..c1 {
+                        qtile::col_sums(e, nb, b_row(c).0, sums.add((c - c0) * col_bytes));
+                    }
+                    group = g;
+                }
+                let panel = if n == PANEL_ROWS {
+                    src
+                } else {
+                    widen(src, nb, tmp);
+                    tmp as *const u8
+                };
+                let mut c = c0;
+                while c < c1 {
+                    let left = c1 - c;
+                    let col = |j: usize| b_row(c + j).0;
+                    let sum = |j: usize| sums.add((c + j - c0) * col_bytes) as *const u8;
+                    macro_rules! pass {
+                        ($w:expr) => {{
+                            let b: [*const u8; $w] = std::array::from_fn(col);
+                            let s: [*const u8; $w] = std::array::from_fn(sum);
+                            let mut out = [[0.0f32; PANEL_ROWS]; $w];
+                            qtile::packed_tile(e, nb, panel, &b, &s, &mut out);
+                            for (j, o) in out.iter().enumerate() {
+                                store(c + j, o);
+                            }
+                            $w
+                        }};
+                    }
+                    c += match left {
+                        PANEL_COLS.. => pass!(PANEL_COLS),
+                        4..=7 => pass!(4),
+                        2..=3 => pass!(2),
+                        _ => pass!(1),
+                    };
+                }
+            }
+        } else {
+            // SAFETY: as above for the panel and the columns; tmp has room for n <= 16 rows in
+            // GGUF order (panel_bytes = 16 rows of nb blocks of 18 bytes).
+            unsafe {
+                let packed = std::slice::from_raw_parts(src, n * row_bytes);
+                let rows = std::slice::from_raw_parts_mut(tmp, n * row_bytes);
+                repack::unpack_panel(packed, n, nb, rows);
+                const R8: usize = qtile::COLUMN8_ROWS;
+                for c in c0..c1 {
+                    let y = b_row(c).0;
+                    let mut out = [0.0f32; PANEL_ROWS];
+                    for h in 0..n / R8 {
+                        let row = |r: usize| tmp.add((h * R8 + r) * row_bytes) as *const u8;
+                        let o = &mut out[h * R8..(h + 1) * R8];
+                        if e == QElem::Q4_0Repacked {
+                            let ap: [*const u8; R8] = std::array::from_fn(row);
+                            let o: &mut [f32; R8] = o.try_into().expect("8 rows");
+                            qtile::column8_q4_0(nb, &ap, y, o);
+                        } else {
+                            for (r, v) in o.iter_mut().enumerate() {
+                                *v = qtile::repacked_dot(e, nb, row(r), y);
+                            }
+                        }
+                    }
+                    store(c, &out);
+                }
+            }
+        }
+        ch = counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// An 8-row panel (nb blocks at src) as a 16-row one at dst, rows 8..16 zero.
+///
+/// # Safety
+/// src holds nb blocks of an 8-row panel, dst nb * PACKED_BLOCK_BYTES writable bytes.
+unsafe fn widen(src: *const u8, nb: usize, dst: *mut u8) {
+    // SAFETY: the caller's promise on both ranges.
+    let (s, o) = unsafe {
+        (
+            std::slice::from_raw_parts(src, nb * PACKED_BLOCK_BYTES / 2),
+            std::slice::from_raw_parts_mut(dst, nb * PACKED_BLOCK_BYTES),
+        )
+    };
+    let mut block = [0u8; PACKED_BLOCK_BYTES];
+    for ib in 0..nb {
+        repack::widen_block(s, ib, &mut block);
+        o[ib * PACKED_BLOCK_BYTES..(ib + 1) * PACKED_BLOCK_BYTES].copy_from_slice(&block);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dot::quantize_row_q8_0;
+    use ggml::backend::{get_tensor, set_tensor, tensor_set_f32, tensor_to_f32};
+    use ggml::{Context, Graph, Type};
+
+    fn vals(n: usize, seed: usize) -> Vec<f32> {
+        (0..n)
+            .map(|i| (((i * 37 + seed * 11) % 101) as f32 - 50.0) / 7.0)
+            .collect()
+    }
+
+    /// A weight placed in CPU_REPACK through set_tensor, times 1..=19 columns, gives every
+    /// cell of llama.cpp's repacked order (`qtile::repacked_dot` on the GGUF rows) and reads
+    /// back as the bytes it was given.
+    #[test]
+    fn a_weight_in_cpu_repack_gives_the_repacked_order() {
+        if !super::qtile::available() {
+            eprintln!("skipped: this CPU lacks AVX2/FMA/F16C (no CPU_REPACK kernels)");
+            return;
+        }
+        for (ty, e) in [
+            (Type::Q4_0, super::QElem::Q4_0Repacked),
+            (Type::Iq4Nl, super::QElem::Iq4NlRepacked),
+        ] {
+            for &(k, rows) in &[(64usize, 8usize), (96, 24), (256, 40), (32, 64)] {
+                for cols in [1usize, 2, 5, 8, 19] {
+                    let mut ctx = Context::new();
+                    let w = ctx.new_tensor_2d(ty, k as i64, rows as i64);
+                    let buft = crate::repack::buffer_type();
+                    let _wbuf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &buft).expect("alloc");
+                    let b = ctx.new_tensor_2d(Type::F32, k as i64, cols as i64);
+                    let out = ctx.mul_mat(w, b);
+                    let cpu = crate::device().buffer_type();
+                    let _buf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &cpu).expect("alloc");
+                    let row_bytes = ty.row_size(k as i64);
+                    let mut plain = vec![0u8; rows * row_bytes];
+                    for r in 0..rows {
+                        ggml::quants::quantize_row_ref(
+                            ty,
+                            &vals(k, r),
+                            &mut plain[r * row_bytes..(r + 1) * row_bytes],
+                        );
+                    }
+                    set_tensor(&ctx[w], &plain, 0).expect("set");
+                    let mut back = vec![0u8; plain.len()];
+                    get_tensor(&ctx[w], &mut back, 0).expect("get");
+                    assert_eq!(back, plain, "read back in GGUF order");
+                    let bv: Vec<f32> = (0..cols).flat_map(|c| vals(k, 1000 + c)).collect();
+                    tensor_set_f32(&ctx[b], &bv).expect("set b");
+                    let mut g = Graph::new(ctx);
+                    g.build_forward_expand(out);
+                    assert!(crate::compute_graph(&g, 2).is_success());
+                    let got = tensor_to_f32(&g.ctx[out]).expect("out");
+                    for c in 0..cols {
+                        let mut y = vec![0u8; Type::Q8_0.row_size(k as i64)];
+                        quantize_row_q8_0(&bv[c * k..(c + 1) * k], &mut y);
+                        for r in 0..rows {
+                            let x = plain[r * row_bytes..].as_ptr();
+                            // SAFETY: available() holds; x and y cover k / 32 blocks.
+                            let want =
+                                unsafe { super::qtile::repacked_dot(e, k / 32, x, y.as_ptr()) };
+                            assert_eq!(
+                                got[c * rows + r].to_bits(),
+                                want.to_bits(),
+                                "{ty} {k}x{rows}, {cols} columns: cell ({r}, {c})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
