@@ -56,6 +56,11 @@ pub(crate) struct Operands<'a> {
 pub(crate) unsafe fn rows(ops: &Operands, pr: &Params, r0: usize, r1: usize, buf: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
     {
+        if crate::simd::features::cpu().avx512_dot() {
+            // SAFETY: AVX-512F, AVX2 and FMA are available; the rest is the caller's promise.
+            unsafe { rows_avx512(ops, pr, r0, r1, buf) };
+            return;
+        }
         if crate::simd::has_avx2_fma() {
             // SAFETY: AVX2 and FMA are available; the rest is the caller's promise.
             unsafe { rows_fma(ops, pr, r0, r1, buf) };
@@ -63,7 +68,19 @@ pub(crate) unsafe fn rows(ops: &Operands, pr: &Params, r0: usize, r1: usize, buf
         }
     }
     // SAFETY: the caller's promise.
-    unsafe { rows_impl::<false>(ops, pr, r0, r1, buf) }
+    unsafe { rows_impl::<false, false>(ops, pr, r0, r1, buf) }
+}
+
+/// `rows` with 16-lane registers: every score and every accumulator is its own chain of
+/// fused steps in key order whatever the register width, so the bits are the same.
+///
+/// # Safety
+/// AVX-512F, AVX2 and FMA are available; as for `rows`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx2,fma")]
+unsafe fn rows_avx512(ops: &Operands, pr: &Params, r0: usize, r1: usize, buf: &mut [f32]) {
+    // SAFETY: as for rows; AVX-512F and FMA are available.
+    unsafe { rows_impl::<true, true>(ops, pr, r0, r1, buf) }
 }
 
 /// `rows` compiled with FMA: mul_add becomes one instruction and the lane loops vectorise.
@@ -74,14 +91,14 @@ pub(crate) unsafe fn rows(ops: &Operands, pr: &Params, r0: usize, r1: usize, buf
 #[target_feature(enable = "avx2,fma")]
 unsafe fn rows_fma(ops: &Operands, pr: &Params, r0: usize, r1: usize, buf: &mut [f32]) {
     // SAFETY: as for rows; FMA is available.
-    unsafe { rows_impl::<true>(ops, pr, r0, r1, buf) }
+    unsafe { rows_impl::<true, false>(ops, pr, r0, r1, buf) }
 }
 
 /// Query rows go in groups of up to `Q_TILE` rows of one head, so each K/V tile is widened
 /// once per group; every row's arithmetic is the one ggml does for it.
-/// `FMA`: AVX2 and FMA are available (the caller runs with them enabled).
+/// `FMA`: AVX2 and FMA are available (the caller runs with them enabled); `ZMM`: AVX-512F too.
 #[inline(always)]
-unsafe fn rows_impl<const FMA: bool>(
+unsafe fn rows_impl<const FMA: bool, const ZMM: bool>(
     ops: &Operands,
     pr: &Params,
     r0: usize,
@@ -198,7 +215,7 @@ unsafe fn rows_impl<const FMA: bool>(
                         }
                         v_loaded = true;
                     }
-                    accumulate::<FMA>(arow, &kq[..kv_tile], v32, dv);
+                    accumulate::<FMA, ZMM>(arow, &kq[..kv_tile], v32, dv);
                 }
                 ic += KV_TILE;
             }
@@ -251,9 +268,19 @@ fn max_of(x: &[f32]) -> f32 {
 /// # Safety
 /// With `FMA`, AVX2 and FMA are available; v holds w.len() rows of dv >= acc.len() floats.
 #[inline(always)]
-unsafe fn accumulate<const FMA: bool>(acc: &mut [f32], w: &[f32], v: &[f32], dv: usize) {
+unsafe fn accumulate<const FMA: bool, const ZMM: bool>(
+    acc: &mut [f32],
+    w: &[f32],
+    v: &[f32],
+    dv: usize,
+) {
     #[cfg(target_arch = "x86_64")]
     {
+        if ZMM {
+            // SAFETY: the caller's promise (AVX-512F with ZMM).
+            unsafe { x86::accumulate_zmm(acc, w, v, dv) };
+            return;
+        }
         if FMA {
             // SAFETY: the caller's promise.
             unsafe { x86::accumulate(acc, w, v, dv) };
@@ -300,6 +327,65 @@ mod x86 {
         for (jj, a) in acc.iter_mut().enumerate().skip(j) {
             for (t, &wt) in w.iter().enumerate() {
                 *a = wt.mul_add(v[t * dv + jj], *a);
+            }
+        }
+    }
+
+    /// `accumulate` 128 (then 64, 16) columns at a time in 16-lane registers, the rest as
+    /// the 8-lane version does (each column is its own chain either way).
+    ///
+    /// # Safety
+    /// AVX-512F, AVX2 and FMA are available; v holds w.len() rows of dv >= acc.len() floats.
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    pub unsafe fn accumulate_zmm(acc: &mut [f32], w: &[f32], v: &[f32], dv: usize) {
+        let n = acc.len();
+        assert!(n <= dv && v.len() >= w.len() * dv);
+        let (pa, pv) = (acc.as_mut_ptr(), v.as_ptr());
+        let mut j = 0;
+        // SAFETY: each call covers columns j..j + 16V <= n of acc and of every v row.
+        unsafe {
+            while j + 128 <= n {
+                columns_zmm::<8>(pa.add(j), pv.add(j), w, dv);
+                j += 128;
+            }
+            while j + 64 <= n {
+                columns_zmm::<4>(pa.add(j), pv.add(j), w, dv);
+                j += 64;
+            }
+            while j + 16 <= n {
+                columns_zmm::<1>(pa.add(j), pv.add(j), w, dv);
+                j += 16;
+            }
+            while j + 8 <= n {
+                columns::<1>(pa.add(j), pv.add(j), w, dv);
+                j += 8;
+            }
+        }
+        for (jj, a) in acc.iter_mut().enumerate().skip(j) {
+            for (t, &wt) in w.iter().enumerate() {
+                *a = wt.mul_add(v[t * dv + jj], *a);
+            }
+        }
+    }
+
+    /// 16V columns at `pa` / `pv` (row stride dv), as `columns`.
+    ///
+    /// # Safety
+    /// AVX-512F is available; the 16V floats at pa and at pv + t * dv (t < w.len()) exist.
+    #[inline(always)]
+    unsafe fn columns_zmm<const V: usize>(pa: *mut f32, pv: *const f32, w: &[f32], dv: usize) {
+        // SAFETY: the caller's promise.
+        unsafe {
+            let mut a: [__m512; V] = std::array::from_fn(|i| _mm512_loadu_ps(pa.add(16 * i)));
+            for (t, &wt) in w.iter().enumerate() {
+                let wb = _mm512_set1_ps(wt);
+                let row = pv.add(t * dv);
+                for (i, ai) in a.iter_mut().enumerate() {
+                    *ai = _mm512_fmadd_ps(wb, _mm512_loadu_ps(row.add(16 * i)), *ai);
+                }
+            }
+            for (i, ai) in a.iter().enumerate() {
+                _mm512_storeu_ps(pa.add(16 * i), *ai);
             }
         }
     }
@@ -353,13 +439,27 @@ mod tests {
         let acc0: Vec<f32> = (0..dv).map(|i| i as f32 * 0.01).collect();
         let mut want = acc0.clone();
         // SAFETY: FMA = false takes the portable path; v holds n rows of dv.
-        unsafe { accumulate::<false>(&mut want, &w, &v, dv) };
+        unsafe { accumulate::<false, false>(&mut want, &w, &v, dv) };
         #[cfg(target_arch = "x86_64")]
         if crate::simd::has_avx2_fma() {
             let mut got = acc0.clone();
             // SAFETY: AVX2 and FMA are available.
-            unsafe { accumulate::<true>(&mut got, &w, &v, dv) };
+            unsafe { accumulate::<true, false>(&mut got, &w, &v, dv) };
             assert_eq!(got, want);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if crate::simd::features::cpu().avx512_dot() {
+            for dv in [109, 128, 200, 16, 7] {
+                let v: Vec<f32> = (0..n * dv).map(|i| (i as f32 * 0.13).sin() * 3.0).collect();
+                let acc0: Vec<f32> = (0..dv).map(|i| i as f32 * 0.01).collect();
+                let mut want = acc0.clone();
+                // SAFETY: the portable path; v holds n rows of dv.
+                unsafe { accumulate::<false, false>(&mut want, &w, &v, dv) };
+                let mut got = acc0.clone();
+                // SAFETY: AVX-512F, AVX2 and FMA are available.
+                unsafe { accumulate::<true, true>(&mut got, &w, &v, dv) };
+                assert_eq!(got, want, "dv {dv}");
+            }
         }
         assert_eq!(
             max_of(&w),
