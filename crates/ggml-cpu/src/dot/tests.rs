@@ -201,12 +201,17 @@ fn tiled_iq_order_is_the_same_dot_product() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn rows4_kernels_equal_the_dot_product() {
-    for ty in [Type::Q4_1, Type::Q5_1, Type::Q6K] {
+    for (ty, n) in [
+        (Type::Q4_1, 2048),
+        (Type::Q5_1, 2048),
+        (Type::Q6K, 2048),
+        (Type::F16, 2048),
+        (Type::F16, 64 * 5 + 37),
+    ] {
         let Some((f, qk)) = rows4_kernel(ty) else {
             eprintln!("skipped {ty}: no kernel for this CPU");
             continue;
         };
-        let n = 2048;
         let tr = cpu_traits(ty);
         let rows: Vec<(Vec<u8>, Vec<u8>)> = (0..4)
             .map(|r| {

@@ -458,6 +458,7 @@ pub(crate) fn rows4_kernel(ty: Type) -> Option<(Rows4Fn, usize)> {
         return None;
     }
     match ty {
+        Type::F16 if has_avx512() => Some((f16_rows4_k512 as Rows4Fn, 1)),
         Type::Q4_1 => Some((q4_1_rows4_k2 as Rows4Fn, 32)),
         Type::Q5_1 => Some((q5_1_rows4_k2 as Rows4Fn, 32)),
         // (the AVX2 dot product's bits, so also what an AVX2-only CPU would give)
@@ -905,6 +906,51 @@ unsafe fn f16_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
         i += 1;
     }
     sum as f32
+}
+
+/// Four F16 rows times one F16 column, each row in `f16_k512`'s order (four 16-lane chains
+/// over 64 values per step, the same reduction, the tail in double): the column's values are
+/// converted once for the four rows.
+///
+/// # Safety
+/// AVX-512F must be available; each a[r] and y hold n halves.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn f16_rows4_k512(
+    n: usize,
+    a: &[*const u8; 4],
+    y: *const u8,
+    out: &mut [f32; 4],
+) {
+    let mut acc = [[_mm512_setzero_ps(); 4]; 4];
+    let mut i = 0;
+    while i + 64 <= n {
+        for k in 0..4 {
+            let o = 2 * (i + 16 * k);
+            // SAFETY: 16 halves from element i + 16k are in bounds of y and of every row.
+            unsafe {
+                let vy = _mm512_cvtph_ps(_mm256_loadu_si256(y.add(o) as *const __m256i));
+                for (r, ar) in acc.iter_mut().enumerate() {
+                    let vx = _mm512_cvtph_ps(_mm256_loadu_si256(a[r].add(o) as *const __m256i));
+                    ar[k] = _mm512_fmadd_ps(vx, vy, ar[k]);
+                }
+            }
+        }
+        i += 64;
+    }
+    for (r, o) in out.iter_mut().enumerate() {
+        let mut sum = reduce_f32x16(&acc[r]) as f64;
+        for j in i..n {
+            // SAFETY: element j < n of row r and of y.
+            let (x, yv) = unsafe {
+                (
+                    (a[r].add(2 * j) as *const u16).read_unaligned(),
+                    (y.add(2 * j) as *const u16).read_unaligned(),
+                )
+            };
+            sum += (crate::fp::f16_to_f32(x) * crate::fp::f16_to_f32(yv)) as f64;
+        }
+        *o = sum as f32;
+    }
 }
 
 /// GGML_F32x16_REDUCE of four accumulators: 0+2 and 1+3, then those two, then
