@@ -5,12 +5,16 @@
 //! the file's data.
 //!
 //! Which weights go here follows llama.cpp's choice on x86 (ggml_repack_get_optimal_repack_type)
-//! for the types whose repacked kernels this backend has: Q4_0 and IQ4_NL with a multiple of 8
-//! rows, on a CPU with AVX2 (llama.cpp's q4_0_8x8 / iq4_nl_8x8). A weight placed here also
-//! takes llama.cpp's repacked float order (`qtile::QElem::Q4_0Repacked`); the same weight in
-//! a plain buffer (`-nr`) takes its dot product's order, as llama.cpp's does.
+//! for the types whose repacked kernels this backend has: Q4_0, IQ4_NL and Q4_K with a
+//! multiple of 8 rows, on a CPU with AVX2 (llama.cpp's q4_0_8x8 / iq4_nl_8x8 / q4_K_8x8). A
+//! weight placed here also takes llama.cpp's repacked float order
+//! (`qtile::QElem::Q4_0Repacked`, `ktile::Order::RepackGemm` / `RepackGemv`); the same weight
+//! in a plain buffer (`-nr`) takes its dot product's (or tiled) order, as llama.cpp's does.
+//! Not here yet: llama.cpp's AVX-512 Q2_K and AVX2 MXFP4 repacks and its repacked MUL_MAT_ID
+//! of 3-D experts; those weights stay in plain memory with their plain orders.
 //!
-//! The layout, "nibble panels": the rows in panels of 16 (the last one 8 when rows % 16 == 8),
+//! Q4_K's layout: groups of 8 rows with their blocks interleaved (`Layout::Q4KRows8`).
+//! Q4_0 / IQ4_NL's, "nibble panels": the rows in panels of 16 (the last one 8 when rows % 16 == 8),
 //! each panel `rows * row_size` bytes where its rows were, block by block: the R row scales
 //! (f16), then 4 groups of R dwords, dword r of group j holding quant bytes 4j..4j+4 of row
 //! r's block. One 64-byte load then gives a VNNI kernel the same four bytes of 16 rows. The
@@ -32,7 +36,16 @@ const BLOCK: usize = 18;
 pub(crate) enum Layout {
     /// Q4_0 or IQ4_NL in nibble panels.
     NibblePanels,
+    /// Q4_K in groups of 8 rows, block-interleaved: a group's block ib of rows 0..8, then
+    /// its block ib + 1, ... (each block as in GGUF), so the kernels that take 8 or 4 rows
+    /// of a group read one stream.
+    Q4KRows8,
 }
+
+/// Rows of a Q4_K group.
+pub(crate) const K_GROUP: usize = 8;
+/// Bytes of one Q4_K block.
+pub(crate) const K_BLOCK: usize = 144;
 
 /// The layout llama.cpp's repack would give a weight of `ty` and shape `ne` on this CPU, or
 /// None where it keeps the weight as it is (the loader then places it in plain memory).
@@ -44,6 +57,7 @@ pub(crate) fn layout_for(ty: Type, ne: [i64; 4]) -> Option<Layout> {
         Type::Q4_0 | Type::Iq4Nl if ne[1] > 0 && ne[1] % 8 == 0 && ne[0] % 32 == 0 => {
             Some(Layout::NibblePanels)
         }
+        Type::Q4K if ne[1] > 0 && ne[1] % 8 == 0 && ne[0] % 256 == 0 => Some(Layout::Q4KRows8),
         _ => None,
     }
 }
@@ -196,9 +210,32 @@ fn panel_quant(n: usize, ib: usize, r: usize, q: usize) -> usize {
     ib * n * BLOCK + 2 * n + ((q / 4) * n + r) * 4 + q % 4
 }
 
-/// GGUF-order rows (`plain`) to nibble panels (`packed`), both `ne`'s whole tensor.
+/// Q4_K rows in GGUF order to `Layout::Q4KRows8` (`to_groups`) or back.
+fn k_groups(ne: [i64; 4], src: &[u8], dst: &mut [u8], to_groups: bool) {
+    let (nb, rows) = (ne[0] as usize / 256, ne[1] as usize);
+    let row = nb * K_BLOCK;
+    for g in 0..rows / K_GROUP {
+        let base = g * K_GROUP * row;
+        for r in 0..K_GROUP {
+            for ib in 0..nb {
+                let plain = base + r * row + ib * K_BLOCK;
+                let grouped = base + (ib * K_GROUP + r) * K_BLOCK;
+                let (from, to) = if to_groups {
+                    (plain, grouped)
+                } else {
+                    (grouped, plain)
+                };
+                dst[to..to + K_BLOCK].copy_from_slice(&src[from..from + K_BLOCK]);
+            }
+        }
+    }
+}
+
+/// GGUF-order rows (`plain`) to `layout` (`packed`), both `ne`'s whole tensor.
 pub(crate) fn pack(layout: Layout, ne: [i64; 4], plain: &[u8], packed: &mut [u8]) {
-    let Layout::NibblePanels = layout;
+    if layout == Layout::Q4KRows8 {
+        return k_groups(ne, plain, packed, true);
+    }
     let (nb, rows) = (ne[0] as usize / 32, ne[1] as usize);
     let row = nb * BLOCK;
     for (r0, n) in panels(rows) {
@@ -222,7 +259,9 @@ pub(crate) fn pack(layout: Layout, ne: [i64; 4], plain: &[u8], packed: &mut [u8]
 
 /// The inverse of `pack`.
 pub(crate) fn unpack(layout: Layout, ne: [i64; 4], packed: &[u8], plain: &mut [u8]) {
-    let Layout::NibblePanels = layout;
+    if layout == Layout::Q4KRows8 {
+        return k_groups(ne, packed, plain, false);
+    }
     let (nb, rows) = (ne[0] as usize / 32, ne[1] as usize);
     let row = nb * BLOCK;
     for (r0, n) in panels(rows) {
@@ -290,6 +329,26 @@ mod tests {
             unpack(Layout::NibblePanels, ne, &packed, &mut back);
             assert_eq!(back, plain, "{k}x{rows}");
         }
+    }
+
+    #[test]
+    fn q4_k_groups_are_inverse_and_interleave_blocks() {
+        let (k, rows) = (512usize, 16usize);
+        let ne = [k as i64, rows as i64, 1, 1];
+        let n = rows * k / 256 * K_BLOCK;
+        let plain = bytes(n, 3);
+        let mut packed = vec![0u8; n];
+        pack(Layout::Q4KRows8, ne, &plain, &mut packed);
+        let row = 2 * K_BLOCK;
+        // group 1, block 1, row 3
+        let at = 8 * row + (8 + 3) * K_BLOCK;
+        assert_eq!(
+            &packed[at..at + K_BLOCK],
+            &plain[11 * row + K_BLOCK..12 * row]
+        );
+        let mut back = vec![0u8; n];
+        unpack(Layout::Q4KRows8, ne, &packed, &mut back);
+        assert_eq!(back, plain);
     }
 
     #[test]

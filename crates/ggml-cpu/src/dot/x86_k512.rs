@@ -65,8 +65,26 @@ fn totals8(t: &[__m256i; 8]) -> __m256i {
 ///
 /// # Safety
 /// `available()`; each x[r] points at `nb` Q4_K blocks (144 bytes), `y` at nb Q8_K blocks.
+#[cfg(test)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub(crate) unsafe fn q4_k_gemv8(nb: usize, x: &[*const u8; 8], y: *const u8, out: &mut [f32; 8]) {
+    // SAFETY: the caller's promise; GGUF rows hold their blocks 144 bytes apart.
+    unsafe { q4_k_gemv8_strided(nb, 144, x, y, out) }
+}
+
+/// `q4_k_gemv8` with row r's block ib at x[r] + stride * ib (CPU_REPACK's interleaved rows:
+/// stride = 8 * 144).
+///
+/// # Safety
+/// As for `q4_k_gemv8`, each row's nb blocks `stride` bytes apart.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn q4_k_gemv8_strided(
+    nb: usize,
+    stride: usize,
+    x: &[*const u8; 8],
+    y: *const u8,
+    out: &mut [f32; 8],
+) {
     let m4 = _mm512_set1_epi8(0x0F);
     // A 64-byte load of codes holds two 32-byte groups; its low nibbles are subblocks
     // (4h, 4h + 2), its high nibbles (4h + 1, 4h + 3). Register v = 2h + n (n: 0 low, 1 high)
@@ -104,7 +122,7 @@ pub(crate) unsafe fn q4_k_gemv8(nb: usize, x: &[*const u8; 8], y: *const u8, out
             let mut dmin = [0u16; 8];
             let mut mins4 = [_mm_setzero_si128(); 8];
             for r in 0..8 {
-                let bx = x[r].add(144 * ib);
+                let bx = x[r].add(stride * ib);
                 dx[r] = (bx as *const u16).read_unaligned();
                 dmin[r] = (bx.add(2) as *const u16).read_unaligned();
                 let (sc, mn) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
@@ -248,6 +266,22 @@ pub(crate) unsafe fn q4_k_gemm4<const C: usize>(
     b: &[*const u8; C],
     out: &mut [f32],
 ) {
+    // SAFETY: the caller's promise; GGUF rows hold their blocks 144 bytes apart.
+    unsafe { q4_k_gemm4_strided::<C>(nb, 144, a, b, out) }
+}
+
+/// `q4_k_gemm4` with row r's block ib at a[r] + stride * ib (CPU_REPACK's interleaved rows).
+///
+/// # Safety
+/// As for `q4_k_gemm4`, each row's nb blocks `stride` bytes apart.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn q4_k_gemm4_strided<const C: usize>(
+    nb: usize,
+    stride: usize,
+    a: &[*const u8; 4],
+    b: &[*const u8; C],
+    out: &mut [f32],
+) {
     let m4 = _mm512_set1_epi8(0x0F);
     // a row's 32 code dwords (group p, dword j at 8p + j) to lane 4j' + p, j = 4h + j'
     let ix: [__m512i; 2] = std::array::from_fn(|h| {
@@ -272,7 +306,7 @@ pub(crate) unsafe fn q4_k_gemm4<const C: usize>(
             let mut dx = [0.0f32; 4];
             let mut dmin = [0.0f32; 4];
             for r in 0..4 {
-                let bx = a[r].add(144 * ib);
+                let bx = a[r].add(stride * ib);
                 dx[r] = super::x86::h2f_f16c(bx);
                 dmin[r] = super::x86::h2f_f16c(bx.add(2));
                 let (sc, mn) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));

@@ -57,14 +57,14 @@ fn available() -> bool {
     false
 }
 
-/// Which order llama.cpp (x86, AVX2) uses for a weight of type `ty` with `rows` rows (`flat`:
-/// 2-D) times `ne11` activation columns per plane of type `src1`; None: the plain dot
-/// product, as everywhere else.
-pub(crate) fn plan(ty: Type, rows: usize, flat: bool, ne11: usize, src1: Type) -> Option<Plan> {
+/// Which order llama.cpp (x86, AVX2) uses for a weight of type `ty` with `rows` rows
+/// (`repacked`: held in CPU_REPACK) times `ne11` activation columns per plane of type
+/// `src1`; None: the plain dot product, as everywhere else.
+pub(crate) fn plan(ty: Type, rows: usize, repacked: bool, ne11: usize, src1: Type) -> Option<Plan> {
     if !available() || !matches!(ty, Type::Q3K | Type::Q4K | Type::Q5K | Type::Q6K) {
         return None;
     }
-    if ty == Type::Q4K && rows.is_multiple_of(8) && flat && src1 == Type::F32 {
+    if ty == Type::Q4K && rows.is_multiple_of(8) && repacked && src1 == Type::F32 {
         return Some(Plan { ty, repack: true });
     }
     let tiled = ne11 >= 8 && matches!(src1, Type::F32 | Type::Q8K);

@@ -170,19 +170,14 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // a weight in CPU_REPACK: llama.cpp's repacked kernels (their layout and float order);
     // the same weight elsewhere takes the dot product's order below, as llama.cpp's does
     if a.repacked {
-        let e = match a.ty {
-            Type::Q4_0 => qtile::QElem::Q4_0Repacked,
-            _ => qtile::QElem::Iq4NlRepacked,
-        };
-        super::mm_repacked::mul_mat(p, e, &a, &d, k / 32, &b_row);
+        super::mm_repacked::mul_mat(p, &a, &b, &d, &b_row);
         return;
     }
 
     // register tiles serve float weights whose partner has the same type, and Q8_0 / Q4_0 /
     // Q5_0 weights with Q8_0 activations
-    // K-quant weights follow llama.cpp's repacked Q4_K and tiled K-quant kernels likewise
-    let flat = a.ne[2] == 1 && a.ne[3] == 1;
-    let kplan = ktile::plan(a.ty, nr0, flat, b.ne[1], b.ty);
+    // K-quant weights follow llama.cpp's tiled K-quant kernels (ne11 >= 8)
+    let kplan = ktile::plan(a.ty, nr0, false, b.ne[1], b.ty);
     // IQ weights times >= 8 columns: llama.cpp's tiled path (ggml-cpu/tiled), not its dot
     let tiled_iq = (b.ne[1] >= 8 && matches!(b.ty, Type::F32 | Type::Q8K))
         .then(|| crate::dot::tiled_iq_kernel(a.ty))
@@ -412,19 +407,6 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                         if let (None, Some((f, qk))) = (tile_kind, rows4) {
                             walk.passes::<{ gemm::RM }>(&mut ir0, row, &mut tmp, |ap, out| {
                                 f(k / qk, ap, bp, out);
-                            });
-                        }
-                        // Q4_K weights in the repacked gemv's order (one column, AVX-512
-                        // VNNI): eight rows per pass share the column's loads
-                        #[cfg(target_arch = "x86_64")]
-                        if kplan.is_some_and(|kp| {
-                            kp.ty == Type::Q4K
-                                && kp.order(i11, b.ne[1]) == ktile::Order::RepackGemv
-                                && crate::dot::x86_k512::available()
-                        }) {
-                            const CR: usize = 8;
-                            walk.passes::<{ CR }>(&mut ir0, row, &mut tmp, |ap, out| {
-                                crate::dot::x86_k512::q4_k_gemv8(k / 256, ap, bp, out);
                             });
                         }
                         // K-quant columns left over from the wide tiles: four rows per pass

@@ -1,5 +1,6 @@
 //! MUL_MAT of a weight held in CPU_REPACK (`repack`): Q4_0 / IQ4_NL in nibble panels times
-//! Q8_0 columns, every cell in llama.cpp's repacked gemm/gemv order (`qtile::repacked_dot`).
+//! Q8_0 columns, every cell in llama.cpp's repacked gemm/gemv order (`qtile::repacked_dot`),
+//! and Q4_K in interleaved 8-row groups times Q8_K columns (q4_K_8x8's orders, `q4_k`).
 //!
 //! Work units are (panel, column group), panel-major within a group, taken from the shared
 //! counter, so a thread computes a group's column sums once and one column (generation)
@@ -7,26 +8,33 @@
 //! (`qtile::packed_tile`, 8 columns per pass, fewer for the last); otherwise a panel is put
 //! back in GGUF order in scratch memory and the AVX2 kernels of that order take its rows.
 
+use super::ktile;
 use super::qtile::{self, QElem, COLSUM_BLOCK_BYTES, PACKED_BLOCK_BYTES, PANEL_COLS, PANEL_ROWS};
 use super::Params;
 use crate::repack;
 use crate::tref::TRef;
+use ggml::Type;
 use std::sync::atomic::Ordering;
 
 /// Columns whose activation sums one thread keeps while it walks the weight's panels (their
 /// Q8_0 rows, ~2 KiB each at K = 2048, stay in L2 while the group's panels stream past).
 const GROUP: usize = 128;
 
-/// dst = a x b for `a` in CPU_REPACK (`e` its repacked kind, nb blocks per row); `b_row(c)`
-/// gives column c's Q8_0 row and its (i11, i12, i13).
-pub(crate) fn mul_mat(
-    p: &mut Params,
-    e: QElem,
-    a: &TRef,
-    d: &TRef,
-    nb: usize,
-    b_row: &dyn Fn(usize) -> (*const u8, usize, usize, usize),
-) {
+/// How `b_row(c)` gives activation column c: its converted row and its (i11, i12, i13).
+pub(crate) type BRow<'a> = &'a dyn Fn(usize) -> (*const u8, usize, usize, usize);
+
+/// dst = a x b for `a` in CPU_REPACK; `b_row` gives b's columns in the weight's activation
+/// type (Q8_0, or Q8_K for Q4_K).
+pub(crate) fn mul_mat(p: &mut Params, a: &TRef, b: &TRef, d: &TRef, b_row: BRow) {
+    match a.ty {
+        Type::Q4K => q4_k(p, a, b.ne[1], d, b_row),
+        Type::Q4_0 => nibble_panels(p, QElem::Q4_0Repacked, a, d, a.ne[0] / 32, b_row),
+        _ => nibble_panels(p, QElem::Iq4NlRepacked, a, d, a.ne[0] / 32, b_row),
+    }
+}
+
+/// Q4_0 / IQ4_NL in nibble panels (`e` their repacked kind, nb blocks per row).
+fn nibble_panels(p: &mut Params, e: QElem, a: &TRef, d: &TRef, nb: usize, b_row: BRow) {
     let (nr0, nr1) = (a.ne[1], d.ne[1] * d.ne[2] * d.ne[3]);
     let row_bytes = nb * 18;
     let panels: Vec<(usize, usize)> = repack::panels(nr0).collect();
@@ -128,6 +136,121 @@ pub(crate) fn mul_mat(
     }
 }
 
+/// Q4_K in groups of 8 interleaved rows (`repack::Layout::Q4KRows8`) times Q8_K columns, each
+/// column in llama.cpp's q4_K_8x8 order for its place: the gemm's for columns in whole
+/// fours of a plane, the gemv's for the rest (`ktile::Plan::order`). Work units are (group,
+/// column group) from the shared counter.
+fn q4_k(p: &mut Params, a: &TRef, ne11: usize, d: &TRef, b_row: BRow) {
+    use repack::{K_BLOCK, K_GROUP};
+    let (nr0, nr1, nb) = (a.ne[1], d.ne[1] * d.ne[2] * d.ne[3], a.ne[0] / 256);
+    let Some(plan) = ktile::plan(Type::Q4K, nr0, true, ne11, Type::F32) else {
+        unreachable!("CPU_REPACK holds Q4_K only where its kernels run");
+    };
+    let groups = nr0 / K_GROUP;
+    let units = groups * nr1.div_ceil(GROUP);
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = crate::dot::x86_k512::available();
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx512 = false;
+    let row_bytes = nb * K_BLOCK;
+    let buf = p.scratch((K_GROUP * row_bytes).div_ceil(4));
+    let tmp = buf.as_mut_ptr() as *mut u8;
+    let counter = p.counter;
+    let mut ch = p.ith;
+    while ch < units {
+        let (gi, g) = (ch % groups, ch / groups);
+        let (c0, c1) = (g * GROUP, ((g + 1) * GROUP).min(nr1));
+        let r0 = gi * K_GROUP;
+        let src = a.row_ptr(r0, 0, 0) as *const u8;
+        let store = |c: usize, r: usize, v: f32| {
+            let (_, i11, i12, i13) = b_row(c);
+            // SAFETY: (r0 + r, c) is a cell of dst, which belongs to this unit only.
+            unsafe { (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(v) };
+        };
+        if avx512 {
+            #[cfg(target_arch = "x86_64")]
+            {
+                // the unit's columns by order: the gemm's first, then the gemv's
+                let mut gemm = [0usize; GROUP];
+                let mut gemv = [0usize; GROUP];
+                let (mut ng, mut nv) = (0, 0);
+                for c in c0..c1 {
+                    if plan.order(c % ne11, ne11) == ktile::Order::RepackGemm {
+                        gemm[ng] = c;
+                        ng += 1;
+                    } else {
+                        gemv[nv] = c;
+                        nv += 1;
+                    }
+                }
+                let bs = K_GROUP * K_BLOCK;
+                let mut i = 0;
+                while i < ng {
+                    macro_rules! pass {
+                        ($w:expr) => {{
+                            let b: [*const u8; $w] = std::array::from_fn(|j| b_row(gemm[i + j]).0);
+                            for h in 0..K_GROUP / 4 {
+                                let a4: [*const u8; 4] = std::array::from_fn(|r| {
+                                    src.wrapping_add((4 * h + r) * K_BLOCK)
+                                });
+                                let mut out = [0.0f32; 4 * $w];
+                                // SAFETY: AVX-512 VNNI is present; the group's rows hold nb
+                                // blocks bs bytes apart from a4[r]; each column nb Q8_K blocks.
+                                unsafe {
+                                    crate::dot::x86_k512::q4_k_gemm4_strided::<$w>(
+                                        nb, bs, &a4, &b, &mut out,
+                                    )
+                                };
+                                for r in 0..4 {
+                                    for j in 0..$w {
+                                        store(gemm[i + j], 4 * h + r, out[r * $w + j]);
+                                    }
+                                }
+                            }
+                            $w
+                        }};
+                    }
+                    i += match ng - i {
+                        18.. => pass!(18),
+                        6..=17 => pass!(6),
+                        3..=5 => pass!(3),
+                        _ => pass!(1),
+                    };
+                }
+                let x8: [*const u8; K_GROUP] =
+                    std::array::from_fn(|r| src.wrapping_add(r * K_BLOCK));
+                for &c in &gemv[..nv] {
+                    let mut out = [0.0f32; K_GROUP];
+                    // SAFETY: as above, one column.
+                    unsafe {
+                        crate::dot::x86_k512::q4_k_gemv8_strided(nb, bs, &x8, b_row(c).0, &mut out)
+                    };
+                    for (r, v) in out.iter().enumerate() {
+                        store(c, r, *v);
+                    }
+                }
+            }
+        } else {
+            // the group back in GGUF order, then each cell in its column's order
+            // SAFETY: the group holds K_GROUP rows of nb blocks at src; tmp has room for them.
+            unsafe {
+                let grouped = std::slice::from_raw_parts(src, K_GROUP * row_bytes);
+                let rows = std::slice::from_raw_parts_mut(tmp, K_GROUP * row_bytes);
+                let ne = [a.ne[0] as i64, K_GROUP as i64, 1, 1];
+                repack::unpack(repack::Layout::Q4KRows8, ne, grouped, rows);
+                for c in c0..c1 {
+                    let order = plan.order(c % ne11, ne11);
+                    let y = b_row(c).0;
+                    for r in 0..K_GROUP {
+                        store(c, r, ktile::dot(plan, order, nb, tmp.add(r * row_bytes), y));
+                    }
+                }
+            }
+        }
+        ch = counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// An 8-row panel (nb blocks at src) as a 16-row one at dst, rows 8..16 zero.
 ///
 /// # Safety
@@ -157,6 +280,65 @@ mod tests {
         (0..n)
             .map(|i| (((i * 37 + seed * 11) % 101) as f32 - 50.0) / 7.0)
             .collect()
+    }
+
+    /// A Q4_K weight in CPU_REPACK gives every cell of llama.cpp's q4_K_8x8 orders (the gemm's
+    /// for whole fours of columns, the gemv's for the rest: `ktile::dot_ref`), whatever the
+    /// column count, and reads back as given.
+    #[test]
+    fn a_q4_k_weight_in_cpu_repack_gives_the_repacked_orders() {
+        let Some(plan) = super::ktile::plan(Type::Q4K, 8, true, 1, Type::F32) else {
+            eprintln!("skipped: this CPU lacks AVX2/FMA (no CPU_REPACK kernels)");
+            return;
+        };
+        let _ = plan;
+        for &(k, rows) in &[(256usize, 8usize), (512, 24)] {
+            for cols in [1usize, 3, 4, 7, 8, 22, 41] {
+                let mut ctx = Context::new();
+                let w = ctx.new_tensor_2d(Type::Q4K, k as i64, rows as i64);
+                let buft = crate::repack::buffer_type();
+                let _wbuf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &buft).expect("alloc");
+                let b = ctx.new_tensor_2d(Type::F32, k as i64, cols as i64);
+                let out = ctx.mul_mat(w, b);
+                let cpu = crate::device().buffer_type();
+                let _buf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &cpu).expect("alloc");
+                let row_bytes = Type::Q4K.row_size(k as i64);
+                let mut plain = vec![0u8; rows * row_bytes];
+                for r in 0..rows {
+                    ggml::quants::quantize_row_ref(
+                        Type::Q4K,
+                        &vals(k, r),
+                        &mut plain[r * row_bytes..(r + 1) * row_bytes],
+                    );
+                }
+                set_tensor(&ctx[w], &plain, 0).expect("set");
+                let mut back = vec![0u8; plain.len()];
+                get_tensor(&ctx[w], &mut back, 0).expect("get");
+                assert_eq!(back, plain, "read back in GGUF order");
+                let bv: Vec<f32> = (0..cols).flat_map(|c| vals(k, 1000 + c)).collect();
+                tensor_set_f32(&ctx[b], &bv).expect("set b");
+                let mut g = Graph::new(ctx);
+                g.build_forward_expand(out);
+                assert!(crate::compute_graph(&g, 2).is_success());
+                let got = tensor_to_f32(&g.ctx[out]).expect("out");
+                let plan =
+                    super::ktile::plan(Type::Q4K, rows, true, cols, Type::F32).expect("plan");
+                for c in 0..cols {
+                    let mut y = vec![0u8; Type::Q8K.row_size(k as i64)];
+                    ggml::quants::quantize_row_ref(Type::Q8K, &bv[c * k..(c + 1) * k], &mut y);
+                    for r in 0..rows {
+                        let x = &plain[r * row_bytes..(r + 1) * row_bytes];
+                        let want =
+                            super::ktile::dot_ref(Type::Q4K, plan.order(c, cols), k / 256, x, &y);
+                        assert_eq!(
+                            got[c * rows + r].to_bits(),
+                            want.to_bits(),
+                            "Q4_K {k}x{rows}, {cols} columns: cell ({r}, {c})"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// A weight placed in CPU_REPACK through set_tensor, times 1..=19 columns, gives every
