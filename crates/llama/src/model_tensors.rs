@@ -482,6 +482,12 @@ impl<'a> TensorCreator<'a> {
                 let b = c.new_tensor_4d(Type::F32, ne[0], n, ne[2], ne[3]);
                 c.mul_mat(w, b)
             }
+            Op::MulMatId => {
+                let used = (self.hp.n_expert_used as i64).max(1);
+                let b = c.new_tensor_3d(Type::F32, ne[0], used, n);
+                let ids = c.new_tensor_2d(Type::I32, used, n);
+                c.mul_mat_id(w, b, ids)
+            }
             Op::Mul => {
                 let a = c.new_tensor_4d(Type::F32, ne[0], n, ne[2], ne[3]);
                 c.mul(a, w)
@@ -500,7 +506,14 @@ impl<'a> TensorCreator<'a> {
                 };
                 c.rope_ext(a, b, Some(w), p)
             }
-            _ => return true,
+            // other ops read their weights by address: plain memory only (not an extra
+            // buffer type such as CPU_REPACK, whose layout only its matmuls know)
+            _ => {
+                return !dev
+                    .extra_buffer_types()
+                    .iter()
+                    .any(|b| ggml::backend::same_buft(b, buft))
+            }
         };
         dev.supports_op(&c, node)
     }
