@@ -395,8 +395,15 @@ fn dword_transpose(v: &[__m512i; 4]) -> [__m512i; 4] {
 /// Four Q6_K rows times C Q8_K columns in the order of the tiled K-quant path: per block
 /// r = f32(S) * dx, acc = fma(r, dy, acc); out[r * C + c] is bit for bit `ktile::tile` with
 /// `Order::Tiled` in every column. The rows are interleaved once per block as in
-/// `q4_k_gemm4` (lane 4r + p: row r's values 64p.., register j: their dword j), so each
-/// maddubs + vpdpwssd adds 16 x 4 codes times their 16-value scale into their own lane.
+/// `q4_k_gemm4` (lane 4r + p: row r's values 64p.., register j: their dword j), so register
+/// j's lanes all lie in subblock 4p + j / 4 and four vpdpbusd (j = 4q..4q + 4) sum each
+/// 16-value subblock in its own lane; one vpmulld per q applies the scales.
+///
+/// The codes go in as signed (code - 32) and the activations as unsigned (y + 128): the sum
+/// then carries 128 x (sum of the signed codes) too, a per-row constant of the block that
+/// starts each accumulator negated, so the column's loop has no bias term. Each column's
+/// activations are transposed once per block to a stack buffer, from which every register's
+/// 16 bytes are broadcast by the load unit.
 ///
 /// # Safety
 /// `available()`; each a[r] points at `nb` Q6_K blocks, each b[c] at nb Q8_K blocks; out
@@ -410,34 +417,33 @@ pub(crate) unsafe fn q6_k_gemm4<const C: usize>(
 ) {
     let m4 = _mm512_set1_epi8(0x0F);
     let m3 = _mm512_set1_epi8(0x03);
+    let c32 = _mm512_set1_epi8(32);
+    let c128 = _mm512_set1_epi8(-128);
     // lanes 0, 4, 8, 12 (one per row) to lanes 0-3
     let gather: [i32; 16] = std::array::from_fn(|l| (4 * (l % 4)) as i32);
     // SAFETY: gather holds 16 i32.
     let gather = unsafe { _mm512_loadu_si512(gather.as_ptr() as *const __m512i) };
-    // the Q8_K's 16 activation sums: dwords 0, 2, 4, 6 (sums 4p, 4p + 1) then 1, 3, 5, 7
-    let evens_odds = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    // lane 4p + r to lane 4r + p
+    let tr: [i32; 16] = std::array::from_fn(|l| (4 * (l % 4) + l / 4) as i32);
+    // SAFETY: tr holds 16 i32.
+    let tr = unsafe { _mm512_loadu_si512(tr.as_ptr() as *const __m512i) };
     let mut acc = [_mm_setzero_ps(); C];
+    // the transposed activations of one column (as in q4_k_gemm4: 64-byte row jj, 128-bit
+    // lane L holds dword 4L + jj of the four 64-value parts)
+    #[repr(align(64))]
+    struct Buf([u8; 256]);
+    let mut yt = Buf([0; 256]);
     for ib in 0..nb {
         // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
-        // every offset below stays inside its 210- or 292-byte block.
+        // every offset below stays inside its 210- or 292-byte block; yt holds 256 bytes.
         unsafe {
             let mut t = [[_mm512_setzero_si512(); 4]; 4];
-            // scale words: sw[q] lane 4r + p = sc[r][4p + q] twice; sp[h] lane 4r + p = the
-            // pair sc[r][4p + 2h], sc[r][4p + 2h + 1]
-            let mut sw = [[0i16; 32]; 4];
-            let mut sp = [[0i16; 32]; 2];
+            let mut z = [_mm512_setzero_si512(); 4];
             let mut dx = [0.0f32; 4];
             for r in 0..4 {
                 let bx = a[r].add(210 * ib);
                 dx[r] = super::x86::h2f_f16c(bx.add(208));
-                for p in 0..4 {
-                    for q in 0..4 {
-                        let s = *bx.add(192 + 4 * p + q) as i8 as i16;
-                        sw[q][2 * (4 * r + p)] = s;
-                        sw[q][2 * (4 * r + p) + 1] = s;
-                        sp[q / 2][2 * (4 * r + p) + q % 2] = s;
-                    }
-                }
+                z[r] = _mm512_cvtepi8_epi32(_mm_loadu_si128(bx.add(192) as *const __m128i));
                 let mut parts = [_mm512_setzero_si512(); 4];
                 for g in 0..2 {
                     let ql = _mm512_loadu_si512(bx.add(64 * g) as *const __m512i);
@@ -459,49 +465,55 @@ pub(crate) unsafe fn q6_k_gemm4<const C: usize>(
                 // t[r][jj] lane L: dword 4L + jj of row r's four parts
                 t[r] = dword_transpose(&parts);
             }
-            // w[4L + jj] 128-bit lane r = t[r][jj] lane L
+            // w[4L + jj] 128-bit lane r = t[r][jj] lane L, as signed codes (code - 32)
             let mut w = [_mm512_setzero_si512(); 16];
             for jj in 0..4 {
                 let t0 = _mm512_shuffle_i64x2::<0x44>(t[0][jj], t[1][jj]);
                 let t1 = _mm512_shuffle_i64x2::<0xEE>(t[0][jj], t[1][jj]);
                 let t2 = _mm512_shuffle_i64x2::<0x44>(t[2][jj], t[3][jj]);
                 let t3 = _mm512_shuffle_i64x2::<0xEE>(t[2][jj], t[3][jj]);
-                w[jj] = _mm512_shuffle_i64x2::<0x88>(t0, t2);
-                w[4 + jj] = _mm512_shuffle_i64x2::<0xDD>(t0, t2);
-                w[8 + jj] = _mm512_shuffle_i64x2::<0x88>(t1, t3);
-                w[12 + jj] = _mm512_shuffle_i64x2::<0xDD>(t1, t3);
+                w[jj] = _mm512_sub_epi8(_mm512_shuffle_i64x2::<0x88>(t0, t2), c32);
+                w[4 + jj] = _mm512_sub_epi8(_mm512_shuffle_i64x2::<0xDD>(t0, t2), c32);
+                w[8 + jj] = _mm512_sub_epi8(_mm512_shuffle_i64x2::<0x88>(t1, t3), c32);
+                w[12 + jj] = _mm512_sub_epi8(_mm512_shuffle_i64x2::<0xDD>(t1, t3), c32);
             }
-            let swv: [__m512i; 4] =
-                std::array::from_fn(|q| _mm512_loadu_si512(sw[q].as_ptr() as *const __m512i));
-            let spv: [__m512i; 2] =
-                std::array::from_fn(|h| _mm512_loadu_si512(sp[h].as_ptr() as *const __m512i));
+            // scale of subblock 4p + q of row r in lane 4r + p of scv[q]
+            let zt = dword_transpose(&z);
+            let scv: [__m512i; 4] = std::array::from_fn(|q| _mm512_permutexvar_epi32(tr, zt[q]));
+            // -128 x (sum of the signed codes) of subblock 4p + q in lane 4r + p of k0[q]
+            let k0: [__m512i; 4] = std::array::from_fn(|q| {
+                let mut s = _mm512_setzero_si512();
+                for j in 4 * q..4 * q + 4 {
+                    s = _mm512_dpbusd_epi32(s, c128, w[j]);
+                }
+                _mm512_sub_epi32(_mm512_setzero_si512(), s)
+            });
             let dxv = _mm_loadu_ps(dx.as_ptr());
             for c in 0..C {
                 let by = b[c].add(292 * ib);
                 let dy = _mm_set1_ps((by as *const f32).read_unaligned());
                 let yv: [__m512i; 4] = std::array::from_fn(|p| {
-                    _mm512_loadu_si512(by.add(4 + 64 * p) as *const __m512i)
+                    _mm512_xor_si512(
+                        _mm512_loadu_si512(by.add(4 + 64 * p) as *const __m512i),
+                        c128,
+                    )
                 });
                 let o = dword_transpose(&yv);
-                let mut s = _mm512_setzero_si512();
-                for j in 0..16 {
-                    // (u6 x i8 pair sums fit i16: 2 * 63 * 127)
-                    let pr = _mm512_maddubs_epi16(w[j], lane_bcast(o[j % 4], j / 4));
-                    s = _mm512_dpwssd_epi32(s, pr, swv[j / 4]);
+                for (jj, v) in o.iter().enumerate() {
+                    _mm512_store_si512(yt.0.as_mut_ptr().add(64 * jj) as *mut __m512i, *v);
                 }
-                // the codes are stored +32: 32 x (scale x activation sum) per 16 values off
-                let bs = _mm256_permutevar8x32_epi32(
-                    _mm256_loadu_si256(by.add(260) as *const __m256i),
-                    evens_odds,
-                );
-                let bias = _mm512_add_epi32(
-                    _mm512_madd_epi16(spv[0], _mm512_broadcast_i32x4(_mm256_castsi256_si128(bs))),
-                    _mm512_madd_epi16(
-                        spv[1],
-                        _mm512_broadcast_i32x4(_mm256_extracti128_si256::<1>(bs)),
-                    ),
-                );
-                let s = _mm512_sub_epi32(s, _mm512_slli_epi32::<5>(bias));
+                let mut s = _mm512_setzero_si512();
+                for q in 0..4 {
+                    let mut sq = k0[q];
+                    for j in 4 * q..4 * q + 4 {
+                        // ((y + 128) x (code - 32), four per lane, in i32: exact)
+                        let yb = _mm512_broadcast_i32x4(_mm_load_si128(
+                            yt.0.as_ptr().add(64 * (j % 4) + 16 * (j / 4)) as *const __m128i,
+                        ));
+                        sq = _mm512_dpbusd_epi32(sq, yb, w[j]);
+                    }
+                    s = _mm512_add_epi32(s, _mm512_mullo_epi32(sq, scv[q]));
+                }
                 // each row's four parts summed
                 let s = _mm512_add_epi32(s, _mm512_shuffle_epi32::<0x4E>(s));
                 let s = _mm512_add_epi32(s, _mm512_shuffle_epi32::<0xB1>(s));

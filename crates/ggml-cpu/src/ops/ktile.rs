@@ -784,7 +784,7 @@ mod tests {
             return;
         }
         const C: usize = 6;
-        for (k, seed) in [(256, 3), (256 * 9, 6)] {
+        for (k, seed) in [(256, 3), (256 * 3, 8), (256 * 9, 6)] {
             let nb = k / 256;
             let rows = quant_rows(Type::Q6K, k, RM, seed);
             let cols = quant_rows(Type::Q8K, k, C, seed + 13);
@@ -807,6 +807,48 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    /// Single-thread speed of the AVX-512 K-quant tiles on a 1.1B-model-like shape (256 rows,
+    /// k = 2048, 18 columns): `cargo test --release -p ggml-cpu ktile_speed -- --ignored
+    /// --nocapture`.
+    #[test]
+    #[ignore]
+    fn ktile_speed() {
+        if !crate::dot::x86_k512::available() {
+            eprintln!("skipped: no AVX-512 VNNI");
+            return;
+        }
+        const C: usize = 18;
+        let (k, n) = (2048, 256);
+        let nb = k / 256;
+        let cols = quant_rows(Type::Q8K, k, C, 5);
+        let b: [*const u8; C] = std::array::from_fn(|c| cols[c].as_ptr());
+        for ty in [Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
+            let rows = quant_rows(ty, k, n, 1);
+            let order = if ty == Type::Q4K {
+                Order::RepackGemm
+            } else {
+                Order::Tiled
+            };
+            let plan = Plan {
+                ty,
+                repack: ty == Type::Q4K,
+            };
+            let mut out = [0.0f32; RM * C];
+            let reps = 40;
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                for r0 in (0..n).step_by(RM) {
+                    let a: [*const u8; RM] = std::array::from_fn(|r| rows[r0 + r].as_ptr());
+                    // SAFETY: available() holds; pointers cover nb blocks.
+                    unsafe { tile(plan, nb, &a, &b, &[order; C], &mut out) };
+                }
+            }
+            let s = t.elapsed().as_secs_f64();
+            let gf = 2.0 * (k * n * C * reps) as f64 / s / 1e9;
+            eprintln!("{ty}: {gf:.1} GFLOP/s ({})", out[0]);
         }
     }
 
