@@ -131,6 +131,11 @@ unsafe fn run<const R: usize, const C: usize>(
             (QElem::Q8_0, true) => x86::q8_0_vnni(nb, a, b, out),
             (QElem::Q4_0, false) => x86::q4_0(nb, a, b, out),
             (QElem::Q4_0, true) => x86::q4_0_vnni(nb, a, b, out),
+            // AVX-512 VNNI: two cells per register (same bits)
+            (QElem::Q5_0, true) if R == 4 && q4_1_available() => {
+                let a: &[*const u8; 4] = a[..].try_into().expect("four rows");
+                crate::dot::x86_q4_1::q5_0_tile::<C>(nb, a, b, out)
+            }
             (QElem::Q5_0, false) => x86::q5_0(nb, a, b, out),
             (QElem::Q5_0, true) => x86::q5_0_vnni(nb, a, b, out),
             (QElem::Q4_0Repacked, _) => x86::q4_b32_repacked::<R, C, false>(nb, a, b, out),
