@@ -579,8 +579,8 @@ unsafe fn sb16_gemm4<const C: usize, const Q3: bool>(
             // -128 x (sum of the signed codes) of subblock 4p + q in lane 4r + p of k0[q]
             let k0: [__m512i; 4] = std::array::from_fn(|q| {
                 let mut s = _mm512_setzero_si512();
-                for j in 4 * q..4 * q + 4 {
-                    s = _mm512_dpbusd_epi32(s, c128, w[j]);
+                for wj in &w[4 * q..4 * q + 4] {
+                    s = _mm512_dpbusd_epi32(s, c128, *wj);
                 }
                 _mm512_sub_epi32(_mm512_setzero_si512(), s)
             });
@@ -601,12 +601,13 @@ unsafe fn sb16_gemm4<const C: usize, const Q3: bool>(
                 let mut s = _mm512_setzero_si512();
                 for q in 0..4 {
                     let mut sq = k0[q];
-                    for j in 4 * q..4 * q + 4 {
+                    // registers j = 4q + jj
+                    for (jj, wj) in w[4 * q..4 * q + 4].iter().enumerate() {
                         // ((y + 128) x (code - bias), four per lane, in i32: exact)
                         let yb = _mm512_broadcast_i32x4(_mm_load_si128(
-                            yt.0.as_ptr().add(64 * (j % 4) + 16 * (j / 4)) as *const __m128i,
+                            yt.0.as_ptr().add(64 * jj + 16 * q) as *const __m128i,
                         ));
-                        sq = _mm512_dpbusd_epi32(sq, yb, w[j]);
+                        sq = _mm512_dpbusd_epi32(sq, yb, *wj);
                     }
                     s = _mm512_add_epi32(s, _mm512_mullo_epi32(sq, scv[q]));
                 }
