@@ -429,8 +429,15 @@ fn dword_transpose(v: &[__m512i; 4]) -> [__m512i; 4] {
 /// Four Q6_K rows times C Q8_K columns in the order of the tiled K-quant path: per block
 /// r = f32(S) * dx, acc = fma(r, dy, acc); out[r * C + c] is bit for bit `ktile::tile` with
 /// `Order::Tiled` in every column. The rows are interleaved once per block as in
-/// `q4_k_gemm4` (lane 4r + p: row r's values 64p.., register j: their dword j), so each
-/// maddubs + vpdpwssd adds 16 x 4 codes times their 16-value scale into their own lane.
+/// `q4_k_gemm4` (lane 4r + p: row r's values 64p.., register j: their dword j), so register
+/// j's lanes all lie in subblock 4p + j / 4 and four vpdpbusd (j = 4q..4q + 4) sum each
+/// 16-value subblock in its own lane; one vpmulld per q applies the scales.
+///
+/// The codes go in as signed (code - 32) and the activations as unsigned (y + 128): the sum
+/// then carries 128 x (sum of the signed codes) too, a per-row constant of the block that
+/// starts each accumulator negated, so the column's loop has no bias term. Each column's
+/// activations are transposed once per block to a stack buffer, from which every register's
+/// 16 bytes are broadcast by the load unit.
 ///
 /// # Safety
 /// `available()`; each a[r] points at `nb` Q6_K blocks, each b[c] at nb Q8_K blocks; out
@@ -442,54 +449,286 @@ pub(crate) unsafe fn q6_k_gemm4<const C: usize>(
     b: &[*const u8; C],
     out: &mut [f32],
 ) {
+    // SAFETY: the caller's promise.
+    unsafe { sb16_gemm4::<C, false>(nb, a, b, out) }
+}
+
+/// Four Q3_K rows times C Q8_K columns in the order of the tiled K-quant path (as
+/// `q6_k_gemm4`: per block r = f32(S) * dx, acc = fma(r, dy, acc)); out[r * C + c] is bit for
+/// bit `ktile::tile` with `Order::Tiled` in every column.
+///
+/// # Safety
+/// `available()`; each a[r] points at `nb` Q3_K blocks (110 bytes), each b[c] at nb Q8_K
+/// blocks; out holds 4 * C floats.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn q3_k_gemm4<const C: usize>(
+    nb: usize,
+    a: &[*const u8; 4],
+    b: &[*const u8; C],
+    out: &mut [f32],
+) {
+    // SAFETY: the caller's promise.
+    unsafe { sb16_gemm4::<C, true>(nb, a, b, out) }
+}
+
+/// Q3_K's 16 scales (6 bits, minus 32) from its 12 packed bytes (ggml's aux decode).
+#[inline(always)]
+fn k3_scales(s: &[u8; 12]) -> [i8; 16] {
+    std::array::from_fn(|j| {
+        let lo = if j < 8 { s[j] & 0x0F } else { s[j - 8] >> 4 };
+        let hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+        (lo | (hi << 4)) as i8 - 32
+    })
+}
+
+/// One Q3_K block's 256 codes (0..8, stored +4) as four 64-value parts.
+///
+/// # Safety
+/// AVX-512F/BW; `bx` points at a 110-byte Q3_K block.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx2")]
+unsafe fn q3_k_parts(bx: *const u8) -> [__m512i; 4] {
+    // SAFETY: the block's hmask (0..32) and qs (32..96) are readable.
+    unsafe {
+        let both = |p: *const u8| {
+            let v = _mm256_loadu_si256(p as *const __m256i);
+            _mm512_inserti64x4::<1>(_mm512_castsi256_si512(v), v)
+        };
+        let hm = both(bx);
+        let m3 = _mm512_set1_epi8(0x03);
+        let one = _mm512_set1_epi8(0x01);
+        // per 16-bit word: shift count c in the lower 256 bits, c + d in the upper
+        let counts = |c: i16, d: i16| {
+            _mm512_inserti64x4::<1>(_mm512_set1_epi16(c), _mm256_set1_epi16(c + d))
+        };
+        std::array::from_fn(|p| {
+            // part p: values 128h + 64 (p % 2).. with h = p / 2; its 32-value groups g, g + 1
+            let (h, g) = (p / 2, 2 * (p % 2));
+            let qs = both(bx.add(32 + 32 * h));
+            let low2 = _mm512_and_si512(_mm512_srlv_epi16(qs, counts(2 * g as i16, 2)), m3);
+            let high = _mm512_and_si512(_mm512_srlv_epi16(hm, counts((4 * h + g) as i16, 1)), one);
+            _mm512_or_si512(low2, _mm512_slli_epi16::<2>(high))
+        })
+    }
+}
+
+/// One Q6_K block's 256 codes (0..64, stored +32) as four 64-value parts.
+///
+/// # Safety
+/// AVX-512F/BW; `bx` points at a 210-byte Q6_K block.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx2")]
+unsafe fn q6_k_parts(bx: *const u8) -> [__m512i; 4] {
     let m4 = _mm512_set1_epi8(0x0F);
     let m3 = _mm512_set1_epi8(0x03);
+    let mut parts = [_mm512_setzero_si512(); 4];
+    for g in 0..2 {
+        // SAFETY: ql (0..128) and qh (128..192) are readable.
+        let (ql, qh) = unsafe {
+            (
+                _mm512_loadu_si512(bx.add(64 * g) as *const __m512i),
+                _mm256_loadu_si256(bx.add(128 + 32 * g) as *const __m256i),
+            )
+        };
+        let qh01 = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(qh), _mm256_srli_epi16::<2>(qh));
+        let qh23 = _mm512_srli_epi16::<4>(qh01);
+        parts[2 * g] = _mm512_or_si512(
+            _mm512_and_si512(ql, m4),
+            _mm512_slli_epi16::<4>(_mm512_and_si512(qh01, m3)),
+        );
+        parts[2 * g + 1] = _mm512_or_si512(
+            _mm512_and_si512(_mm512_srli_epi16::<4>(ql), m4),
+            _mm512_slli_epi16::<4>(_mm512_and_si512(qh23, m3)),
+        );
+    }
+    parts
+}
+
+/// Four rows of a type with 16 signed scales per block and biased codes (Q6_K; Q3_K when
+/// `Q3`) times C Q8_K columns: see `q6_k_gemm4`.
+///
+/// # Safety
+/// As for `q6_k_gemm4` / `q3_k_gemm4`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+unsafe fn sb16_gemm4<const C: usize, const Q3: bool>(
+    nb: usize,
+    a: &[*const u8; 4],
+    b: &[*const u8; C],
+    out: &mut [f32],
+) {
+    let (block, bias) = if Q3 { (110, 4) } else { (210, 32) };
+    let cbias = _mm512_set1_epi8(bias);
+    let c128 = _mm512_set1_epi8(-128);
     // lanes 0, 4, 8, 12 (one per row) to lanes 0-3
     let gather: [i32; 16] = std::array::from_fn(|l| (4 * (l % 4)) as i32);
     // SAFETY: gather holds 16 i32.
     let gather = unsafe { _mm512_loadu_si512(gather.as_ptr() as *const __m512i) };
-    // the Q8_K's 16 activation sums: dwords 0, 2, 4, 6 (sums 4p, 4p + 1) then 1, 3, 5, 7
-    let evens_odds = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    // lane 4p + r to lane 4r + p
+    let tr: [i32; 16] = std::array::from_fn(|l| (4 * (l % 4) + l / 4) as i32);
+    // SAFETY: tr holds 16 i32.
+    let tr = unsafe { _mm512_loadu_si512(tr.as_ptr() as *const __m512i) };
     let mut acc = [_mm_setzero_ps(); C];
+    // the transposed activations of one column (as in q4_k_gemm4: 64-byte row jj, 128-bit
+    // lane L holds dword 4L + jj of the four 64-value parts)
+    #[repr(align(64))]
+    struct Buf([u8; 256]);
+    let mut yt = Buf([0; 256]);
     for ib in 0..nb {
         // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
-        // every offset below stays inside its 210- or 292-byte block.
+        // every offset below stays inside its 210- or 292-byte block; yt holds 256 bytes.
         unsafe {
             let mut t = [[_mm512_setzero_si512(); 4]; 4];
-            // scale words: sw[q] lane 4r + p = sc[r][4p + q] twice; sp[h] lane 4r + p = the
-            // pair sc[r][4p + 2h], sc[r][4p + 2h + 1]
-            let mut sw = [[0i16; 32]; 4];
-            let mut sp = [[0i16; 32]; 2];
+            let mut z = [_mm512_setzero_si512(); 4];
             let mut dx = [0.0f32; 4];
             for r in 0..4 {
-                let bx = a[r].add(210 * ib);
-                dx[r] = super::x86::h2f_f16c(bx.add(208));
-                for p in 0..4 {
-                    for q in 0..4 {
-                        let s = *bx.add(192 + 4 * p + q) as i8 as i16;
-                        sw[q][2 * (4 * r + p)] = s;
-                        sw[q][2 * (4 * r + p) + 1] = s;
-                        sp[q / 2][2 * (4 * r + p) + q % 2] = s;
+                let bx = a[r].add(block * ib);
+                let parts = if Q3 {
+                    dx[r] = super::x86::h2f_f16c(bx.add(108));
+                    let sc = k3_scales(&*(bx.add(96) as *const [u8; 12]));
+                    z[r] = _mm512_cvtepi8_epi32(_mm_loadu_si128(sc.as_ptr() as *const __m128i));
+                    q3_k_parts(bx)
+                } else {
+                    dx[r] = super::x86::h2f_f16c(bx.add(208));
+                    z[r] = _mm512_cvtepi8_epi32(_mm_loadu_si128(bx.add(192) as *const __m128i));
+                    q6_k_parts(bx)
+                };
+                // t[r][jj] lane L: dword 4L + jj of row r's four parts
+                t[r] = dword_transpose(&parts);
+            }
+            // w[4L + jj] 128-bit lane r = t[r][jj] lane L, as signed codes (code - bias)
+            let mut w = [_mm512_setzero_si512(); 16];
+            for jj in 0..4 {
+                let t0 = _mm512_shuffle_i64x2::<0x44>(t[0][jj], t[1][jj]);
+                let t1 = _mm512_shuffle_i64x2::<0xEE>(t[0][jj], t[1][jj]);
+                let t2 = _mm512_shuffle_i64x2::<0x44>(t[2][jj], t[3][jj]);
+                let t3 = _mm512_shuffle_i64x2::<0xEE>(t[2][jj], t[3][jj]);
+                w[jj] = _mm512_sub_epi8(_mm512_shuffle_i64x2::<0x88>(t0, t2), cbias);
+                w[4 + jj] = _mm512_sub_epi8(_mm512_shuffle_i64x2::<0xDD>(t0, t2), cbias);
+                w[8 + jj] = _mm512_sub_epi8(_mm512_shuffle_i64x2::<0x88>(t1, t3), cbias);
+                w[12 + jj] = _mm512_sub_epi8(_mm512_shuffle_i64x2::<0xDD>(t1, t3), cbias);
+            }
+            // scale of subblock 4p + q of row r in lane 4r + p of scv[q]
+            let zt = dword_transpose(&z);
+            let scv: [__m512i; 4] = std::array::from_fn(|q| _mm512_permutexvar_epi32(tr, zt[q]));
+            // -128 x (sum of the signed codes) of subblock 4p + q in lane 4r + p of k0[q]
+            let k0: [__m512i; 4] = std::array::from_fn(|q| {
+                let mut s = _mm512_setzero_si512();
+                for wj in &w[4 * q..4 * q + 4] {
+                    s = _mm512_dpbusd_epi32(s, c128, *wj);
+                }
+                _mm512_sub_epi32(_mm512_setzero_si512(), s)
+            });
+            let dxv = _mm_loadu_ps(dx.as_ptr());
+            for c in 0..C {
+                let by = b[c].add(292 * ib);
+                let dy = _mm_set1_ps((by as *const f32).read_unaligned());
+                let yv: [__m512i; 4] = std::array::from_fn(|p| {
+                    _mm512_xor_si512(
+                        _mm512_loadu_si512(by.add(4 + 64 * p) as *const __m512i),
+                        c128,
+                    )
+                });
+                let o = dword_transpose(&yv);
+                for (jj, v) in o.iter().enumerate() {
+                    _mm512_store_si512(yt.0.as_mut_ptr().add(64 * jj) as *mut __m512i, *v);
+                }
+                let mut s = _mm512_setzero_si512();
+                for q in 0..4 {
+                    let mut sq = k0[q];
+                    // registers j = 4q + jj
+                    for (jj, wj) in w[4 * q..4 * q + 4].iter().enumerate() {
+                        // ((y + 128) x (code - bias), four per lane, in i32: exact)
+                        let yb = _mm512_broadcast_i32x4(_mm_load_si128(
+                            yt.0.as_ptr().add(64 * jj + 16 * q) as *const __m128i,
+                        ));
+                        sq = _mm512_dpbusd_epi32(sq, yb, *wj);
                     }
+                    s = _mm512_add_epi32(s, _mm512_mullo_epi32(sq, scv[q]));
                 }
-                let mut parts = [_mm512_setzero_si512(); 4];
-                for g in 0..2 {
-                    let ql = _mm512_loadu_si512(bx.add(64 * g) as *const __m512i);
-                    let qh = _mm256_loadu_si256(bx.add(128 + 32 * g) as *const __m256i);
-                    let qh01 = _mm512_inserti64x4::<1>(
-                        _mm512_castsi256_si512(qh),
-                        _mm256_srli_epi16::<2>(qh),
-                    );
-                    let qh23 = _mm512_srli_epi16::<4>(qh01);
-                    parts[2 * g] = _mm512_or_si512(
-                        _mm512_and_si512(ql, m4),
-                        _mm512_slli_epi16::<4>(_mm512_and_si512(qh01, m3)),
-                    );
-                    parts[2 * g + 1] = _mm512_or_si512(
-                        _mm512_and_si512(_mm512_srli_epi16::<4>(ql), m4),
-                        _mm512_slli_epi16::<4>(_mm512_and_si512(qh23, m3)),
-                    );
+                // each row's four parts summed
+                let s = _mm512_add_epi32(s, _mm512_shuffle_epi32::<0x4E>(s));
+                let s = _mm512_add_epi32(s, _mm512_shuffle_epi32::<0xB1>(s));
+                let st =
+                    _mm_cvtepi32_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(gather, s)));
+                acc[c] = _mm_fmadd_ps(_mm_mul_ps(st, dxv), dy, acc[c]);
+            }
+        }
+    }
+    for c in 0..C {
+        let mut v = [0.0f32; 4];
+        // SAFETY: v holds 4 floats.
+        unsafe { _mm_storeu_ps(v.as_mut_ptr(), _mm_sub_ps(acc[c], _mm_setzero_ps())) };
+        for r in 0..4 {
+            out[r * C + c] = v[r];
+        }
+    }
+}
+
+/// Four Q5_K rows times C Q8_K columns in the order of the tiled K-quant path: per block
+/// r = f32(S) * dx, r = fma(-dmin, f32(M), r), acc = fma(r, dy, acc); out[r * C + c] is bit
+/// for bit `ktile::tile` with `Order::Tiled` in every column. The rows are interleaved once
+/// per block as in `q6_k_gemm4` (lane 4r + p: row r's values 64p.., register j: their dword
+/// j), so registers 0-7 hold the first 32-value subblock of each part and 8-15 the second:
+/// two vpdpbusd chains (unsigned 5-bit codes x signed activations) and one vpmulld each by
+/// the subblock scales give S per lane; the mins times the activation sums give M.
+///
+/// # Safety
+/// `available()`; each a[r] points at `nb` Q5_K blocks (176 bytes), each b[c] at nb Q8_K
+/// blocks; out holds 4 * C floats.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn q5_k_gemm4<const C: usize>(
+    nb: usize,
+    a: &[*const u8; 4],
+    b: &[*const u8; C],
+    out: &mut [f32],
+) {
+    let m4 = _mm512_set1_epi8(0x0F);
+    let one = _mm512_set1_epi8(0x01);
+    // lanes 0, 4, 8, 12 (one per row) to lanes 0-3
+    let gather: [i32; 16] = std::array::from_fn(|l| (4 * (l % 4)) as i32);
+    // SAFETY: gather holds 16 i32.
+    let gather = unsafe { _mm512_loadu_si512(gather.as_ptr() as *const __m512i) };
+    // per 16-bit word: shift count c in the lower 256 bits, c + 1 in the upper
+    let counts = |c: i16| _mm512_inserti64x4::<1>(_mm512_set1_epi16(c), _mm256_set1_epi16(c + 1));
+    let nib = _mm512_inserti64x4::<1>(_mm512_setzero_si512(), _mm256_set1_epi16(4));
+    let mut acc = [_mm_setzero_ps(); C];
+    // the transposed activations of one column (as in q6_k_gemm4)
+    #[repr(align(64))]
+    struct Buf([u8; 256]);
+    let mut yt = Buf([0; 256]);
+    for ib in 0..nb {
+        // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
+        // every offset below stays inside its 176- or 292-byte block; yt holds 256 bytes.
+        unsafe {
+            let mut t = [[_mm512_setzero_si512(); 4]; 4];
+            let mut sc_e = [0i32; 16];
+            let mut sc_o = [0i32; 16];
+            let mut mins = [0i16; 32];
+            let mut dx = [0.0f32; 4];
+            let mut dmin = [0.0f32; 4];
+            for r in 0..4 {
+                let bx = a[r].add(176 * ib);
+                dx[r] = super::x86::h2f_f16c(bx);
+                dmin[r] = super::x86::h2f_f16c(bx.add(2));
+                let (sc, mn) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
+                for p in 0..4 {
+                    sc_e[4 * r + p] = ((sc >> (16 * p)) & 0xFF) as i32;
+                    sc_o[4 * r + p] = ((sc >> (16 * p + 8)) & 0xFF) as i32;
                 }
+                for j in 0..8 {
+                    mins[8 * r + j] = ((mn >> (8 * j)) & 0xFF) as i16;
+                }
+                let qh = _mm256_loadu_si256(bx.add(16) as *const __m256i);
+                let qh = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(qh), qh);
+                let parts: [__m512i; 4] = std::array::from_fn(|g| {
+                    // part g: low nibbles of qs[32g..] (first 32 values), then high nibbles,
+                    // each with its bit of qh (2g, 2g + 1)
+                    let q = _mm256_loadu_si256(bx.add(48 + 32 * g) as *const __m256i);
+                    let q = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(q), q);
+                    let lo = _mm512_and_si512(_mm512_srlv_epi16(q, nib), m4);
+                    let hi = _mm512_and_si512(_mm512_srlv_epi16(qh, counts(2 * g as i16)), one);
+                    _mm512_or_si512(lo, _mm512_slli_epi16::<4>(hi))
+                });
                 // t[r][jj] lane L: dword 4L + jj of row r's four parts
                 t[r] = dword_transpose(&parts);
             }
@@ -505,11 +744,11 @@ pub(crate) unsafe fn q6_k_gemm4<const C: usize>(
                 w[8 + jj] = _mm512_shuffle_i64x2::<0x88>(t1, t3);
                 w[12 + jj] = _mm512_shuffle_i64x2::<0xDD>(t1, t3);
             }
-            let swv: [__m512i; 4] =
-                std::array::from_fn(|q| _mm512_loadu_si512(sw[q].as_ptr() as *const __m512i));
-            let spv: [__m512i; 2] =
-                std::array::from_fn(|h| _mm512_loadu_si512(sp[h].as_ptr() as *const __m512i));
+            let sce = _mm512_loadu_si512(sc_e.as_ptr() as *const __m512i);
+            let sco = _mm512_loadu_si512(sc_o.as_ptr() as *const __m512i);
+            let mns = _mm512_loadu_si512(mins.as_ptr() as *const __m512i);
             let dxv = _mm_loadu_ps(dx.as_ptr());
+            let dmv = _mm_loadu_ps(dmin.as_ptr());
             for c in 0..C {
                 let by = b[c].add(292 * ib);
                 let dy = _mm_set1_ps((by as *const f32).read_unaligned());
@@ -517,31 +756,38 @@ pub(crate) unsafe fn q6_k_gemm4<const C: usize>(
                     _mm512_loadu_si512(by.add(4 + 64 * p) as *const __m512i)
                 });
                 let o = dword_transpose(&yv);
-                let mut s = _mm512_setzero_si512();
-                for j in 0..16 {
-                    // (u6 x i8 pair sums fit i16: 2 * 63 * 127)
-                    let pr = _mm512_maddubs_epi16(w[j], lane_bcast(o[j % 4], j / 4));
-                    s = _mm512_dpwssd_epi32(s, pr, swv[j / 4]);
+                for (jj, v) in o.iter().enumerate() {
+                    _mm512_store_si512(yt.0.as_mut_ptr().add(64 * jj) as *mut __m512i, *v);
                 }
-                // the codes are stored +32: 32 x (scale x activation sum) per 16 values off
-                let bs = _mm256_permutevar8x32_epi32(
-                    _mm256_loadu_si256(by.add(260) as *const __m256i),
-                    evens_odds,
-                );
-                let bias = _mm512_add_epi32(
-                    _mm512_madd_epi16(spv[0], _mm512_broadcast_i32x4(_mm256_castsi256_si128(bs))),
-                    _mm512_madd_epi16(
-                        spv[1],
-                        _mm512_broadcast_i32x4(_mm256_extracti128_si256::<1>(bs)),
-                    ),
-                );
-                let s = _mm512_sub_epi32(s, _mm512_slli_epi32::<5>(bias));
+                let mut se = _mm512_setzero_si512();
+                let mut so = _mm512_setzero_si512();
+                for j in 0..8 {
+                    // (u5 x i8, four per lane, in i32: exact)
+                    let ye = _mm512_broadcast_i32x4(_mm_load_si128(
+                        yt.0.as_ptr().add(64 * (j % 4) + 16 * (j / 4)) as *const __m128i,
+                    ));
+                    let yo = _mm512_broadcast_i32x4(_mm_load_si128(
+                        yt.0.as_ptr().add(64 * (j % 4) + 16 * (2 + j / 4)) as *const __m128i,
+                    ));
+                    se = _mm512_dpbusd_epi32(se, w[j], ye);
+                    so = _mm512_dpbusd_epi32(so, w[8 + j], yo);
+                }
+                let s = _mm512_add_epi32(_mm512_mullo_epi32(se, sce), _mm512_mullo_epi32(so, sco));
+                let bs = _mm256_loadu_si256(by.add(260) as *const __m256i);
+                let bs32 =
+                    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+                let m = _mm512_madd_epi16(mns, _mm512_broadcast_i32x4(bs32));
                 // each row's four parts summed
                 let s = _mm512_add_epi32(s, _mm512_shuffle_epi32::<0x4E>(s));
                 let s = _mm512_add_epi32(s, _mm512_shuffle_epi32::<0xB1>(s));
+                let m = _mm512_add_epi32(m, _mm512_shuffle_epi32::<0x4E>(m));
+                let m = _mm512_add_epi32(m, _mm512_shuffle_epi32::<0xB1>(m));
                 let st =
                     _mm_cvtepi32_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(gather, s)));
-                acc[c] = _mm_fmadd_ps(_mm_mul_ps(st, dxv), dy, acc[c]);
+                let mt =
+                    _mm_cvtepi32_ps(_mm512_castsi512_si128(_mm512_permutexvar_epi32(gather, m)));
+                let rv = _mm_fnmadd_ps(dmv, mt, _mm_mul_ps(st, dxv));
+                acc[c] = _mm_fmadd_ps(rv, dy, acc[c]);
             }
         }
     }

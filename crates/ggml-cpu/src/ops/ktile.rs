@@ -322,14 +322,20 @@ pub(crate) unsafe fn tile<const C: usize>(
             unsafe { crate::dot::x86_k512::q4_k_gemm4::<C>(nb, a, b, out) };
             return;
         }
-        // Q6_K columns all in the tiled order likewise
-        if plan.ty == Type::Q6K
-            && orders.iter().all(|o| *o == Order::Tiled)
-            && crate::dot::x86_k512::available()
-        {
-            // SAFETY: as above.
-            unsafe { crate::dot::x86_k512::q6_k_gemm4::<C>(nb, a, b, out) };
-            return;
+        // Q3_K / Q5_K / Q6_K columns all in the tiled order likewise
+        if orders.iter().all(|o| *o == Order::Tiled) && crate::dot::x86_k512::available() {
+            use crate::dot::x86_k512 as k512;
+            let kernel = match plan.ty {
+                Type::Q3K => Some(k512::q3_k_gemm4::<C> as unsafe fn(_, _, _, _)),
+                Type::Q5K => Some(k512::q5_k_gemm4::<C> as unsafe fn(_, _, _, _)),
+                Type::Q6K => Some(k512::q6_k_gemm4::<C> as unsafe fn(_, _, _, _)),
+                _ => None,
+            };
+            if let Some(kernel) = kernel {
+                // SAFETY: as above.
+                unsafe { kernel(nb, a, b, out) };
+                return;
+            }
         }
         // SAFETY: plan() checked the CPU features; the caller vouches for the pointers.
         unsafe { x86::run::<RM, C>(plan.ty, nb, a, b, orders, out) }
@@ -777,36 +783,96 @@ mod tests {
         }
     }
 
-    #[test]
-    fn q6_k_gemm4_equals_the_tiled_order_bit_for_bit() {
+    /// The AVX-512 tile of `ty` (Q3_K, Q5_K, Q6_K) against the 256-bit tile and the scalar
+    /// reference of the tiled order, bit for bit, on random data of several sizes.
+    fn tiled_k512_equals_the_tiled_order(ty: Type) {
         if !crate::dot::x86_k512::available() {
             eprintln!("skipped: no AVX-512 VNNI");
             return;
         }
         const C: usize = 6;
-        for (k, seed) in [(256, 3), (256 * 9, 6)] {
+        for (k, seed) in [(256, 3), (256 * 3, 8), (256 * 9, 6)] {
             let nb = k / 256;
-            let rows = quant_rows(Type::Q6K, k, RM, seed);
+            let rows = quant_rows(ty, k, RM, seed);
             let cols = quant_rows(Type::Q8K, k, C, seed + 13);
             let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
             let b: [*const u8; C] = std::array::from_fn(|c| cols[c].as_ptr());
             let mut out = [0.0f32; RM * C];
+            let kernel = match ty {
+                Type::Q3K => crate::dot::x86_k512::q3_k_gemm4::<C>,
+                Type::Q5K => crate::dot::x86_k512::q5_k_gemm4::<C>,
+                _ => crate::dot::x86_k512::q6_k_gemm4::<C>,
+            };
             // SAFETY: available() holds; pointers cover nb blocks; out holds RM * C floats.
-            unsafe { crate::dot::x86_k512::q6_k_gemm4::<C>(nb, &a, &b, &mut out) };
+            unsafe { kernel(nb, &a, &b, &mut out) };
             let mut old = [0.0f32; RM * C];
             // SAFETY: as above (AVX2 and FMA come with AVX-512 here).
-            unsafe { x86::run::<RM, C>(Type::Q6K, nb, &a, &b, &[Order::Tiled; C], &mut old) };
+            unsafe { x86::run::<RM, C>(ty, nb, &a, &b, &[Order::Tiled; C], &mut old) };
             for r in 0..RM {
                 for c in 0..C {
-                    let want = dot_ref(Type::Q6K, Order::Tiled, nb, &rows[r], &cols[c]);
-                    assert_eq!(out[r * C + c].to_bits(), want.to_bits(), "{r} {c} k {k}");
-                    assert_eq!(
-                        out[r * C + c].to_bits(),
-                        old[r * C + c].to_bits(),
-                        "{r} {c}"
-                    );
+                    let want = dot_ref(ty, Order::Tiled, nb, &rows[r], &cols[c]);
+                    let got = out[r * C + c].to_bits();
+                    assert_eq!(got, want.to_bits(), "{ty} {r} {c} k {k}");
+                    assert_eq!(got, old[r * C + c].to_bits(), "{ty} {r} {c} k {k}");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn q6_k_gemm4_equals_the_tiled_order_bit_for_bit() {
+        tiled_k512_equals_the_tiled_order(Type::Q6K);
+    }
+
+    #[test]
+    fn q5_k_gemm4_equals_the_tiled_order_bit_for_bit() {
+        tiled_k512_equals_the_tiled_order(Type::Q5K);
+    }
+
+    #[test]
+    fn q3_k_gemm4_equals_the_tiled_order_bit_for_bit() {
+        tiled_k512_equals_the_tiled_order(Type::Q3K);
+    }
+
+    /// Single-thread speed of the AVX-512 K-quant tiles on a 1.1B-model-like shape (256 rows,
+    /// k = 2048, 18 columns): `cargo test --release -p ggml-cpu ktile_speed -- --ignored
+    /// --nocapture`.
+    #[test]
+    #[ignore]
+    fn ktile_speed() {
+        if !crate::dot::x86_k512::available() {
+            eprintln!("skipped: no AVX-512 VNNI");
+            return;
+        }
+        const C: usize = 18;
+        let (k, n) = (2048, 256);
+        let nb = k / 256;
+        let cols = quant_rows(Type::Q8K, k, C, 5);
+        let b: [*const u8; C] = std::array::from_fn(|c| cols[c].as_ptr());
+        for ty in [Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
+            let rows = quant_rows(ty, k, n, 1);
+            let order = if ty == Type::Q4K {
+                Order::RepackGemm
+            } else {
+                Order::Tiled
+            };
+            let plan = Plan {
+                ty,
+                repack: ty == Type::Q4K,
+            };
+            let mut out = [0.0f32; RM * C];
+            let reps = 40;
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                for r0 in (0..n).step_by(RM) {
+                    let a: [*const u8; RM] = std::array::from_fn(|r| rows[r0 + r].as_ptr());
+                    // SAFETY: available() holds; pointers cover nb blocks.
+                    unsafe { tile(plan, nb, &a, &b, &[order; C], &mut out) };
+                }
+            }
+            let s = t.elapsed().as_secs_f64();
+            let gf = 2.0 * (k * n * C * reps) as f64 / s / 1e9;
+            eprintln!("{ty}: {gf:.1} GFLOP/s ({})", out[0]);
         }
     }
 

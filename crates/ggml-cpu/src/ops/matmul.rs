@@ -210,6 +210,12 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         (Type::Q8_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q8_0)),
         (Type::Q4_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q4_0)),
         (Type::Q5_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q5_0)),
+        (Type::Q4_1, Type::Q8_1) if qtile::q4_1_available() => {
+            Some(Tile::Quant(qtile::QElem::Q4_1))
+        }
+        (Type::Q5_1, Type::Q8_1) if qtile::q4_1_available() => {
+            Some(Tile::Quant(qtile::QElem::Q5_1))
+        }
         _ => None,
     };
     let chunk = if nr0 == 1 || nr1 == 1 { 64 } else { TILE };

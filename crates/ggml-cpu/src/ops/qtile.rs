@@ -23,6 +23,23 @@ pub(crate) enum QElem {
     /// IQ4_NL weights that llama.cpp repacks likewise (iq4_nl_8x8): the same gemm/gemv as
     /// Q4_0's (one template), the nibbles looked up in kvalues_iq4nl instead of less 8.
     Iq4NlRepacked,
+    /// Q4_1 weights times Q8_1 activations (AVX-512 VNNI only: `q4_1_available`), in the
+    /// order of the AVX2 dot product (`dot::x86_q4_1`).
+    Q4_1,
+    /// Q5_1 weights times Q8_1 activations, likewise.
+    Q5_1,
+}
+
+/// Whether Q4_1 / Q5_1 weights take the register tiles (`QElem::Q4_1`, `QElem::Q5_1`).
+pub(crate) fn q4_1_available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::dot::x86_q4_1::available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -114,10 +131,24 @@ unsafe fn run<const R: usize, const C: usize>(
             (QElem::Q8_0, true) => x86::q8_0_vnni(nb, a, b, out),
             (QElem::Q4_0, false) => x86::q4_0(nb, a, b, out),
             (QElem::Q4_0, true) => x86::q4_0_vnni(nb, a, b, out),
+            // AVX-512 VNNI: two cells per register (same bits)
+            (QElem::Q5_0, true) if R == 4 && q4_1_available() => {
+                let a: &[*const u8; 4] = a[..].try_into().expect("four rows");
+                crate::dot::x86_q4_1::q5_0_tile::<C>(nb, a, b, out)
+            }
             (QElem::Q5_0, false) => x86::q5_0(nb, a, b, out),
             (QElem::Q5_0, true) => x86::q5_0_vnni(nb, a, b, out),
             (QElem::Q4_0Repacked, _) => x86::q4_b32_repacked::<R, C, false>(nb, a, b, out),
             (QElem::Iq4NlRepacked, _) => x86::q4_b32_repacked::<R, C, true>(nb, a, b, out),
+            (QElem::Q4_1 | QElem::Q5_1, _) => {
+                assert!(R == 4 && q4_1_available());
+                let a: &[*const u8; 4] = a[..].try_into().expect("four rows");
+                if e == QElem::Q4_1 {
+                    crate::dot::x86_q4_1::q4_1_tile::<C, false>(nb, a, b, out)
+                } else {
+                    crate::dot::x86_q4_1::q4_1_tile::<C, true>(nb, a, b, out)
+                }
+            }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
