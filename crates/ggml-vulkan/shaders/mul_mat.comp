@@ -26,13 +26,13 @@ layout(push_constant) uniform Params {
 
 // The orders of the CPU backend's K-quant kernels (crates/ggml-cpu/src/ops/ktile.rs and
 // dot/x86.rs), chosen on the host as the CPU chooses them for the same shapes.
+// Weights in a Vulkan buffer are never in CPU_REPACK, so the orders are those of the CPU's
+// plain buffers (as llama.cpp's, whose CPU layers sit in Vulkan_Host when a Vulkan device is
+// present): 1 and 4 (the repacked q4_K_8x8 gemm and gemv) are no longer used.
 #define KORD_ELEM 0u
-// repacked q4_K_8x8: gemm for the first ne11 - ne11 % 4 columns, gemv for the rest
-#define KORD_REPACK 1u
 #define KORD_TILED 2u
 // the AVX2 vec_dot (Q4_K, Q6_K)
 #define KORD_VEC 3u
-#define KORD_GEMV 4u
 
 #include "dequant.glsl"
 
@@ -60,20 +60,19 @@ float exact_fma(float a, float b, float c) {
 #define Q32_BYTES 34
 #elif TYPE == T_Q5_0
 #define Q32_BYTES 22
+#elif TYPE == T_Q4_0
+#define Q32_BYTES 18
 #endif
 
 #if defined(KQ_BYTES)
-// One row of K-quant weights (from byte `row`) times the src1 column at element `col`, whose
-// index in its plane is i11, in the float order of the CPU kernel p.kord names. Per 256-value
+// One row of K-quant weights (from byte `row`) times the src1 column at element `col`, in the
+// float order of the CPU kernel p.kord names. Per 256-value
 // block the integer parts are exact: for each 16-value sub-block j the sum of code x Q8_K code
 // (raw) and of the Q8_K codes (bs), so that S (codes x scales, the KQ_BIAS taken off through
 // bs) and M (mins x activation sums) per 64 values and the AVX2 vec_dot's 8 lanes (lane l:
 // elements 4l..4l+3 of every 32) are the CPU's integers; only the float steps follow the order.
-float kq_dot(uint row, uint col, uint i11) {
+float kq_dot(uint row, uint col) {
     uint ord = p.kord;
-    if (ord == KORD_REPACK && i11 >= p.ne11 - p.ne11 % 4u) {
-        ord = KORD_GEMV;
-    }
     float acc = 0.0;
     float accm = 0.0;
     float l8[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
@@ -113,17 +112,7 @@ float kq_dot(uint row, uint col, uint i11) {
         float dx = kq_d(bw);
         float dmin = kq_dmin(bw);
         float dy = blk.y;
-        if (ord == KORD_REPACK) {
-            float ds = dx * dy;
-            float dm = dmin * dy;
-            for (uint q = 0; q < 4; q++) {
-                acc = exact_fma(float(s4[q]), ds, acc);
-                accm = exact_fma(float(mm[q]), dm, accm);
-            }
-        } else if (ord == KORD_GEMV) {
-            acc = exact_fma(float(s4[0] + s4[1] + s4[2] + s4[3]), dx * dy, acc);
-            accm = exact_fma(float(mm[0] + mm[1] + mm[2] + mm[3]), dmin * dy, accm);
-        } else if (ord == KORD_TILED) {
+        if (ord == KORD_TILED) {
             float r = float(s4[0] + s4[1] + s4[2] + s4[3]) * dx;
 #if TYPE == T_Q4_K || TYPE == T_Q5_K
             r = exact_fma(-dmin, float(mm[0] + mm[1] + mm[2] + mm[3]), r);
@@ -245,32 +234,11 @@ void main() {
         for (uint c = 0; c < NCOLS; c++) {
             acc[c] = 0.0;
         }
-#if TYPE == T_Q4_0
-        // the CPU backend's order for Q4_0 (llama.cpp's repacked q4_0_8x8 gemv and gemm on
-        // AVX2): the exact integer sum of each block against the Q8_0 codes, then one fused
-        // multiply-add of it times f32(dx) * f32(dy) into the accumulator, in block order, so
-        // the result is the CPU's to the bit
-        for (uint kb = 0; kb < p.ne00; kb += 32) {
-            uint bw = row + (kb / 32) * 18;
-            float dx = q_half(bw);
-            for (uint c = 0; c < ncols; c++) {
-                uint base = col + kb * p.nb10 + c * p.nb11;
-                vec2 blk = act_block(base, p.nb10);
-                int isum = 0;
-                for (uint i = 0; i < 16; i++) {
-                    uint q = q_u8(bw + 2 + i);
-                    int a0 = int(roundEven(b[base + i * p.nb10] * blk.x));
-                    int a1 = int(roundEven(b[base + (i + 16) * p.nb10] * blk.x));
-                    isum += (int(q & 0xFu) - 8) * a0 + (int(q >> 4) - 8) * a1;
-                }
-                acc[c] = exact_fma(float(isum), dx * blk.y, acc[c]);
-            }
-        }
-#elif TYPE == T_Q8_0 || TYPE == T_Q5_0
-        // the CPU backend's order for Q8_0 and Q5_0 (ggml's AVX2 vec_dot_q8_0_q8_0 /
-        // vec_dot_q5_0_q8_0 and their tiles): lane j of 8 f32 accumulators takes the exact
-        // integer sum of products 4j..4j+3 of each block, fused times f32(dx) * f32(dy); the
-        // lanes are summed at the end as hsum_float_8 does
+#if TYPE == T_Q8_0 || TYPE == T_Q5_0 || TYPE == T_Q4_0
+        // the CPU backend's order for Q8_0, Q5_0 and Q4_0 in plain buffers (ggml's AVX2
+        // vec_dot_q8_0_q8_0 / vec_dot_q5_0_q8_0 / vec_dot_q4_0_q8_0 and their tiles): lane j of
+        // 8 f32 accumulators takes the exact integer sum of products 4j..4j+3 of each block,
+        // fused times f32(dx) * f32(dy); the lanes are summed at the end as hsum_float_8 does
         for (uint c = 0; c < ncols; c++) {
             float l[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
             for (uint kb = 0; kb < p.ne00; kb += 32) {
@@ -288,6 +256,9 @@ void main() {
                         uint k = 4 * j + t;
 #if TYPE == T_Q8_0
                         int q = q_i8(bw + 2 + k);
+#elif TYPE == T_Q4_0
+                        uint nib = k < 16 ? (q_u8(bw + 2 + k) & 0xFu) : (q_u8(bw + 2 + k - 16) >> 4);
+                        int q = int(nib) - 8;
 #else
                         uint lo = k < 16 ? (q_u8(bw + 6 + k) & 0xFu) : (q_u8(bw + 6 + k - 16) >> 4);
                         int q = int(lo | (((qh >> k) & 1u) << 4)) - 16;
@@ -310,7 +281,7 @@ void main() {
 #if defined(KQ_BYTES)
         if (p.kord != KORD_ELEM) {
             for (uint c = 0; c < ncols; c++) {
-                acc[c] = kq_dot(row, col + c * p.nb11, j0 + c);
+                acc[c] = kq_dot(row, col + c * p.nb11);
             }
         } else
 #endif

@@ -679,14 +679,15 @@ pub(crate) fn plan(gpu: &Gpu, ctx: &Context, id: TensorId) -> Result<Dispatch, S
     })
 }
 
-/// The float order in which the CPU backend sums a K-quant MUL_MAT (the shader's KORD_*), as
-/// crates/ggml-cpu/src/ops/ktile.rs picks it after llama.cpp's x86 dispatch: 2-D Q4_K weights
-/// with rows % 8 == 0 and an f32 src1 take the repacked q4_K_8x8 gemm/gemv, other K types
-/// times 8 or more columns the tiled path, and the rest the AVX2 vec_dot (whose order the
-/// shader has for Q4_K and Q6_K). 0: element by element (no AVX2 on the host, or a type without an exact path).
+/// The float order in which the CPU backend sums a K-quant MUL_MAT (the shader's KORD_*) for a
+/// weight in a plain buffer, as crates/ggml-cpu/src/ops/ktile.rs picks it after llama.cpp's x86
+/// dispatch: K types times 8 or more columns take the tiled path, the rest the AVX2 vec_dot
+/// (whose order the shader has for Q4_K and Q6_K). A weight in a Vulkan buffer is never in
+/// CPU_REPACK, and llama.cpp keeps the CPU layers' weights in Vulkan_Host (not CPU_REPACK) when
+/// a Vulkan device is present, so the repacked q4_K_8x8 order is not the one to follow.
+/// 0: element by element (no AVX2 on the host, or a type without an exact path).
 fn k_order(a: &Tensor, b: &Tensor) -> u32 {
     const ELEM: u32 = 0;
-    const REPACK: u32 = 1;
     const TILED: u32 = 2;
     const VEC: u32 = 3;
     if a.ty == Type::F16 {
@@ -694,10 +695,6 @@ fn k_order(a: &Tensor, b: &Tensor) -> u32 {
     }
     if !host_avx2_fma() || !matches!(a.ty, Type::Q3K | Type::Q4K | Type::Q5K | Type::Q6K) {
         return ELEM;
-    }
-    let flat = a.ne[2] == 1 && a.ne[3] == 1;
-    if a.ty == Type::Q4K && a.ne[1] % 8 == 0 && flat && b.ty == Type::F32 {
-        return REPACK;
     }
     if b.ne[1] >= 8 && matches!(b.ty, Type::F32 | Type::Q8K) {
         return TILED;
