@@ -14,6 +14,10 @@
 //! sums), FLASH_ATTN_EXT (one query row: ggml's online softmax with the f16 accumulator and
 //! GCC's contraction of `S*ms + vs`; many rows: the tiled kernel), ROPE (GCC's fused first
 //! product), SILU/SWIGLU/SOFT_MAX (ggml_v_expf), RMS_NORM and the f16 conversions (F16C).
+//! The order of a Q4_0, IQ4_NL or Q4_K matmul follows where its weight lives, as llama.cpp's
+//! does: in the CPU_REPACK buffer (`crate::repack`, the default where AVX2 is present) the
+//! repacked gemm / gemv orders (q4_0_8x8, iq4_nl_8x8, q4_K_8x8); in a plain buffer (`-nr`, or
+//! a host buffer of a GPU device) the dot product's order and, for K types, the tiled one.
 //!
 //! On an AVX-512 CPU the kernels follow ggml's AVX-512 code where one exists (its AVX-512 build's
 //! logs are the fixtures there: `test_fixtures::simd_class()`); the IQ/TQ/FP4 types run their
