@@ -270,6 +270,47 @@ pub(crate) unsafe fn q4_k_gemm4<const C: usize>(
     unsafe { q4_k_gemm4_strided::<C>(nb, 144, a, b, out) }
 }
 
+/// The headers of four Q4_K or Q5_K blocks (one per row r; both types begin with d, dmin and
+/// the 12 packed scale / min bytes): d and dmin, the scales of the even and odd 32-value halves
+/// of 64-value group p at lane 4r + p, and the eight mins at 8r + j.
+struct K4Heads {
+    dx: [f32; 4],
+    dmin: [f32; 4],
+    sc_e: [i32; 16],
+    sc_o: [i32; 16],
+    mins: [i16; 32],
+}
+
+/// # Safety
+/// F16C is available; each bx[r] points at a block of at least 16 bytes.
+#[target_feature(enable = "avx2,fma,f16c")]
+#[inline]
+unsafe fn k4_heads(bx: [*const u8; 4]) -> K4Heads {
+    let mut h = K4Heads {
+        dx: [0.0; 4],
+        dmin: [0.0; 4],
+        sc_e: [0; 16],
+        sc_o: [0; 16],
+        mins: [0; 32],
+    };
+    for (r, &b) in bx.iter().enumerate() {
+        // SAFETY: the caller's promise: 16 header bytes at b.
+        unsafe {
+            h.dx[r] = super::x86::h2f_f16c(b);
+            h.dmin[r] = super::x86::h2f_f16c(b.add(2));
+            let (sc, mn) = k4_unpack(&*(b.add(4) as *const [u8; 12]));
+            for p in 0..4 {
+                h.sc_e[4 * r + p] = ((sc >> (16 * p)) & 0xFF) as i32;
+                h.sc_o[4 * r + p] = ((sc >> (16 * p + 8)) & 0xFF) as i32;
+            }
+            for j in 0..8 {
+                h.mins[8 * r + j] = ((mn >> (8 * j)) & 0xFF) as i16;
+            }
+        }
+    }
+    h
+}
+
 /// `q4_k_gemm4` with row r's block ib at a[r] + stride * ib (CPU_REPACK's interleaved rows).
 ///
 /// # Safety
@@ -300,23 +341,15 @@ pub(crate) unsafe fn q4_k_gemm4_strided<const C: usize>(
         // every offset below stays inside its 144- or 292-byte block.
         unsafe {
             let mut u = [[_mm512_setzero_si512(); 4]; 2];
-            let mut sc_e = [0i32; 16];
-            let mut sc_o = [0i32; 16];
-            let mut mins = [0i16; 32];
-            let mut dx = [0.0f32; 4];
-            let mut dmin = [0.0f32; 4];
+            let K4Heads {
+                dx,
+                dmin,
+                sc_e,
+                sc_o,
+                mins,
+            } = k4_heads(std::array::from_fn(|r| a[r].add(stride * ib)));
             for r in 0..4 {
                 let bx = a[r].add(stride * ib);
-                dx[r] = super::x86::h2f_f16c(bx);
-                dmin[r] = super::x86::h2f_f16c(bx.add(2));
-                let (sc, mn) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
-                for p in 0..4 {
-                    sc_e[4 * r + p] = ((sc >> (16 * p)) & 0xFF) as i32;
-                    sc_o[4 * r + p] = ((sc >> (16 * p + 8)) & 0xFF) as i32;
-                }
-                for j in 0..8 {
-                    mins[8 * r + j] = ((mn >> (8 * j)) & 0xFF) as i16;
-                }
                 let qa = _mm512_loadu_si512(bx.add(16) as *const __m512i);
                 let qb = _mm512_loadu_si512(bx.add(80) as *const __m512i);
                 u[0][r] = _mm512_permutex2var_epi32(qa, ix[0], qb);
@@ -701,23 +734,15 @@ pub(crate) unsafe fn q5_k_gemm4<const C: usize>(
         // every offset below stays inside its 176- or 292-byte block; yt holds 256 bytes.
         unsafe {
             let mut t = [[_mm512_setzero_si512(); 4]; 4];
-            let mut sc_e = [0i32; 16];
-            let mut sc_o = [0i32; 16];
-            let mut mins = [0i16; 32];
-            let mut dx = [0.0f32; 4];
-            let mut dmin = [0.0f32; 4];
+            let K4Heads {
+                dx,
+                dmin,
+                sc_e,
+                sc_o,
+                mins,
+            } = k4_heads(std::array::from_fn(|r| a[r].add(176 * ib)));
             for r in 0..4 {
                 let bx = a[r].add(176 * ib);
-                dx[r] = super::x86::h2f_f16c(bx);
-                dmin[r] = super::x86::h2f_f16c(bx.add(2));
-                let (sc, mn) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
-                for p in 0..4 {
-                    sc_e[4 * r + p] = ((sc >> (16 * p)) & 0xFF) as i32;
-                    sc_o[4 * r + p] = ((sc >> (16 * p + 8)) & 0xFF) as i32;
-                }
-                for j in 0..8 {
-                    mins[8 * r + j] = ((mn >> (8 * j)) & 0xFF) as i16;
-                }
                 let qh = _mm256_loadu_si256(bx.add(16) as *const __m256i);
                 let qh = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(qh), qh);
                 let parts: [__m512i; 4] = std::array::from_fn(|g| {

@@ -282,6 +282,45 @@ mod tests {
             .collect()
     }
 
+    /// A `ty` weight of `rows` x `k` held in CPU_REPACK (set through set_tensor) times `cols`
+    /// F32 columns on the CPU: (its GGUF rows, the columns, the product). Checks that the
+    /// weight reads back in GGUF order.
+    fn repacked_product(
+        ty: Type,
+        k: usize,
+        rows: usize,
+        cols: usize,
+    ) -> (Vec<u8>, Vec<f32>, Vec<f32>) {
+        let mut ctx = Context::new();
+        let w = ctx.new_tensor_2d(ty, k as i64, rows as i64);
+        let buft = crate::repack::buffer_type();
+        let _wbuf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &buft).expect("alloc");
+        let b = ctx.new_tensor_2d(Type::F32, k as i64, cols as i64);
+        let out = ctx.mul_mat(w, b);
+        let cpu = crate::device().buffer_type();
+        let _buf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &cpu).expect("alloc");
+        let row_bytes = ty.row_size(k as i64);
+        let mut plain = vec![0u8; rows * row_bytes];
+        for r in 0..rows {
+            ggml::quants::quantize_row_ref(
+                ty,
+                &vals(k, r),
+                &mut plain[r * row_bytes..(r + 1) * row_bytes],
+            );
+        }
+        set_tensor(&ctx[w], &plain, 0).expect("set");
+        let mut back = vec![0u8; plain.len()];
+        get_tensor(&ctx[w], &mut back, 0).expect("get");
+        assert_eq!(back, plain, "{ty}: read back in GGUF order");
+        let bv: Vec<f32> = (0..cols).flat_map(|c| vals(k, 1000 + c)).collect();
+        tensor_set_f32(&ctx[b], &bv).expect("set b");
+        let mut g = Graph::new(ctx);
+        g.build_forward_expand(out);
+        assert!(crate::compute_graph(&g, 2).is_success());
+        let got = tensor_to_f32(&g.ctx[out]).expect("out");
+        (plain, bv, got)
+    }
+
     /// A Q4_K weight in CPU_REPACK gives every cell of llama.cpp's q4_K_8x8 orders (the gemm's
     /// for whole fours of columns, the gemv's for the rest: `ktile::dot_ref`), whatever the
     /// column count, and reads back as given.
@@ -294,33 +333,8 @@ mod tests {
         let _ = plan;
         for &(k, rows) in &[(256usize, 8usize), (512, 24)] {
             for cols in [1usize, 3, 4, 7, 8, 22, 41] {
-                let mut ctx = Context::new();
-                let w = ctx.new_tensor_2d(Type::Q4K, k as i64, rows as i64);
-                let buft = crate::repack::buffer_type();
-                let _wbuf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &buft).expect("alloc");
-                let b = ctx.new_tensor_2d(Type::F32, k as i64, cols as i64);
-                let out = ctx.mul_mat(w, b);
-                let cpu = crate::device().buffer_type();
-                let _buf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &cpu).expect("alloc");
+                let (plain, bv, got) = repacked_product(Type::Q4K, k, rows, cols);
                 let row_bytes = Type::Q4K.row_size(k as i64);
-                let mut plain = vec![0u8; rows * row_bytes];
-                for r in 0..rows {
-                    ggml::quants::quantize_row_ref(
-                        Type::Q4K,
-                        &vals(k, r),
-                        &mut plain[r * row_bytes..(r + 1) * row_bytes],
-                    );
-                }
-                set_tensor(&ctx[w], &plain, 0).expect("set");
-                let mut back = vec![0u8; plain.len()];
-                get_tensor(&ctx[w], &mut back, 0).expect("get");
-                assert_eq!(back, plain, "read back in GGUF order");
-                let bv: Vec<f32> = (0..cols).flat_map(|c| vals(k, 1000 + c)).collect();
-                tensor_set_f32(&ctx[b], &bv).expect("set b");
-                let mut g = Graph::new(ctx);
-                g.build_forward_expand(out);
-                assert!(crate::compute_graph(&g, 2).is_success());
-                let got = tensor_to_f32(&g.ctx[out]).expect("out");
                 let plan =
                     super::ktile::plan(Type::Q4K, rows, true, cols, Type::F32).expect("plan");
                 for c in 0..cols {
@@ -356,33 +370,8 @@ mod tests {
         ] {
             for &(k, rows) in &[(64usize, 8usize), (96, 24), (256, 40), (32, 64)] {
                 for cols in [1usize, 2, 5, 8, 19] {
-                    let mut ctx = Context::new();
-                    let w = ctx.new_tensor_2d(ty, k as i64, rows as i64);
-                    let buft = crate::repack::buffer_type();
-                    let _wbuf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &buft).expect("alloc");
-                    let b = ctx.new_tensor_2d(Type::F32, k as i64, cols as i64);
-                    let out = ctx.mul_mat(w, b);
-                    let cpu = crate::device().buffer_type();
-                    let _buf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &cpu).expect("alloc");
+                    let (plain, bv, got) = repacked_product(ty, k, rows, cols);
                     let row_bytes = ty.row_size(k as i64);
-                    let mut plain = vec![0u8; rows * row_bytes];
-                    for r in 0..rows {
-                        ggml::quants::quantize_row_ref(
-                            ty,
-                            &vals(k, r),
-                            &mut plain[r * row_bytes..(r + 1) * row_bytes],
-                        );
-                    }
-                    set_tensor(&ctx[w], &plain, 0).expect("set");
-                    let mut back = vec![0u8; plain.len()];
-                    get_tensor(&ctx[w], &mut back, 0).expect("get");
-                    assert_eq!(back, plain, "read back in GGUF order");
-                    let bv: Vec<f32> = (0..cols).flat_map(|c| vals(k, 1000 + c)).collect();
-                    tensor_set_f32(&ctx[b], &bv).expect("set b");
-                    let mut g = Graph::new(ctx);
-                    g.build_forward_expand(out);
-                    assert!(crate::compute_graph(&g, 2).is_success());
-                    let got = tensor_to_f32(&g.ctx[out]).expect("out");
                     for c in 0..cols {
                         let mut y = vec![0u8; Type::Q8_0.row_size(k as i64)];
                         quantize_row_q8_0(&bv[c * k..(c + 1) * k], &mut y);
