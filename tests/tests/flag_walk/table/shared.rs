@@ -218,7 +218,13 @@ pub(super) fn shared_flags(v: &mut Vec<Entry>) {
         Tested("tests/tests/vulkan_cli.rs"),
         "",
     );
-    ctx(v, &["--repack", "-nr", "--no-repack"], &[], NoOp, "");
+    ctx(
+        v,
+        &["--repack", "-nr", "--no-repack"],
+        &[],
+        Tested("tests/tests/perplexity_cli.rs"),
+        "",
+    );
     ctx(v, &["--no-host"], &[], Warn, "warn");
     ctx(
         v,
