@@ -66,15 +66,14 @@ float exact_fma(float a, float b, float c) {
 
 #if defined(KQ_BYTES)
 // One row of K-quant weights (from byte `row`) times the src1 column at element `col`, in the
-// float order of the CPU kernel p.kord names. Per 256-value
-// block the integer parts are exact: for each 16-value sub-block j the sum of code x Q8_K code
-// (raw) and of the Q8_K codes (bs), so that S (codes x scales, the KQ_BIAS taken off through
-// bs) and M (mins x activation sums) per 64 values and the AVX2 vec_dot's 8 lanes (lane l:
-// elements 4l..4l+3 of every 32) are the CPU's integers; only the float steps follow the order.
+// float order of the CPU kernel p.kord names. Per 256-value block the integer parts are exact:
+// for each 16-value sub-block j the sum of code x Q8_K code (raw) and of the Q8_K codes (bs), so
+// that S (codes x scales over the block, the KQ_BIAS taken off through bs), M (mins x
+// activation sums, per 64 values) and the AVX2 vec_dot's 8 lanes (lane l: elements 4l..4l+3 of
+// every 32) are the CPU's integers; only the float steps follow the order.
 float kq_dot(uint row, uint col) {
     uint ord = p.kord;
     float acc = 0.0;
-    float accm = 0.0;
     float l8[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     float m4[4] = float[4](0.0, 0.0, 0.0, 0.0);
     for (uint kb = 0; kb < p.ne00; kb += 256) {
@@ -84,7 +83,7 @@ float kq_dot(uint row, uint col) {
         int sc[16];
         int bs[16];
         int lane[8] = int[8](0, 0, 0, 0, 0, 0, 0, 0);
-        int s4[4] = int[4](0, 0, 0, 0);
+        int s = 0;
         for (uint j = 0; j < 16; j++) {
             sc[j] = kq_scale16(bw, j);
             int raw = 0;
@@ -97,12 +96,12 @@ float kq_dot(uint row, uint col) {
                 sum += y;
                 if (t % 4 == 3) {
                     lane[4 * (j % 2) + t / 4] += sc[j] * raw;
-                    s4[j / 4] += sc[j] * raw;
+                    s += sc[j] * raw;
                     raw = 0;
                 }
             }
             bs[j] = sum;
-            s4[j / 4] -= KQ_BIAS * sc[j] * sum;
+            s -= KQ_BIAS * sc[j] * sum;
         }
         int mm[4];
         for (uint q = 0; q < 4; q++) {
@@ -113,7 +112,7 @@ float kq_dot(uint row, uint col) {
         float dmin = kq_dmin(bw);
         float dy = blk.y;
         if (ord == KORD_TILED) {
-            float r = float(s4[0] + s4[1] + s4[2] + s4[3]) * dx;
+            float r = float(s) * dx;
 #if TYPE == T_Q4_K || TYPE == T_Q5_K
             r = exact_fma(-dmin, float(mm[0] + mm[1] + mm[2] + mm[3]), r);
 #endif
@@ -143,7 +142,7 @@ float kq_dot(uint row, uint col) {
 #endif
         return h;
     }
-    return acc - accm;
+    return acc;
 }
 #endif
 

@@ -271,44 +271,52 @@ pub(crate) unsafe fn q4_k_gemm4<const C: usize>(
 }
 
 /// The headers of four Q4_K or Q5_K blocks (one per row r; both types begin with d, dmin and
-/// the 12 packed scale / min bytes): d and dmin, the scales of the even and odd 32-value halves
-/// of 64-value group p at lane 4r + p, and the eight mins at 8r + j.
+/// the 12 packed scale / min bytes), as the gemm4 tiles use them: `sce` / `sco` the scales of
+/// the even and odd 32-value halves of 64-value group p at lane 4r + p, `mns` the eight mins
+/// at 16-bit lane 8r + j, `dx` / `dmin` the rows' d and dmin.
 struct K4Heads {
-    dx: [f32; 4],
-    dmin: [f32; 4],
-    sc_e: [i32; 16],
-    sc_o: [i32; 16],
-    mins: [i16; 32],
+    sce: __m512i,
+    sco: __m512i,
+    mns: __m512i,
+    dx: __m128,
+    dmin: __m128,
 }
 
 /// # Safety
-/// F16C is available; each bx[r] points at a block of at least 16 bytes.
-#[target_feature(enable = "avx2,fma,f16c")]
+/// `available()`; each bx[r] points at a block of at least 16 bytes.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 #[inline]
-unsafe fn k4_heads(bx: [*const u8; 4]) -> K4Heads {
-    let mut h = K4Heads {
-        dx: [0.0; 4],
-        dmin: [0.0; 4],
-        sc_e: [0; 16],
-        sc_o: [0; 16],
-        mins: [0; 32],
-    };
+unsafe fn k4_heads(bx: &[*const u8; 4]) -> K4Heads {
+    let mut sc_e = [0i32; 16];
+    let mut sc_o = [0i32; 16];
+    let mut mins = [0i16; 32];
+    let mut dx = [0.0f32; 4];
+    let mut dmin = [0.0f32; 4];
     for (r, &b) in bx.iter().enumerate() {
         // SAFETY: the caller's promise: 16 header bytes at b.
         unsafe {
-            h.dx[r] = super::x86::h2f_f16c(b);
-            h.dmin[r] = super::x86::h2f_f16c(b.add(2));
+            dx[r] = super::x86::h2f_f16c(b);
+            dmin[r] = super::x86::h2f_f16c(b.add(2));
             let (sc, mn) = k4_unpack(&*(b.add(4) as *const [u8; 12]));
             for p in 0..4 {
-                h.sc_e[4 * r + p] = ((sc >> (16 * p)) & 0xFF) as i32;
-                h.sc_o[4 * r + p] = ((sc >> (16 * p + 8)) & 0xFF) as i32;
+                sc_e[4 * r + p] = ((sc >> (16 * p)) & 0xFF) as i32;
+                sc_o[4 * r + p] = ((sc >> (16 * p + 8)) & 0xFF) as i32;
             }
             for j in 0..8 {
-                h.mins[8 * r + j] = ((mn >> (8 * j)) & 0xFF) as i16;
+                mins[8 * r + j] = ((mn >> (8 * j)) & 0xFF) as i16;
             }
         }
     }
-    h
+    // SAFETY: each array holds the 64 or 16 bytes loaded.
+    unsafe {
+        K4Heads {
+            sce: _mm512_loadu_si512(sc_e.as_ptr() as *const __m512i),
+            sco: _mm512_loadu_si512(sc_o.as_ptr() as *const __m512i),
+            mns: _mm512_loadu_si512(mins.as_ptr() as *const __m512i),
+            dx: _mm_loadu_ps(dx.as_ptr()),
+            dmin: _mm_loadu_ps(dmin.as_ptr()),
+        }
+    }
 }
 
 /// `q4_k_gemm4` with row r's block ib at a[r] + stride * ib (CPU_REPACK's interleaved rows).
@@ -341,15 +349,15 @@ pub(crate) unsafe fn q4_k_gemm4_strided<const C: usize>(
         // every offset below stays inside its 144- or 292-byte block.
         unsafe {
             let mut u = [[_mm512_setzero_si512(); 4]; 2];
+            let bxs: [*const u8; 4] = std::array::from_fn(|r| a[r].add(stride * ib));
             let K4Heads {
-                dx,
-                dmin,
-                sc_e,
-                sc_o,
-                mins,
-            } = k4_heads(std::array::from_fn(|r| a[r].add(stride * ib)));
-            for r in 0..4 {
-                let bx = a[r].add(stride * ib);
+                sce,
+                sco,
+                mns,
+                dx: dxv,
+                dmin: dmv,
+            } = k4_heads(&bxs);
+            for (r, &bx) in bxs.iter().enumerate() {
                 let qa = _mm512_loadu_si512(bx.add(16) as *const __m512i);
                 let qb = _mm512_loadu_si512(bx.add(80) as *const __m512i);
                 u[0][r] = _mm512_permutex2var_epi32(qa, ix[0], qb);
@@ -374,11 +382,6 @@ pub(crate) unsafe fn q4_k_gemm4_strided<const C: usize>(
                     hi[4 * h + jj] = _mm512_and_si512(_mm512_srli_epi16::<4>(*wv), m4);
                 }
             }
-            let sce = _mm512_loadu_si512(sc_e.as_ptr() as *const __m512i);
-            let sco = _mm512_loadu_si512(sc_o.as_ptr() as *const __m512i);
-            let mns = _mm512_loadu_si512(mins.as_ptr() as *const __m512i);
-            let dxv = _mm_loadu_ps(dx.as_ptr());
-            let dmv = _mm_loadu_ps(dmin.as_ptr());
             for c in 0..C {
                 let by = b[c].add(292 * ib);
                 let dy = _mm_set1_ps((by as *const f32).read_unaligned());
@@ -734,15 +737,15 @@ pub(crate) unsafe fn q5_k_gemm4<const C: usize>(
         // every offset below stays inside its 176- or 292-byte block; yt holds 256 bytes.
         unsafe {
             let mut t = [[_mm512_setzero_si512(); 4]; 4];
+            let bxs: [*const u8; 4] = std::array::from_fn(|r| a[r].add(176 * ib));
             let K4Heads {
-                dx,
-                dmin,
-                sc_e,
-                sc_o,
-                mins,
-            } = k4_heads(std::array::from_fn(|r| a[r].add(176 * ib)));
-            for r in 0..4 {
-                let bx = a[r].add(176 * ib);
+                sce,
+                sco,
+                mns,
+                dx: dxv,
+                dmin: dmv,
+            } = k4_heads(&bxs);
+            for (r, &bx) in bxs.iter().enumerate() {
                 let qh = _mm256_loadu_si256(bx.add(16) as *const __m256i);
                 let qh = _mm512_inserti64x4::<1>(_mm512_castsi256_si512(qh), qh);
                 let parts: [__m512i; 4] = std::array::from_fn(|g| {
@@ -769,11 +772,6 @@ pub(crate) unsafe fn q5_k_gemm4<const C: usize>(
                 w[8 + jj] = _mm512_shuffle_i64x2::<0x88>(t1, t3);
                 w[12 + jj] = _mm512_shuffle_i64x2::<0xDD>(t1, t3);
             }
-            let sce = _mm512_loadu_si512(sc_e.as_ptr() as *const __m512i);
-            let sco = _mm512_loadu_si512(sc_o.as_ptr() as *const __m512i);
-            let mns = _mm512_loadu_si512(mins.as_ptr() as *const __m512i);
-            let dxv = _mm_loadu_ps(dx.as_ptr());
-            let dmv = _mm_loadu_ps(dmin.as_ptr());
             for c in 0..C {
                 let by = b[c].add(292 * ib);
                 let dy = _mm_set1_ps((by as *const f32).read_unaligned());
