@@ -140,7 +140,7 @@ fn half(p: &[u8], o: usize) -> f32 {
 }
 
 /// Scales and mins of a Q4_K/Q5_K block from its 12 packed bytes.
-fn k4_scales(sc: &[u8]) -> ([u8; 8], [u8; 8]) {
+pub(crate) fn k4_scales(sc: &[u8]) -> ([u8; 8], [u8; 8]) {
     let mut scales = [0u8; 8];
     let mut mins = [0u8; 8];
     for j in 0..4 {

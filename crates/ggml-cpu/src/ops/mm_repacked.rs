@@ -146,30 +146,43 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, d: &TRef, b_row: BRow) {
     let Some(plan) = ktile::plan(Type::Q4K, nr0, true, ne11, Type::F32) else {
         unreachable!("CPU_REPACK holds Q4_K only where its kernels run");
     };
-    let groups = nr0 / K_GROUP;
-    let units = groups * nr1.div_ceil(GROUP);
     #[cfg(target_arch = "x86_64")]
     let avx512 = crate::dot::x86_k512::available();
     #[cfg(not(target_arch = "x86_64"))]
     let avx512 = false;
+    // a unit's rows: two groups where the 16-row gemm runs, else one
+    let span = if avx512 { 2 * K_GROUP } else { K_GROUP };
+    let spans = nr0.div_ceil(span);
+    let units = spans * nr1.div_ceil(GROUP);
     let row_bytes = nb * K_BLOCK;
-    let buf = p.scratch((K_GROUP * row_bytes).div_ceil(4));
+    #[cfg(target_arch = "x86_64")]
+    let prep_bytes = nb * crate::dot::x86_k4x16::PREP_BLOCK;
+    #[cfg(not(target_arch = "x86_64"))]
+    let prep_bytes = 0;
+    let buf = p.scratch((K_GROUP * row_bytes).max(prep_bytes).div_ceil(4));
     let tmp = buf.as_mut_ptr() as *mut u8;
     let counter = p.counter;
     let mut ch = p.ith;
+    // the span whose rows tmp holds prepared
+    let mut prepped = usize::MAX;
     while ch < units {
-        let (gi, g) = (ch % groups, ch / groups);
+        let (si, g) = (ch % spans, ch / spans);
         let (c0, c1) = (g * GROUP, ((g + 1) * GROUP).min(nr1));
-        let r0 = gi * K_GROUP;
+        let r0 = si * span;
+        let n = span.min(nr0 - r0);
         let src = a.row_ptr(r0, 0, 0) as *const u8;
-        let store = |c: usize, r: usize, v: f32| {
+        // column c's results for rows r0 + at..
+        let store = |c: usize, at: usize, out: &[f32]| {
             let (_, i11, i12, i13) = b_row(c);
-            // SAFETY: (r0 + r, c) is a cell of dst, which belongs to this unit only.
-            unsafe { (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(v) };
+            for (r, v) in out.iter().enumerate() {
+                // SAFETY: (r0 + at + r, c) is a cell of dst, which belongs to this unit only.
+                unsafe { (d.ptr(r0 + at + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
+            }
         };
         if avx512 {
             #[cfg(target_arch = "x86_64")]
             {
+                use crate::dot::x86_k4x16::{gemm16, prep16, ROWS};
                 // the unit's columns by order: the gemm's first, then the gemv's
                 let mut gemm = [0usize; GROUP];
                 let mut gemv = [0usize; GROUP];
@@ -183,50 +196,54 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, d: &TRef, b_row: BRow) {
                         nv += 1;
                     }
                 }
+                // a group's row r has block ib at its first block + bs * ib
                 let bs = K_GROUP * K_BLOCK;
+                let row0 =
+                    |r: usize| src.wrapping_add((r / K_GROUP) * nb * bs + (r % K_GROUP) * K_BLOCK);
+                if ng > 0 && prepped != si {
+                    let x: [*const u8; ROWS] = std::array::from_fn(row0);
+                    // SAFETY: rows r < n are in this weight (n is 8 or 16, whole groups), each
+                    // nb blocks bs apart; tmp holds prep_bytes.
+                    unsafe { prep16(nb, bs, &x, n, tmp) };
+                    prepped = si;
+                }
                 let mut i = 0;
                 while i < ng {
                     macro_rules! pass {
                         ($w:expr) => {{
                             let b: [*const u8; $w] = std::array::from_fn(|j| b_row(gemm[i + j]).0);
-                            for h in 0..K_GROUP / 4 {
-                                let a4: [*const u8; 4] = std::array::from_fn(|r| {
-                                    src.wrapping_add((4 * h + r) * K_BLOCK)
-                                });
-                                let mut out = [0.0f32; 4 * $w];
-                                // SAFETY: AVX-512 VNNI is present; the group's rows hold nb
-                                // blocks bs bytes apart from a4[r]; each column nb Q8_K blocks.
-                                unsafe {
-                                    crate::dot::x86_k512::q4_k_gemm4_strided::<$w>(
-                                        nb, bs, &a4, &b, &mut out,
-                                    )
-                                };
-                                for r in 0..4 {
-                                    for j in 0..$w {
-                                        store(gemm[i + j], 4 * h + r, out[r * $w + j]);
-                                    }
-                                }
+                            let mut out = [[0.0f32; ROWS]; $w];
+                            // SAFETY: AVX-512 VNNI is present; tmp holds the span prepared;
+                            // each column has nb Q8_K blocks.
+                            unsafe { gemm16::<$w>(nb, tmp, &b, &mut out) };
+                            for (j, o) in out.iter().enumerate() {
+                                store(gemm[i + j], 0, &o[..n]);
                             }
                             $w
                         }};
                     }
                     i += match ng - i {
-                        18.. => pass!(18),
-                        6..=17 => pass!(6),
-                        3..=5 => pass!(3),
+                        4.. => pass!(4),
+                        3 => pass!(3),
+                        2 => pass!(2),
                         _ => pass!(1),
                     };
                 }
-                let x8: [*const u8; K_GROUP] =
-                    std::array::from_fn(|r| src.wrapping_add(r * K_BLOCK));
-                for &c in &gemv[..nv] {
-                    let mut out = [0.0f32; K_GROUP];
-                    // SAFETY: as above, one column.
-                    unsafe {
-                        crate::dot::x86_k512::q4_k_gemv8_strided(nb, bs, &x8, b_row(c).0, &mut out)
-                    };
-                    for (r, v) in out.iter().enumerate() {
-                        store(c, r, *v);
+                for h in 0..n / K_GROUP {
+                    let x8: [*const u8; K_GROUP] = std::array::from_fn(|r| row0(h * K_GROUP + r));
+                    for &c in &gemv[..nv] {
+                        let mut out = [0.0f32; K_GROUP];
+                        // SAFETY: as above, one column.
+                        unsafe {
+                            crate::dot::x86_k512::q4_k_gemv8_strided(
+                                nb,
+                                bs,
+                                &x8,
+                                b_row(c).0,
+                                &mut out,
+                            )
+                        };
+                        store(c, h * K_GROUP, &out);
                     }
                 }
             }
@@ -241,9 +258,10 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, d: &TRef, b_row: BRow) {
                 for c in c0..c1 {
                     let order = plan.order(c % ne11, ne11);
                     let y = b_row(c).0;
-                    for r in 0..K_GROUP {
-                        store(c, r, ktile::dot(plan, order, nb, tmp.add(r * row_bytes), y));
-                    }
+                    let out: [f32; K_GROUP] = std::array::from_fn(|r| {
+                        ktile::dot(plan, order, nb, tmp.add(r * row_bytes), y)
+                    });
+                    store(c, 0, &out);
                 }
             }
         }

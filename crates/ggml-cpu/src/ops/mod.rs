@@ -5,7 +5,7 @@ mod attn;
 mod binary;
 mod copy;
 mod gemm;
-mod ktile;
+pub(crate) mod ktile;
 mod layout;
 mod matmul;
 mod mm_repacked;
