@@ -95,14 +95,9 @@ pub(crate) unsafe fn gemm16<const C: usize>(
             let dx = _mm512_loadu_ps(w.add(DX) as *const f32);
             let dmin = _mm512_loadu_ps(w.add(DMIN) as *const f32);
             let by: [*const u8; C] = std::array::from_fn(|c| b[c].add(292 * ib));
-            let mut ds = [_mm512_setzero_ps(); C];
-            let mut dm = [_mm512_setzero_ps(); C];
             // per column, activation sums per 32 values in pairs: dword p = sums 2p, 2p + 1
             let mut bsp = [[0i32; 4]; C];
             for c in 0..C {
-                let dy = _mm512_set1_ps((by[c] as *const f32).read_unaligned());
-                ds[c] = _mm512_mul_ps(dx, dy);
-                dm[c] = _mm512_mul_ps(dmin, dy);
                 let bs = _mm256_loadu_si256(by[c].add(260) as *const __m256i);
                 let bs32 =
                     _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
@@ -134,8 +129,10 @@ pub(crate) unsafe fn gemm16<const C: usize>(
                         _mm512_mul_ps(_mm512_cvtepi32_ps(se[c]), sce),
                     );
                     let m = _mm512_madd_epi16(mn, _mm512_set1_epi32(bsp[c][p]));
-                    acc[c] = _mm512_fmadd_ps(s, ds[c], acc[c]);
-                    acc_min[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), dm[c], acc_min[c]);
+                    let dy = _mm512_set1_ps((by[c] as *const f32).read_unaligned());
+                    let (ds, dm) = (_mm512_mul_ps(dx, dy), _mm512_mul_ps(dmin, dy));
+                    acc[c] = _mm512_fmadd_ps(s, ds, acc[c]);
+                    acc_min[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(m), dm, acc_min[c]);
                 }
             }
         }

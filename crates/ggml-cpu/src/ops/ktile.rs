@@ -72,7 +72,7 @@ pub(crate) fn plan(ty: Type, rows: usize, repacked: bool, ne11: usize, src1: Typ
 }
 
 /// Bytes of one block of `ty`.
-fn block_bytes(ty: Type) -> usize {
+pub(crate) fn block_bytes(ty: Type) -> usize {
     match ty {
         Type::Q3K => 110,
         Type::Q4K => 144,
@@ -134,7 +134,6 @@ impl Cell {
     }
 }
 
-#[cfg(test)]
 fn half(p: &[u8], o: usize) -> f32 {
     crate::fp::f16_to_f32(u16::from_le_bytes([p[o], p[o + 1]]))
 }
@@ -170,11 +169,10 @@ fn bias_shift(ty: Type) -> i32 {
     }
 }
 
-#[cfg(test)]
 /// The 256 unsigned codes of a block and its per-16 scales (Q4_K/Q5_K repeat each of their 8
 /// scales twice), mins per 32 and the code bias subtracted from every code (32 for Q6_K, 4 for
 /// Q3_K).
-fn codes_ref(ty: Type, x: &[u8]) -> ([u8; 256], [i32; 16], [i32; 8], i32) {
+pub(crate) fn codes_ref(ty: Type, x: &[u8]) -> ([u8; 256], [i32; 16], [i32; 8], i32) {
     let mut q = [0u8; 256];
     let mut sc16 = [0i32; 16];
     let mut mins = [0i32; 8];
@@ -261,9 +259,8 @@ pub(crate) fn block_sums_ref(ty: Type, x: &[u8], y: &[u8]) -> ([i32; 4], [i32; 4
     (s, m)
 }
 
-#[cfg(test)]
 /// (dx, dmin) of a block of `ty`.
-fn block_scales(ty: Type, x: &[u8]) -> (f32, f32) {
+pub(crate) fn block_scales(ty: Type, x: &[u8]) -> (f32, f32) {
     match ty {
         Type::Q4K | Type::Q5K => (half(x, 0), half(x, 2)),
         Type::Q3K => (half(x, 108), 0.0),

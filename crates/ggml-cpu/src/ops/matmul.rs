@@ -178,6 +178,12 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // Q5_0 weights with Q8_0 activations
     // K-quant weights follow llama.cpp's tiled K-quant kernels (ne11 >= 8)
     let kplan = ktile::plan(a.ty, nr0, false, b.ne[1], b.ty);
+    // ... through 16 rows a pass where AVX-512 VNNI is present
+    #[cfg(target_arch = "x86_64")]
+    if let Some(kp) = kplan.filter(|kp| super::mm_k16::applies(*kp, &a)) {
+        super::mm_k16::mul_mat(p, kp, &a, &d, nr1, &b_row);
+        return;
+    }
     // IQ weights times >= 8 columns: llama.cpp's tiled path (ggml-cpu/tiled), not its dot
     let tiled_iq = (b.ne[1] >= 8 && matches!(b.ty, Type::F32 | Type::Q8K))
         .then(|| crate::dot::tiled_iq_kernel(a.ty))

@@ -223,7 +223,8 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, d: &TRef, b_row: BRow) {
                         }};
                     }
                     i += match ng - i {
-                        4.. => pass!(4),
+                        6.. => pass!(6),
+                        4..=5 => pass!(4),
                         3 => pass!(3),
                         2 => pass!(2),
                         _ => pass!(1),

@@ -8,6 +8,8 @@ mod gemm;
 pub(crate) mod ktile;
 mod layout;
 mod matmul;
+#[cfg(target_arch = "x86_64")]
+mod mm_k16;
 mod mm_repacked;
 mod norm;
 pub(crate) mod qtile;
