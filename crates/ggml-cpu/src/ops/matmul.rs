@@ -180,8 +180,14 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     let kplan = ktile::plan(a.ty, nr0, false, b.ne[1], b.ty);
     // ... through 16 rows a pass where AVX-512 VNNI is present
     #[cfg(target_arch = "x86_64")]
-    if let Some(kp) = kplan.filter(|kp| super::mm_k16::applies(*kp, &a)) {
-        super::mm_k16::mul_mat(p, kp, &a, &d, nr1, &b_row);
+    if let Some(kp) = kplan.filter(|kp| super::mm_rows16::kquant_applies(*kp, &a)) {
+        super::mm_rows16::kquant(p, kp, &a, &d, nr1, &b_row);
+        return;
+    }
+    // Q8_0 / Q4_0 / Q5_0 weights times Q8_0 columns likewise (the dot product's order)
+    #[cfg(target_arch = "x86_64")]
+    if tr.vec_dot_type == Type::Q8_0 && super::mm_rows16::q0_applies(&a, nr1) {
+        super::mm_rows16::q0(p, &a, &d, nr1, &b_row);
         return;
     }
     // IQ weights times >= 8 columns: llama.cpp's tiled path (ggml-cpu/tiled), not its dot

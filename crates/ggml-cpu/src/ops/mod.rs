@@ -8,9 +8,9 @@ mod gemm;
 pub(crate) mod ktile;
 mod layout;
 mod matmul;
-#[cfg(target_arch = "x86_64")]
-mod mm_k16;
 mod mm_repacked;
+#[cfg(target_arch = "x86_64")]
+mod mm_rows16;
 mod norm;
 pub(crate) mod qtile;
 mod reduce;
