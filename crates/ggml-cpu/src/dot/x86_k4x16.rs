@@ -13,6 +13,9 @@
 //! its two 32-value halves times their scales; each product and the sum stay below 2^24 in
 //! magnitude (32 * 15 * 128 * 63 * 2), so f32 holds them exactly and S equals the integer sum.
 
+// the kernels' loops index per-column register arrays and block offsets together
+#![allow(clippy::needless_range_loop)]
+
 use std::arch::x86_64::*;
 
 /// Rows of one pass.

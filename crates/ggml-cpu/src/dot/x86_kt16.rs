@@ -11,6 +11,9 @@
 //! float steps are the tiled order's: r = f32(S) * dx; r = fma(-dmin, f32(M), r) for the
 //! types with mins; acc = fma(r, dy, acc).
 
+// the kernels' loops index per-column register arrays and block offsets together
+#![allow(clippy::needless_range_loop)]
+
 use ggml::Type;
 use std::arch::x86_64::*;
 

@@ -12,6 +12,9 @@
 //! and the weights as signed codes; the extra 128 * (sum of the 4 codes) is a per-row constant
 //! that `prep16` stores negated and each vpdpbusd starts from.
 
+// the kernels' loops index per-column register arrays and block offsets together
+#![allow(clippy::needless_range_loop)]
+
 use ggml::Type;
 use std::arch::x86_64::*;
 
