@@ -53,6 +53,8 @@ pub(crate) mod x86_q0x16;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_q4_1;
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_q8_rows;
+#[cfg(target_arch = "x86_64")]
 mod x86_tiled;
 
 use std::sync::OnceLock;
