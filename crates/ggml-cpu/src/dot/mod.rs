@@ -53,7 +53,7 @@ pub(crate) mod x86_q0x16;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_q4_1;
 #[cfg(target_arch = "x86_64")]
-pub(crate) mod x86_q8_rows;
+pub(crate) mod x86_rows8;
 #[cfg(target_arch = "x86_64")]
 mod x86_tiled;
 

@@ -414,15 +414,23 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                         };
                         // Q8_0-type weights: several rows down the column at once (independent
                         // chains, each the dot product's own order)
-                        // Q8_0 with AVX-512 VNNI: eight rows, two per register (same bits)
+                        // Q8_0 and Q4_1 with AVX-512 VNNI: eight rows a pass (same bits)
                         #[cfg(target_arch = "x86_64")]
-                        if matches!(tile_kind, Some(Tile::Quant(qtile::QElem::Q8_0)))
-                            && crate::dot::x86_k512::available()
-                        {
-                            use crate::dot::x86_q8_rows::{q8_0_rows8, ROWS};
-                            walk.passes::<{ ROWS }>(&mut ir0, row, &mut tmp, |ap, out| {
-                                q8_0_rows8(k / 32, ap, bp, out);
-                            });
+                        if crate::dot::x86_k512::available() {
+                            use crate::dot::x86_rows8::{q4_1_rows8, q8_0_rows8, ROWS};
+                            match tile_kind {
+                                Some(Tile::Quant(qtile::QElem::Q8_0)) => {
+                                    walk.passes::<{ ROWS }>(&mut ir0, row, &mut tmp, |ap, out| {
+                                        q8_0_rows8(k / 32, ap, bp, out);
+                                    })
+                                }
+                                Some(Tile::Quant(qtile::QElem::Q4_1)) => {
+                                    walk.passes::<{ ROWS }>(&mut ir0, row, &mut tmp, |ap, out| {
+                                        q4_1_rows8(k / 32, ap, bp, out);
+                                    })
+                                }
+                                _ => {}
+                            }
                         }
                         if let Some(Tile::Quant(q)) = tile_kind {
                             const CR: usize = qtile::COLUMN_ROWS;
