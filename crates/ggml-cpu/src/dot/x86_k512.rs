@@ -72,6 +72,9 @@ pub(crate) unsafe fn q4_k_gemv8(nb: usize, x: &[*const u8; 8], y: *const u8, out
     unsafe { q4_k_gemv8_strided(nb, 144, x, y, out) }
 }
 
+/// Blocks ahead that `q4_k_gemv8_strided` prefetches.
+const PREFETCH_BLOCKS: usize = 4;
+
 /// `q4_k_gemv8` with row r's block ib at x[r] + stride * ib (CPU_REPACK's interleaved rows:
 /// stride = 8 * 144).
 ///
@@ -103,6 +106,15 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
     let mut acc = _mm256_setzero_ps();
     let mut acc_min = _mm256_setzero_ps();
     for ib in 0..nb {
+        // the rows' blocks PREFETCH_BLOCKS on (in CPU_REPACK one 1152-byte stretch, running on
+        // into the next group's): the hardware prefetcher alone left these loads stalling
+        for row in x {
+            let ahead = row.wrapping_add(stride * (ib + PREFETCH_BLOCKS));
+            for off in (0..144).step_by(64) {
+                // (a prefetch is a hint and never faults, whatever the address)
+                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(off) as *const i8);
+            }
+        }
         // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
         // every offset below stays inside its 144- or 292-byte block.
         unsafe {

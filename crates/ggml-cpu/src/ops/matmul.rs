@@ -12,6 +12,8 @@ use std::sync::atomic::Ordering;
 const TILE: usize = 16;
 /// How far ahead a matrix-vector product prefetches the weight.
 const PREFETCH_BYTES: usize = 4096;
+/// Chunks per thread of a one-column product (see mul_mat).
+pub(crate) const STREAM_CHUNKS: usize = 4;
 
 /// Asks for the cache lines of `len` bytes at `p` (a hint: never faults, even out of bounds).
 #[inline(always)]
@@ -235,6 +237,11 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     if nc0 * nc1 < p.nth * 4 {
         // too few chunks to balance: split only the longer dimension, one part per thread
         (nc0, nc1) = if nr0 > nr1 { (p.nth, 1) } else { (1, p.nth) };
+    } else if nr1 == 1 {
+        // one column (generation) streams the weight: long stretches of rows, so the row
+        // prefetches mostly run on into the thread's own rows, but still a few per thread, so
+        // a thread whose core is busy with another process hands its share to the others
+        nc0 = nc0.min(STREAM_CHUNKS * p.nth);
     }
     let (dr0, mut dr1) = (nr0.div_ceil(nc0), nr1.div_ceil(nc1));
     // column blocks of whole register tiles: a leftover column costs a slow dot-product pass

@@ -162,111 +162,123 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, d: &TRef, b_row: BRow) {
     let buf = p.scratch((K_GROUP * row_bytes).max(prep_bytes).div_ceil(4));
     let tmp = buf.as_mut_ptr() as *mut u8;
     let counter = p.counter;
-    let mut ch = p.ith;
+    // one column (generation): units in runs of consecutive spans (a few per thread), so the
+    // gemv's prefetches run on into the thread's own next span
+    let run = if nr1 == 1 {
+        units.div_ceil(super::matmul::STREAM_CHUNKS * p.nth)
+    } else {
+        1
+    };
+    let mut k = p.ith;
     // the span whose rows tmp holds prepared
     let mut prepped = usize::MAX;
-    while ch < units {
-        let (si, g) = (ch % spans, ch / spans);
-        let (c0, c1) = (g * GROUP, ((g + 1) * GROUP).min(nr1));
-        let r0 = si * span;
-        let n = span.min(nr0 - r0);
-        let src = a.row_ptr(r0, 0, 0) as *const u8;
-        // column c's results for rows r0 + at..
-        let store = |c: usize, at: usize, out: &[f32]| {
-            let (_, i11, i12, i13) = b_row(c);
-            for (r, v) in out.iter().enumerate() {
-                // SAFETY: (r0 + at + r, c) is a cell of dst, which belongs to this unit only.
-                unsafe { (d.ptr(r0 + at + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
-            }
-        };
-        if avx512 {
-            #[cfg(target_arch = "x86_64")]
-            {
-                use crate::dot::x86_k4x16::{gemm16, prep16, ROWS};
-                // the unit's columns by order: the gemm's first, then the gemv's
-                let mut gemm = [0usize; GROUP];
-                let mut gemv = [0usize; GROUP];
-                let (mut ng, mut nv) = (0, 0);
-                for c in c0..c1 {
-                    if plan.order(c % ne11, ne11) == ktile::Order::RepackGemm {
-                        gemm[ng] = c;
-                        ng += 1;
-                    } else {
-                        gemv[nv] = c;
-                        nv += 1;
-                    }
+    while k * run < units {
+        for ch in k * run..((k + 1) * run).min(units) {
+            let (si, g) = (ch % spans, ch / spans);
+            let (c0, c1) = (g * GROUP, ((g + 1) * GROUP).min(nr1));
+            let r0 = si * span;
+            let n = span.min(nr0 - r0);
+            let src = a.row_ptr(r0, 0, 0) as *const u8;
+            // column c's results for rows r0 + at..
+            let store = |c: usize, at: usize, out: &[f32]| {
+                let (_, i11, i12, i13) = b_row(c);
+                for (r, v) in out.iter().enumerate() {
+                    // SAFETY: (r0 + at + r, c) is a cell of dst, which belongs to this unit only.
+                    unsafe { (d.ptr(r0 + at + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
                 }
-                // a group's row r has block ib at its first block + bs * ib
-                let bs = K_GROUP * K_BLOCK;
-                let row0 =
-                    |r: usize| src.wrapping_add((r / K_GROUP) * nb * bs + (r % K_GROUP) * K_BLOCK);
-                if ng > 0 && prepped != si {
-                    let x: [*const u8; ROWS] = std::array::from_fn(row0);
-                    // SAFETY: rows r < n are in this weight (n is 8 or 16, whole groups), each
-                    // nb blocks bs apart; tmp holds prep_bytes.
-                    unsafe { prep16(nb, bs, &x, n, tmp) };
-                    prepped = si;
-                }
-                let mut i = 0;
-                while i < ng {
-                    macro_rules! pass {
-                        ($w:expr) => {{
-                            let b: [*const u8; $w] = std::array::from_fn(|j| b_row(gemm[i + j]).0);
-                            let mut out = [[0.0f32; ROWS]; $w];
-                            // SAFETY: AVX-512 VNNI is present; tmp holds the span prepared;
-                            // each column has nb Q8_K blocks.
-                            unsafe { gemm16::<$w>(nb, tmp, &b, &mut out) };
-                            for (j, o) in out.iter().enumerate() {
-                                store(gemm[i + j], 0, &o[..n]);
-                            }
-                            $w
-                        }};
+            };
+            if avx512 {
+                #[cfg(target_arch = "x86_64")]
+                {
+                    use crate::dot::x86_k4x16::{gemm16, prep16, ROWS};
+                    // the unit's columns by order: the gemm's first, then the gemv's
+                    let mut gemm = [0usize; GROUP];
+                    let mut gemv = [0usize; GROUP];
+                    let (mut ng, mut nv) = (0, 0);
+                    for c in c0..c1 {
+                        if plan.order(c % ne11, ne11) == ktile::Order::RepackGemm {
+                            gemm[ng] = c;
+                            ng += 1;
+                        } else {
+                            gemv[nv] = c;
+                            nv += 1;
+                        }
                     }
-                    i += match ng - i {
-                        6.. => pass!(6),
-                        4..=5 => pass!(4),
-                        3 => pass!(3),
-                        2 => pass!(2),
-                        _ => pass!(1),
+                    // a group's row r has block ib at its first block + bs * ib
+                    let bs = K_GROUP * K_BLOCK;
+                    let row0 = |r: usize| {
+                        src.wrapping_add((r / K_GROUP) * nb * bs + (r % K_GROUP) * K_BLOCK)
                     };
-                }
-                for h in 0..n / K_GROUP {
-                    let x8: [*const u8; K_GROUP] = std::array::from_fn(|r| row0(h * K_GROUP + r));
-                    for &c in &gemv[..nv] {
-                        let mut out = [0.0f32; K_GROUP];
-                        // SAFETY: as above, one column.
-                        unsafe {
-                            crate::dot::x86_k512::q4_k_gemv8_strided(
-                                nb,
-                                bs,
-                                &x8,
-                                b_row(c).0,
-                                &mut out,
-                            )
+                    if ng > 0 && prepped != si {
+                        let x: [*const u8; ROWS] = std::array::from_fn(row0);
+                        // SAFETY: rows r < n are in this weight (n is 8 or 16, whole groups), each
+                        // nb blocks bs apart; tmp holds prep_bytes.
+                        unsafe { prep16(nb, bs, &x, n, tmp) };
+                        prepped = si;
+                    }
+                    let mut i = 0;
+                    while i < ng {
+                        macro_rules! pass {
+                            ($w:expr) => {{
+                                let b: [*const u8; $w] =
+                                    std::array::from_fn(|j| b_row(gemm[i + j]).0);
+                                let mut out = [[0.0f32; ROWS]; $w];
+                                // SAFETY: AVX-512 VNNI is present; tmp holds the span prepared;
+                                // each column has nb Q8_K blocks.
+                                unsafe { gemm16::<$w>(nb, tmp, &b, &mut out) };
+                                for (j, o) in out.iter().enumerate() {
+                                    store(gemm[i + j], 0, &o[..n]);
+                                }
+                                $w
+                            }};
+                        }
+                        i += match ng - i {
+                            6.. => pass!(6),
+                            4..=5 => pass!(4),
+                            3 => pass!(3),
+                            2 => pass!(2),
+                            _ => pass!(1),
                         };
-                        store(c, h * K_GROUP, &out);
+                    }
+                    for h in 0..n / K_GROUP {
+                        let x8: [*const u8; K_GROUP] =
+                            std::array::from_fn(|r| row0(h * K_GROUP + r));
+                        for &c in &gemv[..nv] {
+                            let mut out = [0.0f32; K_GROUP];
+                            // SAFETY: as above, one column.
+                            unsafe {
+                                crate::dot::x86_k512::q4_k_gemv8_strided(
+                                    nb,
+                                    bs,
+                                    &x8,
+                                    b_row(c).0,
+                                    &mut out,
+                                )
+                            };
+                            store(c, h * K_GROUP, &out);
+                        }
                     }
                 }
-            }
-        } else {
-            // the group back in GGUF order, then each cell in its column's order
-            // SAFETY: the group holds K_GROUP rows of nb blocks at src; tmp has room for them.
-            unsafe {
-                let grouped = std::slice::from_raw_parts(src, K_GROUP * row_bytes);
-                let rows = std::slice::from_raw_parts_mut(tmp, K_GROUP * row_bytes);
-                let ne = [a.ne[0] as i64, K_GROUP as i64, 1, 1];
-                repack::unpack(repack::Layout::Q4KRows8, ne, grouped, rows);
-                for c in c0..c1 {
-                    let order = plan.order(c % ne11, ne11);
-                    let y = b_row(c).0;
-                    let out: [f32; K_GROUP] = std::array::from_fn(|r| {
-                        ktile::dot(plan, order, nb, tmp.add(r * row_bytes), y)
-                    });
-                    store(c, 0, &out);
+            } else {
+                // the group back in GGUF order, then each cell in its column's order
+                // SAFETY: the group holds K_GROUP rows of nb blocks at src; tmp has room for them.
+                unsafe {
+                    let grouped = std::slice::from_raw_parts(src, K_GROUP * row_bytes);
+                    let rows = std::slice::from_raw_parts_mut(tmp, K_GROUP * row_bytes);
+                    let ne = [a.ne[0] as i64, K_GROUP as i64, 1, 1];
+                    repack::unpack(repack::Layout::Q4KRows8, ne, grouped, rows);
+                    for c in c0..c1 {
+                        let order = plan.order(c % ne11, ne11);
+                        let y = b_row(c).0;
+                        let out: [f32; K_GROUP] = std::array::from_fn(|r| {
+                            ktile::dot(plan, order, nb, tmp.add(r * row_bytes), y)
+                        });
+                        store(c, 0, &out);
+                    }
                 }
             }
         }
-        ch = counter.fetch_add(1, Ordering::Relaxed);
+        k = counter.fetch_add(1, Ordering::Relaxed);
     }
 }
 
