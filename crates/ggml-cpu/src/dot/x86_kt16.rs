@@ -163,23 +163,7 @@ pub(crate) unsafe fn gemm16<const C: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::ktile::{dot_ref, Order};
-
-    fn quant_rows(ty: Type, k: usize, n: usize, seed: usize) -> Vec<Vec<u8>> {
-        (0..n)
-            .map(|r| {
-                let v: Vec<f32> = (0..k)
-                    .map(|i| {
-                        let h = (i * 2654435761 + (r + seed) * 40503) % 1000;
-                        (h as f32 - 500.0) / 97.0
-                    })
-                    .collect();
-                let mut out = vec![0u8; ty.row_size(k as i64)];
-                ggml::quants::quantize_row_ref(ty, &v, &mut out);
-                out
-            })
-            .collect()
-    }
+    use crate::ops::ktile::{dot_ref, quant_rows, Order};
 
     fn check<const C: usize>(ty: Type, k: usize, n: usize, seed: usize) {
         let nb = k / 256;

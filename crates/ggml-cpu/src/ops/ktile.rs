@@ -667,24 +667,27 @@ mod x86 {
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
+/// `n` rows of `ty`, k values each, quantized from a hash of (value, row + seed): test data
+/// for the K-quant kernels.
+pub(crate) fn quant_rows(ty: Type, k: usize, n: usize, seed: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|r| {
+            let v: Vec<f32> = (0..k)
+                .map(|i| {
+                    let h = (i * 2654435761 + (r + seed) * 40503) % 1000;
+                    (h as f32 - 500.0) / 97.0
+                })
+                .collect();
+            let mut out = vec![0u8; ty.row_size(k as i64)];
+            ggml::quants::quantize_row_ref(ty, &v, &mut out);
+            out
+        })
+        .collect()
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
     use super::*;
-
-    fn quant_rows(ty: Type, k: usize, n: usize, seed: usize) -> Vec<Vec<u8>> {
-        (0..n)
-            .map(|r| {
-                let v: Vec<f32> = (0..k)
-                    .map(|i| {
-                        let h = (i * 2654435761 + (r + seed) * 40503) % 1000;
-                        (h as f32 - 500.0) / 97.0
-                    })
-                    .collect();
-                let mut out = vec![0u8; ty.row_size(k as i64)];
-                ggml::quants::quantize_row_ref(ty, &v, &mut out);
-                out
-            })
-            .collect()
-    }
 
     #[test]
     fn tiles_and_dots_equal_the_scalar_reference_bit_for_bit() {
