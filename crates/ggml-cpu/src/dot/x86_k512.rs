@@ -10,6 +10,7 @@
 //!   integer sums per block, each lane fused times d into a float lane, lanes summed last.
 
 use super::x86::hsum_ps;
+use super::x86_rows8 as rows8;
 use std::arch::x86_64::*;
 
 /// Whether this CPU runs the kernels below (the AVX-512 dot-product set).
@@ -103,6 +104,7 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
         )
     };
     let sel = [pick(0, 2), pick(1, 3), pick(4, 6), pick(5, 7)];
+    let offs = rows8::row_offsets(x);
     let mut acc = _mm256_setzero_ps();
     let mut acc_min = _mm256_setzero_ps();
     for ib in 0..nb {
@@ -130,13 +132,9 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
             let bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
             let mut s = [_mm256_setzero_si256(); 8];
             let mut m = [_mm_setzero_si128(); 4];
-            let mut dx = [0u16; 8];
-            let mut dmin = [0u16; 8];
             let mut mins4 = [_mm_setzero_si128(); 8];
             for r in 0..8 {
                 let bx = x[r].add(stride * ib);
-                dx[r] = (bx as *const u16).read_unaligned();
-                dmin[r] = (bx.add(2) as *const u16).read_unaligned();
                 let (sc, mn) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
                 let sc = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(sc as i64)));
                 let mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(mn as i64));
@@ -161,8 +159,10 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
             }
             let st = totals8(&s);
             let mt = _mm256_set_m128i(_mm_hadd_epi32(m[2], m[3]), _mm_hadd_epi32(m[0], m[1]));
-            let dxv = _mm256_cvtph_ps(_mm_loadu_si128(dx.as_ptr() as *const __m128i));
-            let dmv = _mm256_cvtph_ps(_mm_loadu_si128(dmin.as_ptr() as *const __m128i));
+            // d and dmin of each row: one dword (gathered, not stored and reloaded)
+            let hd = rows8::heads(x, offs, stride * ib);
+            let dxv = rows8::halves(hd);
+            let dmv = rows8::halves(_mm256_srli_epi32::<16>(hd));
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(st), _mm256_mul_ps(dxv, dy), acc);
             acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mt), _mm256_mul_ps(dmv, dy), acc_min);
         }

@@ -17,6 +17,46 @@ use std::arch::x86_64::*;
 /// Rows of one pass.
 pub(crate) const ROWS: usize = 8;
 
+/// Byte offsets of rows 1..8 from row 0 as i32 lanes, when they all fit (the rows of one
+/// weight always do): the rows' block headers are then one gather.
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx2")]
+pub(crate) fn row_offsets(x: &[*const u8; ROWS]) -> Option<__m256i> {
+    let mut o = [0i32; ROWS];
+    for (r, v) in o.iter_mut().enumerate() {
+        *v = i32::try_from((x[r] as isize).wrapping_sub(x[0] as isize)).ok()?;
+    }
+    // SAFETY: o holds 8 i32.
+    Some(unsafe { _mm256_loadu_si256(o.as_ptr() as *const __m256i) })
+}
+
+/// The dword at x[r] + at of each row, lane r: gathered when `offs` is known, else read one by
+/// one (lane inserts, not small stores that a wide load would wait for).
+///
+/// # Safety
+/// AVX2; 4 bytes readable at x[r] + at for every r; offs from `row_offsets(x)`.
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx2")]
+pub(crate) unsafe fn heads(x: &[*const u8; ROWS], offs: Option<__m256i>, at: usize) -> __m256i {
+    // SAFETY: the caller's promise.
+    unsafe {
+        match offs {
+            Some(o) => _mm256_i32gather_epi32::<1>(x[0].add(at) as *const i32, o),
+            None => {
+                let d = |r: usize| (x[r].add(at) as *const i32).read_unaligned();
+                _mm256_set_epi32(d(7), d(6), d(5), d(4), d(3), d(2), d(1), d(0))
+            }
+        }
+    }
+}
+
+/// Eight f16 values in the low halves of `v`'s dwords, as f32.
+#[inline]
+#[target_feature(enable = "avx512f,avx512vl,avx2,f16c")]
+pub(crate) fn halves(v: __m256i) -> __m256 {
+    _mm256_cvtph_ps(_mm256_cvtepi32_epi16(v))
+}
+
 /// out[r] = ggml's AVX2 Q8_0 dot product of row x[r] and column y, bit for bit.
 ///
 /// # Safety
@@ -31,6 +71,7 @@ pub(crate) unsafe fn q8_0_rows8(
     let c80 = _mm512_set1_epi8(0x80u8 as i8);
     let ones = _mm512_set1_epi8(1);
     let zero = _mm512_setzero_si512();
+    let offs = row_offsets(x);
     // lanes 0-7: scale of row 2k, lanes 8-15: of row 2k + 1
     let pick: [__m512i; 4] = std::array::from_fn(|k| {
         let v: [i32; 16] = std::array::from_fn(|l| (2 * k + l / 8) as i32);
@@ -49,9 +90,7 @@ pub(crate) unsafe fn q8_0_rows8(
                 zero,
                 _mm512_slli_epi32::<7>(_mm512_dpbusd_epi32(zero, ones, yv)),
             );
-            let h: [u16; 8] =
-                std::array::from_fn(|r| (x[r].add(34 * ib) as *const u16).read_unaligned());
-            let dx = _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr() as *const __m128i));
+            let dx = halves(heads(x, offs, 34 * ib));
             let d8 = _mm512_castps256_ps512(_mm256_mul_ps(dx, _mm256_set1_ps(dy)));
             for k in 0..4 {
                 let lo = _mm256_loadu_si256(x[2 * k].add(34 * ib + 2) as *const __m256i);
@@ -84,6 +123,7 @@ pub(crate) unsafe fn q4_1_rows8(
 ) {
     let m4 = _mm512_set1_epi8(0x0F);
     let zero = _mm512_setzero_si512();
+    let offs = row_offsets(x);
     // 128-bit lane r: the scale of row 4g + r
     let pick: [__m512i; 2] = std::array::from_fn(|g| {
         let v: [i32; 16] = std::array::from_fn(|l| (4 * g + l / 4) as i32);
@@ -102,11 +142,10 @@ pub(crate) unsafe fn q4_1_rows8(
             let ylo = _mm512_broadcast_i32x4(_mm_loadu_si128(by.add(4) as *const __m128i));
             let yhi = _mm512_broadcast_i32x4(_mm_loadu_si128(by.add(20) as *const __m128i));
             let bx: [*const u8; ROWS] = std::array::from_fn(|r| x[r].add(20 * ib));
-            let hd: [u16; ROWS] = std::array::from_fn(|r| (bx[r] as *const u16).read_unaligned());
-            let hm: [u16; ROWS] =
-                std::array::from_fn(|r| (bx[r].add(2) as *const u16).read_unaligned());
-            let dx = _mm256_cvtph_ps(_mm_loadu_si128(hd.as_ptr() as *const __m128i));
-            let mx = _mm256_cvtph_ps(_mm_loadu_si128(hm.as_ptr() as *const __m128i));
+            // d and m of each row: one dword
+            let dm = heads(x, offs, 20 * ib);
+            let dx = halves(dm);
+            let mx = halves(_mm256_srli_epi32::<16>(dm));
             // summs += m * s per row, a product then a sum as the scalar code does
             summs = _mm256_add_ps(summs, _mm256_mul_ps(mx, sy));
             let d8 = _mm512_castps256_ps512(_mm256_mul_ps(dx, dy));
