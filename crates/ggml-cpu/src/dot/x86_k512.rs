@@ -247,43 +247,8 @@ pub(crate) unsafe fn q6_k_rows4(nb: usize, x: &[*const u8; 4], y: *const u8, out
     }
 }
 
-/// 128-bit lane `L` of `v` in all four lanes.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn lane_bcast(v: __m512i, l: usize) -> __m512i {
-    match l {
-        0 => _mm512_shuffle_i32x4::<0x00>(v, v),
-        1 => _mm512_shuffle_i32x4::<0x55>(v, v),
-        2 => _mm512_shuffle_i32x4::<0xAA>(v, v),
-        _ => _mm512_shuffle_i32x4::<0xFF>(v, v),
-    }
-}
-
-/// Four Q4_K rows times C Q8_K columns in the order of llama.cpp's q4_K_8x8 gemm: out[r * C
-/// + c] is bit for bit `ktile::tile` with `Order::RepackGemm` in every column.
-///
-/// The four rows are interleaved once per block, shared by all columns: 32-bit lane 4r + p
-/// of register j holds row r's codes of values 64p + 4j.. (j < 8: low nibbles, the first 32
-/// of the 64; high nibbles: the last 32), so one vpdpbusd per 4 x 16 codes adds into the
-/// lane of its (row, 64 values) sum, and no horizontal sums are needed: the subblock scales
-/// multiply the two per-32 sums afterwards.
-///
-/// # Safety
-/// `available()`; each a[r] points at `nb` Q4_K blocks, each b[c] at nb Q8_K blocks; out
-/// holds 4 * C floats.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub(crate) unsafe fn q4_k_gemm4<const C: usize>(
-    nb: usize,
-    a: &[*const u8; 4],
-    b: &[*const u8; C],
-    out: &mut [f32],
-) {
-    // SAFETY: the caller's promise; GGUF rows hold their blocks 144 bytes apart.
-    unsafe { q4_k_gemm4_strided::<C>(nb, 144, a, b, out) }
-}
-
-/// The headers of four Q4_K or Q5_K blocks (one per row r; both types begin with d, dmin and
-/// the 12 packed scale / min bytes), as the gemm4 tiles use them: `sce` / `sco` the scales of
+/// The headers of four Q5_K blocks (one per row r; the type begins with d, dmin and the 12
+/// packed scale / min bytes, as Q4_K does), as `q5_k_gemm4` uses them: `sce` / `sco` the scales of
 /// the even and odd 32-value halves of 64-value group p at lane 4r + p, `mns` the eight mins
 /// at 16-bit lane 8r + j, `dx` / `dmin` the rows' d and dmin.
 struct K4Heads {
@@ -331,133 +296,6 @@ unsafe fn k4_heads(bx: &[*const u8; 4]) -> K4Heads {
     }
 }
 
-/// `q4_k_gemm4` with row r's block ib at a[r] + stride * ib (CPU_REPACK's interleaved rows).
-///
-/// # Safety
-/// As for `q4_k_gemm4`, each row's nb blocks `stride` bytes apart.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
-pub(crate) unsafe fn q4_k_gemm4_strided<const C: usize>(
-    nb: usize,
-    stride: usize,
-    a: &[*const u8; 4],
-    b: &[*const u8; C],
-    out: &mut [f32],
-) {
-    let m4 = _mm512_set1_epi8(0x0F);
-    // a row's 32 code dwords (group p, dword j at 8p + j) to lane 4j' + p, j = 4h + j'
-    let ix: [__m512i; 2] = std::array::from_fn(|h| {
-        let v: [i32; 16] = std::array::from_fn(|l| (8 * (l % 4) + 4 * h + l / 4) as i32);
-        // SAFETY: v holds 16 i32.
-        unsafe { _mm512_loadu_si512(v.as_ptr() as *const __m512i) }
-    });
-    // lane 4r + p to lane 4p + r: each 128-bit lane p then holds rows 0-3 of its 64 values
-    let tr: [i32; 16] = std::array::from_fn(|l| (4 * (l % 4) + l / 4) as i32);
-    // SAFETY: tr holds 16 i32.
-    let tr = unsafe { _mm512_loadu_si512(tr.as_ptr() as *const __m512i) };
-    let mut acc = [_mm_setzero_ps(); C];
-    let mut acc_min = [_mm_setzero_ps(); C];
-    for ib in 0..nb {
-        // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
-        // every offset below stays inside its 144- or 292-byte block.
-        unsafe {
-            let mut u = [[_mm512_setzero_si512(); 4]; 2];
-            let bxs: [*const u8; 4] = std::array::from_fn(|r| a[r].add(stride * ib));
-            let K4Heads {
-                sce,
-                sco,
-                mns,
-                dx: dxv,
-                dmin: dmv,
-            } = k4_heads(&bxs);
-            for (r, &bx) in bxs.iter().enumerate() {
-                let qa = _mm512_loadu_si512(bx.add(16) as *const __m512i);
-                let qb = _mm512_loadu_si512(bx.add(80) as *const __m512i);
-                u[0][r] = _mm512_permutex2var_epi32(qa, ix[0], qb);
-                u[1][r] = _mm512_permutex2var_epi32(qa, ix[1], qb);
-            }
-            // 128-bit lane transpose: w[4h + j'] lane r = u[h][r] lane j'
-            let mut lo = [_mm512_setzero_si512(); 8];
-            let mut hi = [_mm512_setzero_si512(); 8];
-            for h in 0..2 {
-                let t0 = _mm512_shuffle_i64x2::<0x44>(u[h][0], u[h][1]);
-                let t1 = _mm512_shuffle_i64x2::<0xEE>(u[h][0], u[h][1]);
-                let t2 = _mm512_shuffle_i64x2::<0x44>(u[h][2], u[h][3]);
-                let t3 = _mm512_shuffle_i64x2::<0xEE>(u[h][2], u[h][3]);
-                let w = [
-                    _mm512_shuffle_i64x2::<0x88>(t0, t2),
-                    _mm512_shuffle_i64x2::<0xDD>(t0, t2),
-                    _mm512_shuffle_i64x2::<0x88>(t1, t3),
-                    _mm512_shuffle_i64x2::<0xDD>(t1, t3),
-                ];
-                for (jj, wv) in w.iter().enumerate() {
-                    lo[4 * h + jj] = _mm512_and_si512(*wv, m4);
-                    hi[4 * h + jj] = _mm512_and_si512(_mm512_srli_epi16::<4>(*wv), m4);
-                }
-            }
-            for c in 0..C {
-                let by = b[c].add(292 * ib);
-                let dy = _mm_set1_ps((by as *const f32).read_unaligned());
-                let yv: [__m512i; 4] = std::array::from_fn(|p| {
-                    _mm512_loadu_si512(by.add(4 + 64 * p) as *const __m512i)
-                });
-                // dword transpose in each 128-bit lane L: o[j] lane L = dword 4L + j of the
-                // four 64-value parts
-                let a0 = _mm512_unpacklo_epi32(yv[0], yv[1]);
-                let a1 = _mm512_unpackhi_epi32(yv[0], yv[1]);
-                let a2 = _mm512_unpacklo_epi32(yv[2], yv[3]);
-                let a3 = _mm512_unpackhi_epi32(yv[2], yv[3]);
-                let o = [
-                    _mm512_unpacklo_epi64(a0, a2),
-                    _mm512_unpackhi_epi64(a0, a2),
-                    _mm512_unpacklo_epi64(a1, a3),
-                    _mm512_unpackhi_epi64(a1, a3),
-                ];
-                let mut se = _mm512_setzero_si512();
-                let mut so = _mm512_setzero_si512();
-                for j in 0..8 {
-                    // dwords j (first 32 values) and 8 + j (last 32) of every part
-                    let ye = lane_bcast(o[j % 4], j / 4);
-                    let yo = lane_bcast(o[j % 4], 2 + j / 4);
-                    se = _mm512_dpbusd_epi32(se, lo[j], ye);
-                    so = _mm512_dpbusd_epi32(so, hi[j], yo);
-                }
-                let s = _mm512_add_epi32(_mm512_mullo_epi32(se, sce), _mm512_mullo_epi32(so, sco));
-                let bs = _mm256_loadu_si256(by.add(260) as *const __m256i);
-                let bs32 =
-                    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-                let m = _mm512_madd_epi16(mns, _mm512_broadcast_i32x4(bs32));
-                let sf = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(tr, s));
-                let mf = _mm512_cvtepi32_ps(_mm512_permutexvar_epi32(tr, m));
-                let (ds, dm) = (_mm_mul_ps(dxv, dy), _mm_mul_ps(dmv, dy));
-                let sp = [
-                    _mm512_castps512_ps128(sf),
-                    _mm512_extractf32x4_ps::<1>(sf),
-                    _mm512_extractf32x4_ps::<2>(sf),
-                    _mm512_extractf32x4_ps::<3>(sf),
-                ];
-                let mp = [
-                    _mm512_castps512_ps128(mf),
-                    _mm512_extractf32x4_ps::<1>(mf),
-                    _mm512_extractf32x4_ps::<2>(mf),
-                    _mm512_extractf32x4_ps::<3>(mf),
-                ];
-                for p in 0..4 {
-                    acc[c] = _mm_fmadd_ps(sp[p], ds, acc[c]);
-                    acc_min[c] = _mm_fmadd_ps(mp[p], dm, acc_min[c]);
-                }
-            }
-        }
-    }
-    for c in 0..C {
-        let mut v = [0.0f32; 4];
-        // SAFETY: v holds 4 floats.
-        unsafe { _mm_storeu_ps(v.as_mut_ptr(), _mm_sub_ps(acc[c], acc_min[c])) };
-        for r in 0..4 {
-            out[r * C + c] = v[r];
-        }
-    }
-}
-
 /// Four registers of 16 dwords: o[j] 128-bit lane L = dword 4L + j of v[0], v[1], v[2], v[3].
 #[inline]
 #[target_feature(enable = "avx512f")]
@@ -476,8 +314,8 @@ fn dword_transpose(v: &[__m512i; 4]) -> [__m512i; 4] {
 
 /// Four Q6_K rows times C Q8_K columns in the order of the tiled K-quant path: per block
 /// r = f32(S) * dx, acc = fma(r, dy, acc); out[r * C + c] is bit for bit `ktile::tile` with
-/// `Order::Tiled` in every column. The rows are interleaved once per block as in
-/// `q4_k_gemm4` (lane 4r + p: row r's values 64p.., register j: their dword j), so register
+/// `Order::Tiled` in every column. The rows are interleaved once per block (lane 4r + p: row
+/// r's values 64p.., register j: their dword j), so register
 /// j's lanes all lie in subblock 4p + j / 4 and four vpdpbusd (j = 4q..4q + 4) sum each
 /// 16-value subblock in its own lane; one vpmulld per q applies the scales.
 ///
@@ -616,7 +454,7 @@ unsafe fn sb16_gemm4<const C: usize, const Q3: bool>(
     // SAFETY: tr holds 16 i32.
     let tr = unsafe { _mm512_loadu_si512(tr.as_ptr() as *const __m512i) };
     let mut acc = [_mm_setzero_ps(); C];
-    // the transposed activations of one column (as in q4_k_gemm4: 64-byte row jj, 128-bit
+    // the transposed activations of one column (64-byte row jj, 128-bit
     // lane L holds dword 4L + jj of the four 64-value parts)
     #[repr(align(64))]
     struct Buf([u8; 256]);

@@ -309,17 +309,7 @@ pub(crate) unsafe fn tile<const C: usize>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        // Q4_K columns all in the gemm's order: the AVX-512 VNNI kernel (same bits)
-        if plan.ty == Type::Q4K
-            && orders.iter().all(|o| *o == Order::RepackGemm)
-            && crate::dot::x86_k512::available()
-        {
-            // SAFETY: available() checked the CPU features; the caller vouches for the
-            // pointers and out's length.
-            unsafe { crate::dot::x86_k512::q4_k_gemm4::<C>(nb, a, b, out) };
-            return;
-        }
-        // Q3_K / Q5_K / Q6_K columns all in the tiled order likewise
+        // Q3_K / Q5_K / Q6_K columns all in the tiled order: the AVX-512 VNNI tiles (same bits)
         if orders.iter().all(|o| *o == Order::Tiled) && crate::dot::x86_k512::available() {
             use crate::dot::x86_k512 as k512;
             let kernel = match plan.ty {
@@ -746,39 +736,6 @@ mod tests {
                 // SAFETY: as above.
                 let one = unsafe { dot(plan, Order::RepackGemv, nb, a[r], col.as_ptr()) };
                 assert_eq!(out[r].to_bits(), one.to_bits(), "row {r} k {k} (dot)");
-            }
-        }
-    }
-
-    #[test]
-    fn q4_k_gemm4_equals_the_repacked_gemm_order_bit_for_bit() {
-        if !crate::dot::x86_k512::available() {
-            eprintln!("skipped: no AVX-512 VNNI");
-            return;
-        }
-        const C: usize = 6;
-        for (k, seed) in [(256, 2), (256 * 9, 4)] {
-            let nb = k / 256;
-            let rows = quant_rows(Type::Q4K, k, RM, seed);
-            let cols = quant_rows(Type::Q8K, k, C, seed + 11);
-            let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
-            let b: [*const u8; C] = std::array::from_fn(|c| cols[c].as_ptr());
-            let mut out = [0.0f32; RM * C];
-            // SAFETY: available() holds; pointers cover nb blocks; out holds RM * C floats.
-            unsafe { crate::dot::x86_k512::q4_k_gemm4::<C>(nb, &a, &b, &mut out) };
-            let mut old = [0.0f32; RM * C];
-            // SAFETY: as above (AVX2 and FMA come with AVX-512 here).
-            unsafe { x86::run::<RM, C>(Type::Q4K, nb, &a, &b, &[Order::RepackGemm; C], &mut old) };
-            for r in 0..RM {
-                for c in 0..C {
-                    let want = dot_ref(Type::Q4K, Order::RepackGemm, nb, &rows[r], &cols[c]);
-                    assert_eq!(out[r * C + c].to_bits(), want.to_bits(), "{r} {c} k {k}");
-                    assert_eq!(
-                        out[r * C + c].to_bits(),
-                        old[r * C + c].to_bits(),
-                        "{r} {c}"
-                    );
-                }
             }
         }
     }

@@ -20,6 +20,15 @@ const GROUP: usize = 128;
 
 const ROWS: usize = kt::ROWS;
 
+/// Writes one column's results for rows r0.. (`col`: what `b_row` gave for it) into dst.
+fn store(d: &TRef, r0: usize, out: &[f32], col: &(*const u8, usize, usize, usize)) {
+    let &(_, i11, i12, i13) = col;
+    for (r, v) in out.iter().enumerate() {
+        // SAFETY: (r0 + r, column) is a cell of dst owned by the caller's unit.
+        unsafe { (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
+    }
+}
+
 /// Whether `a` is a 2-D weight in plain memory on a CPU with the kernels.
 fn plain_2d(a: &TRef) -> bool {
     crate::dot::x86_k512::available() && a.ne[2] == 1 && a.ne[3] == 1 && !a.repacked
@@ -76,13 +85,8 @@ pub(crate) fn kquant(
                     // SAFETY: AVX-512 VNNI is present (applies()); tmp holds the span
                     // prepared; each column has nb Q8_K blocks.
                     unsafe { kt::gemm16::<$w>(plan.ty, nb, tmp, &b, &mut out) };
-                    for (o, &(_, i11, i12, i13)) in out.iter().zip(&cols) {
-                        for (r, v) in o.iter().enumerate().take(n) {
-                            // SAFETY: (r0 + r, column) is a cell of dst owned by this unit.
-                            unsafe {
-                                (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(*v)
-                            };
-                        }
+                    for (o, col) in out.iter().zip(&cols) {
+                        store(d, r0, &o[..n], col);
                     }
                     $w
                 }};
@@ -149,11 +153,7 @@ pub(crate) fn q0(p: &mut Params, a: &TRef, d: &TRef, nr1: usize, b_row: BRow) {
                     // are prepared.
                     unsafe { q0::gemm16::<$w>(nb, tmp, &b, &mut out) };
                     for (j, o) in out.iter().enumerate() {
-                        let (_, i11, i12, i13) = b_row(c + j);
-                        for (r, v) in o.iter().enumerate().take(n) {
-                            // SAFETY: (r0 + r, column) is a cell of dst owned by this unit.
-                            unsafe { (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
-                        }
+                        store(d, r0, &o[..n], &b_row(c + j));
                     }
                     $w
                 }};
