@@ -23,7 +23,7 @@
 //! logs are the fixtures there: `test_fixtures::simd_class()`); the IQ/TQ/FP4 types run their
 //! AVX2 kernels, as ggml's AVX-512 build compiles the same AVX2 code for them. The AVX-512 VNNI
 //! tiles of prompt processing (`ops::qtile`'s Q4_0/IQ4_NL panels and two-cell Q8_0 tile,
-//! `dot::x86_k512`'s Q4_K/Q6_K tiles and multi-row mat-vecs, the 16-row gemms of
+//! `dot::x86_k512`'s Q3_K/Q5_K/Q6_K tiles and multi-row mat-vecs, the 16-row gemms of
 //! `dot::x86_k4x16` (repacked Q4_K), `dot::x86_kt16` (tiled K-quants) and `dot::x86_q0x16`
 //! (Q8_0/Q4_0/Q5_0), the eight-row Q8_0/Q4_1 mat-vecs of `dot::x86_rows8`, `ops::gemm`'s
 //! 4 x 6 F16 tile) are new kernels for llama.cpp's orders, not new orders: they compute each
