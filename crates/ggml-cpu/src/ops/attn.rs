@@ -8,6 +8,7 @@ use crate::tref::{load_scalar, split, TRef};
 use crate::{fp, simd};
 use ggml::{Context, Tensor, Type};
 
+mod block;
 mod tiled;
 
 pub(crate) fn soft_max(p: &mut Params, n: &Node, scale: f32, max_bias: f32) {

@@ -91,7 +91,7 @@ pub(crate) const RN_WIDE: usize = 6;
 pub(crate) fn wide_available(e: Elem) -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        e == Elem::F16 && available(e) && has_avx512()
+        available(e) && has_avx512()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -114,12 +114,37 @@ pub(crate) unsafe fn tile_wide(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        debug_assert!(e == Elem::F16);
-        x86::tile_f16_avx512_wide(k, a, b, out)
+        match e {
+            Elem::F16 => x86::tile_f16_avx512_wide(k, a, b, out),
+            Elem::F32 => x86::tile_f32_avx512_wide(k, a, b, out),
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         let _ = (e, k, a, b, out);
+        unreachable!("gemm tiles are x86-only");
+    }
+}
+
+/// `tile_wide` for F16 weights and columns already widened to f32 (exactly: every half is a
+/// float), so the tile converts only the weight's vectors; each cell's bits are `tile`'s.
+///
+/// # Safety
+/// `wide_available(Elem::F16)` must hold; every a[r] points at k readable halves and every
+/// b[c] at k floats.
+pub(crate) unsafe fn tile_wide_b32(
+    k: usize,
+    a: &[*const u8; RM],
+    b: &[*const f32; RN_WIDE],
+    out: &mut [f32; RM * RN_WIDE],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        x86::tile_f16_avx512_wide_b32(k, a, b, out)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (k, a, b, out);
         unreachable!("gemm tiles are x86-only");
     }
 }
@@ -240,26 +265,70 @@ mod x86 {
         ))
     }
 
-    /// `tile_f16_avx512` for RN_WIDE columns: each cell the same FMA chain and final sum.
+    macro_rules! tile_wide_512 {
+        ($name:ident, $load:expr, $scalar:expr) => {
+            /// The RM x RN tile of the same element type for RN_WIDE columns: each cell the
+            /// same FMA chain and final sum.
+            ///
+            /// # Safety
+            /// The CPU supports AVX-512 F; pointers cover k elements.
+            #[target_feature(enable = "avx512f")]
+            pub unsafe fn $name(
+                k: usize,
+                a: &[*const u8; RM],
+                b: &[*const u8; super::RN_WIDE],
+                out: &mut [f32; RM * super::RN_WIDE],
+            ) {
+                const N: usize = super::RN_WIDE;
+                let mut acc = [_mm512_setzero_ps(); RM * N];
+                let mut i = 0;
+                while i + 16 <= k {
+                    let av: [__m512; RM] = std::array::from_fn(|r| $load(a[r], i));
+                    for c in 0..N {
+                        let bv = $load(b[c], i);
+                        for r in 0..RM {
+                            acc[r * N + c] = _mm512_fmadd_ps(av[r], bv, acc[r * N + c]);
+                        }
+                    }
+                    i += 16;
+                }
+                for r in 0..RM {
+                    for c in 0..N {
+                        let mut s = _mm512_reduce_add_ps(acc[r * N + c]);
+                        for j in i..k {
+                            s += $scalar(a[r], j) * $scalar(b[c], j);
+                        }
+                        out[r * N + c] = s;
+                    }
+                }
+            }
+        };
+    }
+
+    tile_wide_512!(tile_f16_avx512_wide, load_f16_512, scalar_f16);
+    tile_wide_512!(tile_f32_avx512_wide, load_f32_512, scalar_f32);
+
+    /// `tile_f16_avx512_wide` with f32 columns: each weight vector converted once per step,
+    /// each column vector a plain load (the same values, so the same FMA chains).
     ///
     /// # Safety
-    /// The CPU supports AVX-512 F; pointers cover k elements.
+    /// The CPU supports AVX-512 F; a[r] covers k halves, b[c] k floats.
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn tile_f16_avx512_wide(
+    pub unsafe fn tile_f16_avx512_wide_b32(
         k: usize,
         a: &[*const u8; RM],
-        b: &[*const u8; super::RN_WIDE],
+        b: &[*const f32; super::RN_WIDE],
         out: &mut [f32; RM * super::RN_WIDE],
     ) {
         const N: usize = super::RN_WIDE;
         let mut acc = [_mm512_setzero_ps(); RM * N];
         let mut i = 0;
         while i + 16 <= k {
-            let bv: [__m512; N] = std::array::from_fn(|c| load_f16_512(b[c], i));
-            for r in 0..RM {
-                let av = load_f16_512(a[r], i);
-                for c in 0..N {
-                    acc[r * N + c] = _mm512_fmadd_ps(av, bv[c], acc[r * N + c]);
+            let av: [__m512; RM] = std::array::from_fn(|r| load_f16_512(a[r], i));
+            for c in 0..N {
+                let bv = _mm512_loadu_ps(b[c].add(i));
+                for r in 0..RM {
+                    acc[r * N + c] = _mm512_fmadd_ps(av[r], bv, acc[r * N + c]);
                 }
             }
             i += 16;
@@ -268,7 +337,7 @@ mod x86 {
             for c in 0..N {
                 let mut s = _mm512_reduce_add_ps(acc[r * N + c]);
                 for j in i..k {
-                    s += scalar_f16(a[r], j) * scalar_f16(b[c], j);
+                    s += scalar_f16(a[r], j) * *b[c].add(j);
                 }
                 out[r * N + c] = s;
             }
@@ -331,6 +400,36 @@ mod tests {
     }
 
     #[test]
+    fn wide_f32_tiles_equal_the_narrow_ones() {
+        if !wide_available(Elem::F32) {
+            return;
+        }
+        for k in [16usize, 16 * 37, 16 * 5 + 7] {
+            let v = |seed: usize| -> Vec<f32> {
+                (0..k)
+                    .map(|i| ((i * 7919 + seed * 104729) % 2003) as f32 / 1001.0 - 1.0)
+                    .collect()
+            };
+            let rows: Vec<Vec<f32>> = (0..RM).map(v).collect();
+            let cols: Vec<Vec<f32>> = (0..RN_WIDE).map(|c| v(100 + c)).collect();
+            let ap: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr() as *const u8);
+            let bp: [*const u8; RN_WIDE] = std::array::from_fn(|c| cols[c].as_ptr() as *const u8);
+            let mut wide = [0.0f32; RM * RN_WIDE];
+            // SAFETY: wide_available() holds; every pointer covers k floats.
+            unsafe { tile_wide(Elem::F32, k, &ap, &bp, &mut wide) };
+            for c in 0..RN_WIDE {
+                let mut narrow = [0.0f32; RM * RN];
+                // SAFETY: as above (available(F32) holds where wide_available does).
+                unsafe { tile(Elem::F32, k, &ap, &[bp[c]; RN], &mut narrow) };
+                for r in 0..RM {
+                    let (got, want) = (wide[r * RN_WIDE + c], narrow[r * RN]);
+                    assert_eq!(got.to_bits(), want.to_bits(), "k {k} r {r} c {c}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn wide_f16_tiles_equal_the_narrow_ones() {
         if !wide_available(Elem::F16) {
             return;
@@ -352,6 +451,19 @@ mod tests {
             let mut wide = [0.0f32; RM * RN_WIDE];
             // SAFETY: wide_available() holds; every pointer covers k halves.
             unsafe { tile_wide(Elem::F16, k, &ap, &bp, &mut wide) };
+            let cols32: Vec<Vec<f32>> = cols
+                .iter()
+                .map(|c| c.iter().map(|&h| crate::fp::f16_to_f32(h)).collect())
+                .collect();
+            let bp32: [*const f32; RN_WIDE] = std::array::from_fn(|c| cols32[c].as_ptr());
+            let mut wide32 = [0.0f32; RM * RN_WIDE];
+            // SAFETY: as above; every f32 column covers k floats.
+            unsafe { tile_wide_b32(k, &ap, &bp32, &mut wide32) };
+            assert_eq!(
+                wide32.map(f32::to_bits),
+                wide.map(f32::to_bits),
+                "k {k} b32"
+            );
             for c in 0..RN_WIDE {
                 let mut narrow = [0.0f32; RM * RN];
                 // SAFETY: as above (available(F16) holds where wide_available does).

@@ -98,10 +98,27 @@ pub(crate) fn work_size(ctx: &Context, t: &Tensor) -> usize {
     let (a, b) = (TRef::new(&ctx[a]), TRef::new(&ctx[b]));
     match mm_traits(a.ty) {
         Some(tr) if needs_convert(&b, tr.vec_dot_type) => {
-            tr.vec_dot_type.row_size(b.ne[0] as i64) * b.nrows()
+            let conv = tr.vec_dot_type.row_size(b.ne[0] as i64) * b.nrows();
+            conv + if widened_f16(&a, &b) {
+                conv.div_ceil(64) * 64 - conv + b.ne[0] * 4 * b.nrows()
+            } else {
+                0
+            }
         }
         _ => 0,
     }
+}
+
+/// Whether F16 columns are also kept widened to f32 for the wide AVX-512 tile: the F16 weight
+/// takes the tiles (tinyBLAS's shape) on converted columns, and the tile then loads each
+/// column vector without converting it again (f16 to f32 is exact, so the bits are the same).
+fn widened_f16(a: &TRef, b: &TRef) -> bool {
+    a.ty == Type::F16
+        && !a.repacked
+        && needs_convert(b, Type::F16)
+        && b.ne[1] >= gemm::RN_WIDE
+        && gemm::wide_available(gemm::Elem::F16)
+        && gemm::tinyblas_shape(a.ne[1], a.ne[0], b.ne[1])
 }
 
 pub(crate) fn work_size_id(ctx: &Context, t: &Tensor, _nth: usize) -> usize {
@@ -110,7 +127,7 @@ pub(crate) fn work_size_id(ctx: &Context, t: &Tensor, _nth: usize) -> usize {
 
 /// Converts src 1's rows into wdata (all threads share the rows), then waits for all threads.
 /// Returns the row stride of the converted rows, or None when src 1 is used in place.
-fn convert_src1(p: &mut Params, b: &TRef, tr: &MmTraits) -> Option<usize> {
+fn convert_src1(p: &mut Params, b: &TRef, tr: &MmTraits, widen: bool) -> Option<usize> {
     let vdt = tr.vec_dot_type;
     if !needs_convert(b, vdt) {
         return None;
@@ -137,13 +154,31 @@ fn convert_src1(p: &mut Params, b: &TRef, tr: &MmTraits) -> Option<usize> {
             }
         }
     }
+    if widen {
+        let k = b.ne[0];
+        let off = (rs * b.nrows()).div_ceil(64) * 64;
+        assert!(
+            p.wsize >= off + k * 4 * b.nrows(),
+            "mul_mat: work buffer too small"
+        );
+        for r in r0..r1 {
+            // SAFETY: the f16 row r was written above by this thread; the f32 copies follow
+            // the converted rows at `off` (work_size), row r owned by this thread.
+            unsafe {
+                let h = std::slice::from_raw_parts(wdata.add(r * rs) as *const u16, k);
+                let w = std::slice::from_raw_parts_mut(wdata.add(off + r * k * 4) as *mut f32, k);
+                crate::fp::f16_to_f32_row(h, w);
+            }
+        }
+    }
     Some(rs)
 }
 
 pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     let (a, b, d) = (n.s(0), n.s(1), n.dst);
     let tr = traits_of(a.ty);
-    let conv = convert_src1(p, &b, &tr);
+    let widen = widened_f16(&a, &b);
+    let conv = convert_src1(p, &b, &tr, widen);
     if p.ith == 0 {
         p.counter.store(p.nth, Ordering::Relaxed);
     }
@@ -318,6 +353,14 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                             let cols: [_; W] = std::array::from_fn(|c| b_row(ir1 + c));
                             let (i02, i03) = (cols[0].2 / r2, cols[0].3 / r3);
                             let bp = cols.map(|c| c.0);
+                            // the columns widened to f32 (convert_src1), when they were
+                            let b32 = widen.then(|| {
+                                let off = (brow * nr1).div_ceil(64) * 64;
+                                // SAFETY: the f32 copies follow the converted rows in wdata.
+                                std::array::from_fn::<_, W, _>(|c| unsafe {
+                                    wdata.add(off + (ir1 + c) * k * 4) as *const f32
+                                })
+                            });
                             let mut ir0 = iir0;
                             let mut out = [0.0f32; gemm::RM * W];
                             while ir0 < e0 {
@@ -327,7 +370,10 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                     let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
                                         a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
                                     });
-                                    gemm::tile_wide(el, k, &ap, &bp, &mut out);
+                                    match &b32 {
+                                        Some(b32) => gemm::tile_wide_b32(k, &ap, b32, &mut out),
+                                        None => gemm::tile_wide(el, k, &ap, &bp, &mut out),
+                                    }
                                     for (c, col) in cols.iter().enumerate() {
                                         for r in 0..rows {
                                             (d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)
@@ -494,7 +540,7 @@ pub(crate) fn mul_mat_id(p: &mut Params, n: &Node) {
     let (a, b, ids, d) = (n.s(0), n.s(1), n.s(2), n.dst);
     let tr = traits_of(a.ty);
     let err = p.err();
-    let conv = convert_src1(p, &b, &tr);
+    let conv = convert_src1(p, &b, &tr, false);
     p.barrier();
 
     let k = a.ne[0];

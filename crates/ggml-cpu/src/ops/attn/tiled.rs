@@ -11,6 +11,7 @@
 //! -inf for each row too), so each row does the same operations in the same order as there.
 
 use super::super::alibi_slope;
+use super::block;
 use super::load_mask_row;
 use crate::simd;
 use crate::tref::TRef;
@@ -28,7 +29,7 @@ pub(crate) fn applies(q: &TRef, k: &TRef, v: &TRef) -> bool {
 
 /// Floats of per-thread scratch `rows` needs.
 pub(crate) fn scratch_len(dk: usize, dv: usize) -> usize {
-    Q_TILE * (dk + dv + KV_TILE) + KV_TILE * (2 * dk + dv) + KV_TILE
+    Q_TILE * (dk + dv + 2 * KV_TILE) + KV_TILE * (2 * dk + dv)
 }
 
 /// Scalars of one FLASH_ATTN_EXT node.
@@ -122,9 +123,9 @@ unsafe fn rows_impl<const FMA: bool, const ZMM: bool>(
     let (mtile, rest) = rest.split_at_mut(Q_TILE * KV_TILE);
     // K tile transposed (kt[d * KV_TILE + key]) so the scores of a tile's keys are lanes
     let (kt, rest) = rest.split_at_mut(KV_TILE * dk);
-    let (krow, rest) = rest.split_at_mut(dk);
+    let (kstage, rest) = rest.split_at_mut(16 * dk);
     let (v32, rest) = rest.split_at_mut(KV_TILE * dv);
-    let kq = &mut rest[..KV_TILE];
+    let kq = &mut rest[..Q_TILE * KV_TILE];
     let mut s_sum = [0.0f32; Q_TILE];
     let mut m_max = [f32::NEG_INFINITY; Q_TILE];
 
@@ -161,62 +162,60 @@ unsafe fn rows_impl<const FMA: bool, const ZMM: bool>(
                         continue;
                     }
                 }
-                for tk in 0..kv_tile {
-                    k.load_row(ic + tk, ik2, ik3, krow);
-                    for (j, &x) in krow.iter().enumerate() {
-                        kt[j * KV_TILE + tk] = x;
-                    }
-                }
-                let mut v_loaded = false;
-                for t in 0..nrows {
-                    // scores: one fused multiply-add per element in K order (ggml's
-                    // simd_gemm), then scale, softcap, padding and mask as separate roundings
-                    let mut sc = [0.0f32; KV_TILE];
-                    for (j, &qd) in qf[t * dk..(t + 1) * dk].iter().enumerate() {
-                        let kcol = &kt[j * KV_TILE..(j + 1) * KV_TILE];
-                        for (s, &kx) in sc.iter_mut().zip(kcol) {
-                            *s = qd.mul_add(kx, *s);
+                // the K tile transposed 16 keys at a time; padded keys are zeros (their
+                // scores become -inf below)
+                for c0 in (0..KV_TILE).step_by(16) {
+                    for i in 0..16 {
+                        let kr = &mut kstage[i * dk..(i + 1) * dk];
+                        if c0 + i < kv_tile {
+                            k.load_row(ic + c0 + i, ik2, ik3, kr);
+                        } else {
+                            kr.fill(0.0);
                         }
                     }
-                    for (o, &s0) in kq.iter_mut().zip(&sc) {
-                        *o = s0 * scale;
+                    block::pack_keys::<ZMM>(kt, kstage, dk, KV_TILE, c0);
+                }
+                // scores: one fused multiply-add per element in K order (ggml's simd_gemm),
+                // then scale, softcap, padding and mask as separate roundings
+                block::scores::<FMA, ZMM>(kq, qf, kt, nrows, dk, KV_TILE);
+                for t in 0..nrows {
+                    let kr = &mut kq[t * KV_TILE..(t + 1) * KV_TILE];
+                    for o in kr.iter_mut() {
+                        *o *= scale;
                     }
                     if softcap_on {
-                        for o in kq.iter_mut() {
+                        for o in kr.iter_mut() {
                             *o = o.tanh() * pr.softcap;
                         }
                     }
-                    kq[kv_tile..].fill(f32::NEG_INFINITY);
+                    kr[kv_tile..].fill(f32::NEG_INFINITY);
                     if mask.is_some() {
                         let mt = &mtile[t * KV_TILE..t * KV_TILE + kv_tile];
-                        for (o, &m) in kq[..kv_tile].iter_mut().zip(mt) {
+                        for (o, &m) in kr[..kv_tile].iter_mut().zip(mt) {
                             *o += m;
                         }
                     }
-                    let tile_max = max_of(kq);
+                    let tile_max = max_of(kr);
                     if tile_max == f32::NEG_INFINITY {
+                        // as ggml: the row's weights are zeros, its state unchanged
+                        kr.fill(0.0);
                         continue;
                     }
-                    let arow = &mut acc[t * dv..(t + 1) * dv];
                     let m_new = m_max[t].max(tile_max);
                     if m_new > m_max[t] {
                         let ms = (m_max[t] - m_new).exp();
-                        for a in arow.iter_mut() {
+                        for a in acc[t * dv..(t + 1) * dv].iter_mut() {
                             *a *= ms;
                         }
                         s_sum[t] *= ms;
                     }
                     m_max[t] = m_new;
-                    s_sum[t] = (s_sum[t] as f64 + simd::exp_sub_sum(kq, m_new)) as f32;
-
-                    if !v_loaded {
-                        for tk in 0..kv_tile {
-                            v.load_row(ic + tk, iv2, iv3, &mut v32[tk * dv..(tk + 1) * dv]);
-                        }
-                        v_loaded = true;
-                    }
-                    accumulate::<FMA, ZMM>(arow, &kq[..kv_tile], v32, dv);
+                    s_sum[t] = (s_sum[t] as f64 + simd::exp_sub_sum(kr, m_new)) as f32;
                 }
+                for tk in 0..kv_tile {
+                    v.load_row(ic + tk, iv2, iv3, &mut v32[tk * dv..(tk + 1) * dv]);
+                }
+                block::accumulate::<FMA, ZMM>(acc, kq, v32, nrows, kv_tile, KV_TILE, dv);
                 ic += KV_TILE;
             }
             for t in 0..nrows {
@@ -262,158 +261,6 @@ fn max_of(x: &[f32]) -> f32 {
         .fold(f32::NEG_INFINITY, |a, &b| if a > b { a } else { b })
 }
 
-/// acc[j] = fma(w[t], v[t * dv + j], acc[j]) for t = 0, 1, ... in order (ggml's simd_gemm of
-/// the weights times the V tile), with the accumulators held in registers under FMA.
-///
-/// # Safety
-/// With `FMA`, AVX2 and FMA are available; v holds w.len() rows of dv >= acc.len() floats.
-#[inline(always)]
-unsafe fn accumulate<const FMA: bool, const ZMM: bool>(
-    acc: &mut [f32],
-    w: &[f32],
-    v: &[f32],
-    dv: usize,
-) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if ZMM {
-            // SAFETY: the caller's promise (AVX-512F with ZMM).
-            unsafe { x86::accumulate_zmm(acc, w, v, dv) };
-            return;
-        }
-        if FMA {
-            // SAFETY: the caller's promise.
-            unsafe { x86::accumulate(acc, w, v, dv) };
-            return;
-        }
-    }
-    for (t, &wt) in w.iter().enumerate() {
-        for (a, &x) in acc.iter_mut().zip(&v[t * dv..(t + 1) * dv]) {
-            *a = wt.mul_add(x, *a);
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-mod x86 {
-    use std::arch::x86_64::*;
-
-    /// `accumulate` 64 (then 32, 8, 1) columns at a time.
-    ///
-    /// # Safety
-    /// AVX2 and FMA are available; v holds w.len() rows of dv >= acc.len() floats.
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn accumulate(acc: &mut [f32], w: &[f32], v: &[f32], dv: usize) {
-        let n = acc.len();
-        assert!(n <= dv && v.len() >= w.len() * dv);
-        let (pa, pv) = (acc.as_mut_ptr(), v.as_ptr());
-        let mut j = 0;
-        // SAFETY: each call covers columns j..j + 8V <= n of acc and of every v row.
-        unsafe {
-            // eight independent chains keep both FMA ports busy
-            while j + 64 <= n {
-                columns::<8>(pa.add(j), pv.add(j), w, dv);
-                j += 64;
-            }
-            while j + 32 <= n {
-                columns::<4>(pa.add(j), pv.add(j), w, dv);
-                j += 32;
-            }
-            while j + 8 <= n {
-                columns::<1>(pa.add(j), pv.add(j), w, dv);
-                j += 8;
-            }
-        }
-        for (jj, a) in acc.iter_mut().enumerate().skip(j) {
-            for (t, &wt) in w.iter().enumerate() {
-                *a = wt.mul_add(v[t * dv + jj], *a);
-            }
-        }
-    }
-
-    /// `accumulate` 128 (then 64, 16) columns at a time in 16-lane registers, the rest as
-    /// the 8-lane version does (each column is its own chain either way).
-    ///
-    /// # Safety
-    /// AVX-512F, AVX2 and FMA are available; v holds w.len() rows of dv >= acc.len() floats.
-    #[target_feature(enable = "avx512f,avx2,fma")]
-    pub unsafe fn accumulate_zmm(acc: &mut [f32], w: &[f32], v: &[f32], dv: usize) {
-        let n = acc.len();
-        assert!(n <= dv && v.len() >= w.len() * dv);
-        let (pa, pv) = (acc.as_mut_ptr(), v.as_ptr());
-        let mut j = 0;
-        // SAFETY: each call covers columns j..j + 16V <= n of acc and of every v row.
-        unsafe {
-            while j + 128 <= n {
-                columns_zmm::<8>(pa.add(j), pv.add(j), w, dv);
-                j += 128;
-            }
-            while j + 64 <= n {
-                columns_zmm::<4>(pa.add(j), pv.add(j), w, dv);
-                j += 64;
-            }
-            while j + 16 <= n {
-                columns_zmm::<1>(pa.add(j), pv.add(j), w, dv);
-                j += 16;
-            }
-            while j + 8 <= n {
-                columns::<1>(pa.add(j), pv.add(j), w, dv);
-                j += 8;
-            }
-        }
-        for (jj, a) in acc.iter_mut().enumerate().skip(j) {
-            for (t, &wt) in w.iter().enumerate() {
-                *a = wt.mul_add(v[t * dv + jj], *a);
-            }
-        }
-    }
-
-    /// 16V columns at `pa` / `pv` (row stride dv), as `columns`.
-    ///
-    /// # Safety
-    /// AVX-512F is available; the 16V floats at pa and at pv + t * dv (t < w.len()) exist.
-    #[inline(always)]
-    unsafe fn columns_zmm<const V: usize>(pa: *mut f32, pv: *const f32, w: &[f32], dv: usize) {
-        // SAFETY: the caller's promise.
-        unsafe {
-            let mut a: [__m512; V] = std::array::from_fn(|i| _mm512_loadu_ps(pa.add(16 * i)));
-            for (t, &wt) in w.iter().enumerate() {
-                let wb = _mm512_set1_ps(wt);
-                let row = pv.add(t * dv);
-                for (i, ai) in a.iter_mut().enumerate() {
-                    *ai = _mm512_fmadd_ps(wb, _mm512_loadu_ps(row.add(16 * i)), *ai);
-                }
-            }
-            for (i, ai) in a.iter().enumerate() {
-                _mm512_storeu_ps(pa.add(16 * i), *ai);
-            }
-        }
-    }
-
-    /// 8V columns starting at `pa` / `pv` (row stride dv): acc = fma(w[t], v[t], acc) for each
-    /// t in order, the accumulators in registers.
-    ///
-    /// # Safety
-    /// AVX2 and FMA are available; the 8V floats at pa and at pv + t * dv (t < w.len()) exist.
-    #[inline(always)]
-    unsafe fn columns<const V: usize>(pa: *mut f32, pv: *const f32, w: &[f32], dv: usize) {
-        // SAFETY: the caller's promise.
-        unsafe {
-            let mut a: [__m256; V] = std::array::from_fn(|i| _mm256_loadu_ps(pa.add(8 * i)));
-            for (t, &wt) in w.iter().enumerate() {
-                let wb = _mm256_set1_ps(wt);
-                let row = pv.add(t * dv);
-                for (i, ai) in a.iter_mut().enumerate() {
-                    *ai = _mm256_fmadd_ps(wb, _mm256_loadu_ps(row.add(8 * i)), *ai);
-                }
-            }
-            for (i, ai) in a.iter().enumerate() {
-                _mm256_storeu_ps(pa.add(8 * i), *ai);
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -432,35 +279,8 @@ mod tests {
     }
 
     #[test]
-    fn vector_accumulate_equals_the_fma_chain() {
-        let (dv, n) = (109, 13);
-        let w: Vec<f32> = (0..n).map(|i| (i as f32 * 0.61).cos()).collect();
-        let v: Vec<f32> = (0..n * dv).map(|i| (i as f32 * 0.13).sin() * 3.0).collect();
-        let acc0: Vec<f32> = (0..dv).map(|i| i as f32 * 0.01).collect();
-        let mut want = acc0.clone();
-        // SAFETY: FMA = false takes the portable path; v holds n rows of dv.
-        unsafe { accumulate::<false, false>(&mut want, &w, &v, dv) };
-        #[cfg(target_arch = "x86_64")]
-        if crate::simd::has_avx2_fma() {
-            let mut got = acc0.clone();
-            // SAFETY: AVX2 and FMA are available.
-            unsafe { accumulate::<true, false>(&mut got, &w, &v, dv) };
-            assert_eq!(got, want);
-        }
-        #[cfg(target_arch = "x86_64")]
-        if crate::simd::features::cpu().avx512_dot() {
-            for dv in [109, 128, 200, 16, 7] {
-                let v: Vec<f32> = (0..n * dv).map(|i| (i as f32 * 0.13).sin() * 3.0).collect();
-                let acc0: Vec<f32> = (0..dv).map(|i| i as f32 * 0.01).collect();
-                let mut want = acc0.clone();
-                // SAFETY: the portable path; v holds n rows of dv.
-                unsafe { accumulate::<false, false>(&mut want, &w, &v, dv) };
-                let mut got = acc0.clone();
-                // SAFETY: AVX-512F, AVX2 and FMA are available.
-                unsafe { accumulate::<true, true>(&mut got, &w, &v, dv) };
-                assert_eq!(got, want, "dv {dv}");
-            }
-        }
+    fn max_of_is_the_largest() {
+        let w: Vec<f32> = (0..37).map(|i| (i as f32 * 0.61).cos()).collect();
         assert_eq!(
             max_of(&w),
             w.iter().cloned().fold(f32::NEG_INFINITY, f32::max)
