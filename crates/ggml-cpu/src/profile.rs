@@ -1,6 +1,6 @@
 //! A per-node timer for finding where a graph's time goes: `GGML_CPU_PROFILE=1` makes thread 0
 //! time every node (from its start to the barrier after it, so the slowest thread's share is
-//! what counts) and, when the backend is dropped, print to stderr the time per op, per matmul
+//! what counts) and, when the backend is dropped, print to stderr the time per op, per node
 //! shape and the bytes the matmul weights streamed. Off (the default) it costs one branch per
 //! node. A diagnostic only: the figures are wall time on a possibly busy machine.
 
@@ -36,10 +36,36 @@ pub(crate) struct Profile {
     n_threads: usize,
 }
 
-/// The key of a matmul's shape: weight type and {K, M}, columns.
+/// The key of a node's shape, the bytes of its src 0 and its floating-point operations
+/// (matmuls and flash attention; 0 for the rest): a matmul by weight type and {K, M},
+/// columns; flash attention by K's type, head sizes, heads, keys and queries (the
+/// parameters of test-backend-ops' FLASH_ATTN_EXT, whose FLOP count this is); any other op
+/// by its src 0's and its result's types and its result's shape.
 fn shape_key(ctx: &Context, t: &Tensor) -> Option<(String, u64, u64)> {
+    if let Op::FlashAttnExt { .. } = t.op {
+        let (q, k, v) = (&ctx[t.src[0]?], &ctx[t.src[1]?], &ctx[t.src[2]?]);
+        let key = format!(
+            "FLASH_ATTN_EXT {} hs={}/{} nh={} kv={} nb={}",
+            k.ty, q.ne[0], v.ne[0], q.ne[2], k.ne[1], q.ne[1]
+        );
+        let flops = 2 * (q.ne[2] * q.ne[3] * q.ne[1] * (q.ne[0] + v.ne[0]) * k.ne[1]) as u64;
+        return Some((key, k.nbytes() as u64, flops));
+    }
     if !matches!(t.op, Op::MulMat { .. } | Op::MulMatId) {
-        return None;
+        let bytes = t.src[0].map_or(0, |s| ctx[s].nbytes() as u64);
+        let src = t.src[0].map_or(String::new(), |s| format!("{}->", ctx[s].ty));
+        let ne = t.ne;
+        let key = format!(
+            "{} {}{} {}x{}x{}x{}",
+            t.op.name(),
+            src,
+            t.ty,
+            ne[0],
+            ne[1],
+            ne[2],
+            ne[3]
+        );
+        return Some((key, bytes, 0));
     }
     let (a, b) = (&ctx[t.src[0]?], &ctx[t.src[1]?]);
     let key = format!(
@@ -118,7 +144,7 @@ impl Profile {
         let _ = writeln!(
             s,
             "  {:<48} {:>9} {:>10} {:>8} {:>9}",
-            "matmul shape", "calls", "us/call", "GB/s", "GFLOP/s"
+            "node shape", "calls", "us/call", "GB/s", "GFLOP/s"
         );
         let mut shapes: Vec<_> = self.by_shape.iter().collect();
         shapes.sort_by_key(|e| std::cmp::Reverse(e.1.time));

@@ -16,6 +16,9 @@ use crate::TensorInfo;
 pub enum ReadMode {
     /// Memory-map the file (the default).
     Mmap,
+    /// Memory-map the file and fault every page in at once (llama.cpp's model mappings:
+    /// MAP_POPULATE where the OS has it), so a run never stops on a first touch of a weight.
+    MmapPopulate,
     /// Read the whole file into an owned buffer.
     Read,
 }
@@ -158,10 +161,15 @@ impl GgufFile {
     pub fn open_with(path: impl AsRef<Path>, mode: ReadMode) -> Result<GgufFile, GgufError> {
         let path = path.as_ref();
         let (file, size) = open_file(path)?;
-        let source = if mode == ReadMode::Mmap && size >= MIN_MMAP_SIZE {
+        let mapped = matches!(mode, ReadMode::Mmap | ReadMode::MmapPopulate);
+        let source = if mapped && size >= MIN_MMAP_SIZE {
+            let mut opts = memmap2::MmapOptions::new();
+            if mode == ReadMode::MmapPopulate {
+                opts.populate();
+            }
             // SAFETY: the map is read-only; as with every mmap-based loader (llama.cpp included),
             // another process truncating the file while it is mapped is outside our control.
-            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(read_err(path))?;
+            let map = unsafe { opts.map(&file) }.map_err(read_err(path))?;
             Source::Mmap(map)
         } else {
             // At most the size the file had when opened: it may grow while being read.

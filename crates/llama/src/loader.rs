@@ -103,7 +103,7 @@ impl ModelLoader {
     /// general.architecture and general.file_type through them.
     pub fn open_with(path: &Path, mode: LoadMode, overrides: &[KvOverride]) -> Result<ModelLoader> {
         let opened = if mode.uses_mmap() {
-            GgufFile::open(path)
+            GgufFile::open_with(path, gguf::ReadMode::MmapPopulate)
         } else {
             GgufFile::open_metadata(path)
         };

@@ -75,7 +75,7 @@ pub(crate) fn open_shards(
     for no in 1..n_split {
         let p = PathBuf::from(split_path(prefix, no as u32, n_split as u32));
         let opened = if mode.uses_mmap() {
-            GgufFile::open(&p)
+            GgufFile::open_with(&p, gguf::ReadMode::MmapPopulate)
         } else {
             GgufFile::open_metadata(&p)
         };

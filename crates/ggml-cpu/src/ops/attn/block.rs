@@ -21,7 +21,7 @@ pub(super) unsafe fn scores<const FMA: bool, const ZMM: bool>(
     ldk: usize,
 ) {
     assert!(q.len() >= nrows * dk && kt.len() >= dk * ldk && kq.len() >= nrows * ldk);
-    assert!(ldk % 16 == 0);
+    assert!(ldk.is_multiple_of(16));
     #[cfg(target_arch = "x86_64")]
     {
         if ZMM {
