@@ -55,6 +55,8 @@ pub(crate) mod x86_q4_1;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_rows8;
 #[cfg(target_arch = "x86_64")]
+mod x86_q8;
+#[cfg(target_arch = "x86_64")]
 mod x86_tiled;
 
 use std::sync::OnceLock;
@@ -163,14 +165,46 @@ fn bf16_from_float(src: &[f32], dst: &mut [u8]) {
 /// outputs come from): d = amax/127, multiplier 127/amax, rounding half to even. (The
 /// reference quantizer for files uses 1/d and rounds half away from zero.)
 pub fn quantize_row_q8_0(src: &[f32], dst: &mut [u8]) {
-    q8_blocks(src, dst, 34, |d, _sum| (fp32_to_fp16(d), None));
+    q8_dispatch(src, dst, 34, |d, _sum| (fp32_to_fp16(d), None));
 }
 
 /// Q8_1 activations as ggml's x86 `quantize_row_q8_1`: like Q8_0 plus s = d * sum(q).
 pub fn quantize_row_q8_1(src: &[f32], dst: &mut [u8]) {
-    q8_blocks(src, dst, 36, |d, sum| {
+    q8_dispatch(src, dst, 36, |d, sum| {
         (fp32_to_fp16(d), Some(fp32_to_fp16(d * sum as f32)))
     });
+}
+
+/// `q8_blocks` through AVX-512 where the CPU has it (the same bits, `x86_q8`).
+fn q8_dispatch(
+    src: &[f32],
+    dst: &mut [u8],
+    bs: usize,
+    head: impl Fn(f32, i32) -> (u16, Option<u16>),
+) {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::features::cpu().avx512bw_vl() {
+        assert_eq!(
+            src.len() % 32,
+            0,
+            "quantize_row_q8: length not a multiple of 32"
+        );
+        assert!(
+            dst.len() >= src.len() / 32 * bs,
+            "quantize_row_q8: destination too small"
+        );
+        let put = |d: f32, sum: i32, out: &mut [u8]| {
+            let (dh, sh) = head(d, sum);
+            out[0..2].copy_from_slice(&dh.to_le_bytes());
+            if let Some(s) = sh {
+                out[2..4].copy_from_slice(&s.to_le_bytes());
+            }
+        };
+        // SAFETY: AVX-512 F/BW/VL are available; sizes asserted above.
+        unsafe { x86_q8::q8_blocks(src, dst, bs, &put) };
+        return;
+    }
+    q8_blocks(src, dst, bs, head)
 }
 
 fn q8_blocks(

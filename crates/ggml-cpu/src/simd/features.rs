@@ -94,6 +94,12 @@ impl Features {
         self.avx2_dot() && self.avx512f && self.avx512bw && self.avx512vl && self.avx512vnni
     }
 
+    /// 512-bit integer work on bytes and words, and its 256/128-bit forms (the Q8 activation
+    /// quantizer).
+    pub fn avx512bw_vl(&self) -> bool {
+        self.avx512f && self.avx512bw && self.avx512vl
+    }
+
     /// VNNI integer sums in the 256-bit quantized tiles.
     pub fn avx2_vnni(&self) -> bool {
         self.avx2_fma() && self.avx512vnni && self.avx512vl
