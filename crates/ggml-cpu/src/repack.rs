@@ -6,19 +6,22 @@
 //!
 //! Which weights go here follows llama.cpp's choice on x86 (ggml_repack_get_optimal_repack_type)
 //! for the types whose repacked kernels this backend has: Q4_0, IQ4_NL and Q4_K with a
-//! multiple of 8 rows, on a CPU with AVX2 (llama.cpp's q4_0_8x8 / iq4_nl_8x8 / q4_K_8x8). A
-//! weight placed here also takes llama.cpp's repacked float order
-//! (`qtile::QElem::Q4_0Repacked`, `ktile::Order::RepackGemm` / `RepackGemv`); the same weight
-//! in a plain buffer (`-nr`) takes its dot product's (or tiled) order, as llama.cpp's does.
-//! Not here yet: llama.cpp's AVX-512 Q2_K and AVX2 MXFP4 repacks and its repacked MUL_MAT_ID
-//! of 3-D experts; those weights stay in plain memory with their plain orders.
+//! multiple of 8 rows, on a CPU with AVX2 (llama.cpp's q4_0_8x8 / iq4_nl_8x8 / q4_K_8x8), and
+//! Q2_K with a multiple of 8 rows on a CPU with AVX-512F (q2_K_8x8). A weight placed here also
+//! takes llama.cpp's repacked float order (`qtile::QElem::Q4_0Repacked`,
+//! `ktile::Order::RepackGemm` / `RepackGemv`, `dot::x86_q2k_repack`); the same weight in a
+//! plain buffer (`-nr`) takes its dot product's (or tiled) order, as llama.cpp's does.
+//! Not here yet: llama.cpp's AVX2 MXFP4 repack and its repacked MUL_MAT_ID of 3-D experts;
+//! those weights stay in plain memory with their plain orders.
 //!
 //! Q4_K's layout: groups of 8 rows with their blocks interleaved (`Layout::Q4KRows8`).
 //! Q4_0 / IQ4_NL's, "nibble panels": the rows in panels of 16 (the last one 8 when rows % 16 == 8),
 //! each panel `rows * row_size` bytes where its rows were, block by block: the R row scales
 //! (f16), then 4 groups of R dwords, dword r of group j holding quant bytes 4j..4j+4 of row
-//! r's block. One 64-byte load then gives a VNNI kernel the same four bytes of 16 rows. The
-//! size of every tensor is unchanged (llama.cpp's buffer sizes).
+//! r's block. One 64-byte load then gives a VNNI kernel the same four bytes of 16 rows.
+//! Q2_K's (`Layout::Q2KPanels`): the same panels of 16 (or 8) rows, block by block: the R d
+//! (f16), the R dmin, 4 groups of R dwords of scale bytes, 16 groups of R dwords of qs bytes.
+//! The size of every tensor is unchanged (llama.cpp's buffer sizes).
 
 use ggml::backend::{
     same_buft, BackendError, Buffer, BufferImpl, BufferType, BufferTypeRef, HostBuffer, TensorIo,
@@ -40,12 +43,33 @@ pub(crate) enum Layout {
     /// its block ib + 1, ... (each block as in GGUF), so the kernels that take 8 or 4 rows
     /// of a group read one stream.
     Q4KRows8,
+    /// Q2_K in panels of 16 (or 8) rows, dword-interleaved (the header comment).
+    Q2KPanels,
 }
 
 /// Rows of a Q4_K group.
 pub(crate) const K_GROUP: usize = 8;
 /// Bytes of one Q4_K block.
 pub(crate) const K_BLOCK: usize = 144;
+
+/// Bytes of one Q2_K block, and the offsets (in units of the panel's rows) of a Q2_K panel
+/// block's parts: d (f16 each), dmin, 4 scale dwords, 16 qs dwords.
+pub(crate) const Q2K_BLOCK: usize = 84;
+pub(crate) const Q2K_DMIN: usize = 2;
+pub(crate) const Q2K_SC: usize = 4;
+pub(crate) const Q2K_QS: usize = 20;
+
+/// Whether llama.cpp would take its AVX-512 repack (ggml_cpu_has_avx512: AVX-512F).
+fn has_avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        crate::simd::features::cpu().avx512f
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
 
 /// The layout llama.cpp's repack would give a weight of `ty` and shape `ne` on this CPU, or
 /// None where it keeps the weight as it is (the loader then places it in plain memory).
@@ -58,6 +82,9 @@ pub(crate) fn layout_for(ty: Type, ne: [i64; 4]) -> Option<Layout> {
             Some(Layout::NibblePanels)
         }
         Type::Q4K if ne[1] > 0 && ne[1] % 8 == 0 && ne[0] % 256 == 0 => Some(Layout::Q4KRows8),
+        Type::Q2K if ne[1] > 0 && ne[1] % 8 == 0 && ne[0] % 256 == 0 && has_avx512() => {
+            Some(Layout::Q2KPanels)
+        }
         _ => None,
     }
 }
@@ -231,10 +258,38 @@ fn k_groups(ne: [i64; 4], src: &[u8], dst: &mut [u8], to_groups: bool) {
     }
 }
 
+/// Q2_K rows in GGUF order to `Layout::Q2KPanels` (`to_panels`) or back.
+fn q2k_panels(ne: [i64; 4], src: &[u8], dst: &mut [u8], to_panels: bool) {
+    let (nb, rows) = (ne[0] as usize / 256, ne[1] as usize);
+    let row = nb * Q2K_BLOCK;
+    for (r0, n) in panels(rows) {
+        for ib in 0..nb {
+            let base = r0 * row + ib * n * Q2K_BLOCK;
+            for r in 0..n {
+                let plain = (r0 + r) * row + ib * Q2K_BLOCK;
+                // (offset in the GGUF block, offset in the panel block, bytes)
+                let d = [(80, 2 * r, 2), (82, Q2K_DMIN * n + 2 * r, 2)];
+                let sc = (0..4).map(|g| (4 * g, Q2K_SC * n + 4 * (n * g + r), 4));
+                let qs = (0..16).map(|g| (16 + 4 * g, Q2K_QS * n + 4 * (n * g + r), 4));
+                for (p, q, len) in d.into_iter().chain(sc).chain(qs) {
+                    let (from, to) = if to_panels {
+                        (plain + p, base + q)
+                    } else {
+                        (base + q, plain + p)
+                    };
+                    dst[to..to + len].copy_from_slice(&src[from..from + len]);
+                }
+            }
+        }
+    }
+}
+
 /// GGUF-order rows (`plain`) to `layout` (`packed`), both `ne`'s whole tensor.
 pub(crate) fn pack(layout: Layout, ne: [i64; 4], plain: &[u8], packed: &mut [u8]) {
-    if layout == Layout::Q4KRows8 {
-        return k_groups(ne, plain, packed, true);
+    match layout {
+        Layout::Q4KRows8 => return k_groups(ne, plain, packed, true),
+        Layout::Q2KPanels => return q2k_panels(ne, plain, packed, true),
+        Layout::NibblePanels => {}
     }
     let (nb, rows) = (ne[0] as usize / 32, ne[1] as usize);
     let row = nb * BLOCK;
@@ -259,8 +314,10 @@ pub(crate) fn pack(layout: Layout, ne: [i64; 4], plain: &[u8], packed: &mut [u8]
 
 /// The inverse of `pack`.
 pub(crate) fn unpack(layout: Layout, ne: [i64; 4], packed: &[u8], plain: &mut [u8]) {
-    if layout == Layout::Q4KRows8 {
-        return k_groups(ne, packed, plain, false);
+    match layout {
+        Layout::Q4KRows8 => return k_groups(ne, packed, plain, false),
+        Layout::Q2KPanels => return q2k_panels(ne, packed, plain, false),
+        Layout::NibblePanels => {}
     }
     let (nb, rows) = (ne[0] as usize / 32, ne[1] as usize);
     let row = nb * BLOCK;
@@ -349,6 +406,32 @@ mod tests {
         let mut back = vec![0u8; n];
         unpack(Layout::Q4KRows8, ne, &packed, &mut back);
         assert_eq!(back, plain);
+    }
+
+    #[test]
+    fn q2_k_panels_are_inverse_and_interleave_dwords() {
+        for &(k, rows) in &[(256usize, 8usize), (512, 16), (768, 40)] {
+            let ne = [k as i64, rows as i64, 1, 1];
+            let n = rows * k / 256 * Q2K_BLOCK;
+            let plain = bytes(n, (k + rows) as u32);
+            let mut packed = vec![0u8; n];
+            pack(Layout::Q2KPanels, ne, &plain, &mut packed);
+            assert_ne!(packed, plain);
+            let mut back = vec![0u8; n];
+            unpack(Layout::Q2KPanels, ne, &packed, &mut back);
+            assert_eq!(back, plain, "{k}x{rows}");
+        }
+        // 16 rows of 2 blocks: block 1's qs dword 5 of row 3, its d and its scale dword 2
+        let (row, n) = (2 * Q2K_BLOCK, 16);
+        let plain = bytes(16 * row, 9);
+        let mut packed = vec![0u8; plain.len()];
+        pack(Layout::Q2KPanels, [512, 16, 1, 1], &plain, &mut packed);
+        let (b, src) = (n * Q2K_BLOCK, 3 * row + Q2K_BLOCK);
+        let qs = b + Q2K_QS * n + 4 * (n * 5 + 3);
+        assert_eq!(&packed[qs..qs + 4], &plain[src + 16 + 20..src + 16 + 24]);
+        assert_eq!(&packed[b + 6..b + 8], &plain[src + 80..src + 82]);
+        let sc = b + Q2K_SC * n + 4 * (n * 2 + 3);
+        assert_eq!(&packed[sc..sc + 4], &plain[src + 8..src + 12]);
     }
 
     #[test]

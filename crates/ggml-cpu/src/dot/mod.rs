@@ -51,11 +51,13 @@ pub(crate) mod x86_kt16;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_q0x16;
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_q2k_repack;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_q4_1;
 #[cfg(target_arch = "x86_64")]
-pub(crate) mod x86_rows8;
-#[cfg(target_arch = "x86_64")]
 mod x86_q8;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_rows8;
 #[cfg(target_arch = "x86_64")]
 mod x86_tiled;
 

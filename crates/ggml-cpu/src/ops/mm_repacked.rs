@@ -1,6 +1,7 @@
 //! MUL_MAT of a weight held in CPU_REPACK (`repack`): Q4_0 / IQ4_NL in nibble panels times
 //! Q8_0 columns, every cell in llama.cpp's repacked gemm/gemv order (`qtile::repacked_dot`),
-//! and Q4_K in interleaved 8-row groups times Q8_K columns (q4_K_8x8's orders, `q4_k`).
+//! Q4_K in interleaved 8-row groups times Q8_K columns (q4_K_8x8's orders, `q4_k`), and Q2_K
+//! in dword panels times Q8_K columns (q2_K_8x8's orders, `q2_k`).
 //!
 //! Work units are (panel, column group), panel-major within a group, taken from the shared
 //! counter, so a thread computes a group's column sums once and one column (generation)
@@ -28,6 +29,8 @@ pub(crate) type BRow<'a> = &'a dyn Fn(usize) -> (*const u8, usize, usize, usize)
 pub(crate) fn mul_mat(p: &mut Params, a: &TRef, b: &TRef, d: &TRef, b_row: BRow) {
     match a.ty {
         Type::Q4K => q4_k(p, a, b.ne[1], d, b_row),
+        #[cfg(target_arch = "x86_64")]
+        Type::Q2K => q2_k(p, a, b.ne[1], d, b_row),
         Type::Q4_0 => nibble_panels(p, QElem::Q4_0Repacked, a, d, a.ne[0] / 32, b_row),
         _ => nibble_panels(p, QElem::Iq4NlRepacked, a, d, a.ne[0] / 32, b_row),
     }
@@ -282,6 +285,116 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, d: &TRef, b_row: BRow) {
     }
 }
 
+/// Tests set this to take `q2_k`'s scalar path on a CPU that has the kernel (both paths give
+/// the same bits, so a test running beside it sees no difference).
+#[cfg(target_arch = "x86_64")]
+static FORCE_Q2K_REF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Q2_K in panels (`repack::Layout::Q2KPanels`) times Q8_K columns, each column in llama.cpp's
+/// q2_K_8x8 order for its place: the gemm's for columns in whole fours of a plane, the gemv's
+/// for the rest (as `ktile::Plan::order`). Work units are (panel, column group) from the
+/// shared counter. Without AVX-512 VNNI (llama.cpp repacks on AVX-512F alone) a panel is put
+/// back in GGUF order and each cell takes the scalar reference of the same order.
+#[cfg(target_arch = "x86_64")]
+fn q2_k(p: &mut Params, a: &TRef, ne11: usize, d: &TRef, b_row: BRow) {
+    use crate::dot::x86_q2k_repack::{self as q2, ROWS};
+    let (nr0, nr1, nb) = (a.ne[1], d.ne[1] * d.ne[2] * d.ne[3], a.ne[0] / 256);
+    let row_bytes = nb * repack::Q2K_BLOCK;
+    let panels: Vec<(usize, usize)> = repack::panels(nr0).collect();
+    let units = panels.len() * nr1.div_ceil(GROUP);
+    let fast = q2::available() && !FORCE_Q2K_REF.load(Ordering::Relaxed);
+    let buf = p.scratch(if fast {
+        0
+    } else {
+        (ROWS * row_bytes).div_ceil(4)
+    });
+    let tmp = buf.as_mut_ptr() as *mut u8;
+    let counter = p.counter;
+    let gemm_col = |c: usize| {
+        let (_, i11, _, _) = b_row(c);
+        i11 < ne11 - ne11 % 4
+    };
+    let mut ch = p.ith;
+    while ch < units {
+        let (pi, g) = (ch % panels.len(), ch / panels.len());
+        let (c0, c1) = (g * GROUP, ((g + 1) * GROUP).min(nr1));
+        let (r0, n) = panels[pi];
+        let src = a.row_ptr(r0, 0, 0) as *const u8;
+        let store = |c: usize, out: &[f32]| {
+            let (_, i11, i12, i13) = b_row(c);
+            for (r, v) in out.iter().enumerate().take(n) {
+                // SAFETY: (r0 + r, c) is a cell of dst, which belongs to this unit only.
+                unsafe { (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
+            }
+        };
+        if fast {
+            // the unit's columns by order: the gemm's, then the gemv's
+            let mut gemm = [0usize; GROUP];
+            let mut gemv = [0usize; GROUP];
+            let (mut ng, mut nv) = (0, 0);
+            for c in c0..c1 {
+                if gemm_col(c) {
+                    gemm[ng] = c;
+                    ng += 1;
+                } else {
+                    gemv[nv] = c;
+                    nv += 1;
+                }
+            }
+            macro_rules! pass {
+                ($cols:expr, $i:expr, $w:expr, $gemm:expr) => {{
+                    let y: [*const u8; $w] = std::array::from_fn(|j| b_row($cols[$i + j]).0);
+                    let mut out = [[0.0f32; ROWS]; $w];
+                    // SAFETY: available() holds; the panel at r0 has n rows of nb blocks in
+                    // the layout of repack::pack; every column has nb Q8_K blocks.
+                    unsafe { q2::panel::<$w, $gemm>(nb, n, src, &y, &mut out) };
+                    for (j, o) in out.iter().enumerate() {
+                        store($cols[$i + j], o);
+                    }
+                    $w
+                }};
+            }
+            let mut i = 0;
+            while i < ng {
+                i += match ng - i {
+                    4.. => pass!(gemm, i, 4, true),
+                    2..=3 => pass!(gemm, i, 2, true),
+                    _ => pass!(gemm, i, 1, true),
+                };
+            }
+            let mut i = 0;
+            while i < nv {
+                i += match nv - i {
+                    2.. => pass!(gemv, i, 2, false),
+                    _ => pass!(gemv, i, 1, false),
+                };
+            }
+        } else {
+            // SAFETY: the panel holds n rows of nb blocks at src; tmp has room for 16 rows.
+            let rows = unsafe {
+                let packed = std::slice::from_raw_parts(src, n * row_bytes);
+                let rows = std::slice::from_raw_parts_mut(tmp, n * row_bytes);
+                let ne = [a.ne[0] as i64, n as i64, 1, 1];
+                repack::unpack(repack::Layout::Q2KPanels, ne, packed, rows);
+                &*rows
+            };
+            let y_bytes = nb * 292;
+            for c in c0..c1 {
+                // SAFETY: every column has nb Q8_K blocks.
+                let y = unsafe { std::slice::from_raw_parts(b_row(c).0, y_bytes) };
+                let out: Vec<f32> = (0..n)
+                    .map(|r| {
+                        let x = &rows[r * row_bytes..(r + 1) * row_bytes];
+                        q2::dot_ref(gemm_col(c), nb, x, y)
+                    })
+                    .collect();
+                store(c, &out);
+            }
+        }
+        ch = counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// An 8-row panel (nb blocks at src) as a 16-row one at dst, rows 8..16 zero.
 ///
 /// # Safety
@@ -379,6 +492,49 @@ mod tests {
                             got[c * rows + r].to_bits(),
                             want.to_bits(),
                             "Q4_K {k}x{rows}, {cols} columns: cell ({r}, {c})"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// A Q2_K weight in CPU_REPACK (where this CPU has llama.cpp's AVX-512 repack) gives every
+    /// cell of llama.cpp's q2_K_8x8 orders (the gemm's for whole fours of columns, the gemv's
+    /// for the rest: `x86_q2k_repack::dot_ref`), whatever the column count, and reads back as
+    /// given.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_q2_k_weight_in_cpu_repack_gives_the_repacked_orders() {
+        if crate::repack::layout_for(Type::Q2K, [256, 8, 1, 1]).is_none() {
+            eprintln!("skipped: llama.cpp does not repack Q2_K on this CPU (no AVX-512F)");
+            return;
+        }
+        // the kernel's path, then the scalar one (CPUs with AVX-512F but no VNNI)
+        for scalar in [false, true] {
+            super::FORCE_Q2K_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
+            q2_k_cases();
+        }
+        super::FORCE_Q2K_REF.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    fn q2_k_cases() {
+        for &(k, rows) in &[(256usize, 8usize), (512, 24), (768, 32)] {
+            for cols in [1usize, 3, 4, 6, 8, 22, 41] {
+                let (plain, bv, got) = repacked_product(Type::Q2K, k, rows, cols);
+                let row_bytes = Type::Q2K.row_size(k as i64);
+                for c in 0..cols {
+                    let mut y = vec![0u8; Type::Q8K.row_size(k as i64)];
+                    ggml::quants::quantize_row_ref(Type::Q8K, &bv[c * k..(c + 1) * k], &mut y);
+                    let gemm = c < cols - cols % 4;
+                    for r in 0..rows {
+                        let x = &plain[r * row_bytes..(r + 1) * row_bytes];
+                        let want = crate::dot::x86_q2k_repack::dot_ref(gemm, k / 256, x, &y);
+                        assert_eq!(
+                            got[c * rows + r].to_bits(),
+                            want.to_bits(),
+                            "Q2_K {k}x{rows}, {cols} columns: cell ({r}, {c})"
                         );
                     }
                 }
