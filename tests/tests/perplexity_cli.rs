@@ -481,6 +481,38 @@ fn q3_k_m_model_matches_llama_cpp() {
     quantized_model_matches_llama_cpp("q3_k_m");
 }
 
+/// On AVX-512 llama.cpp repacks Q2_K weights too (q2_K_8x8 gemm / gemv, whose float orders
+/// differ from the Q2_K dot product's; ggml-cpu's dot/x86_q2k_repack.rs); its CPU_REPACK buffer
+/// then holds them. The log was recorded with llama.cpp built from the pinned source with
+/// AVX-512 (tests/fixtures/perplexity-q2_k.log); CPUs without AVX-512F keep Q2_K in plain
+/// memory in both programs and have no recording, so they skip.
+#[test]
+fn q2_k_model_matches_llama_cpp_s_repacked_orders() {
+    if simd_class() != SimdClass::Avx512 {
+        eprintln!("skipped: llama.cpp repacks Q2_K only with AVX-512 (no log for this CPU)");
+        return;
+    }
+    let Some(m) = test_fixtures::reference_model_or_skip() else {
+        return;
+    };
+    let dir = test_fixtures::scratch_dir("ppl_quantized_q2_k");
+    let out_model = dir.join("tiny-q2_k.gguf");
+    quantize(&m, &out_model, "q2_k");
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/perplexity-q2_k.log");
+    let log = std::fs::read_to_string(&fixture).unwrap();
+    let stderr = assert_matches_log(&out_model, "q2_k", (log.clone(), 1e-4), &["-lv", "4"]);
+    let buffers: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("I load_tensors: "))
+        .collect();
+    assert_eq!(buffers.len(), 2, "{log}");
+    for want in buffers {
+        assert!(stderr.contains(want), "{want}: {stderr}");
+    }
+    let _ = std::fs::remove_file(&out_model);
+}
+
 /// With `-nr` (`--no-repack`) llama.cpp keeps Q4_0 and Q4_K weights out of CPU_REPACK and runs
 /// them through its dot products (Q4_K's batches through the tiled K-quant kernels), whose float
 /// orders differ from the repacked gemm / gemv: its perplexity moves in the 4th digit (q4_0
