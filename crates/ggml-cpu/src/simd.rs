@@ -7,6 +7,8 @@
 use crate::fp;
 
 pub(crate) mod features;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod transpose;
 
 /// y[i] = f16(y[i] + x[i] * v)
 pub(crate) fn mad_f16(y: &mut [u16], x: &[u16], v: f32) {

@@ -262,6 +262,17 @@ fn q8_k_from_float(src: &[f32], dst: &mut [u8]) {
         dst.len() >= src.len() / 256 * 292,
         "quantize_row_q8_K: destination too small"
     );
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::features::cpu().avx512bw_vl() {
+        // SAFETY: AVX-512 F/BW/VL are available; sizes asserted above.
+        unsafe { x86_q8::q8_k_blocks(src, dst) };
+        return;
+    }
+    q8_k_scalar(src, dst)
+}
+
+/// The portable loop of `q8_k_from_float` (sizes checked by it).
+fn q8_k_scalar(src: &[f32], dst: &mut [u8]) {
     for (x, out) in src.chunks_exact(256).zip(dst.chunks_exact_mut(292)) {
         let mut lanes = [0.0f32; 8];
         for c in x.chunks_exact(8) {

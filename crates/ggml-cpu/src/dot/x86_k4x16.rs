@@ -35,9 +35,12 @@ pub(crate) const PREP_BLOCK: usize = MN + 4 * 64;
 /// Writes `nb` prepared blocks of up to 16 rows to `dst`: row r's block ib is at x[r] +
 /// stride * ib; rows past `n` are zero (their results are zero and not used).
 ///
+/// The codes go through two 16 x 16 dword transposes in registers; the scales row by row.
+///
 /// # Safety
-/// x[r] for r < n points at nb Q4_K blocks (144 bytes each) `stride` bytes apart; dst holds
-/// nb * PREP_BLOCK bytes.
+/// AVX-512F is available; x[r] for r < n points at nb Q4_K blocks (144 bytes each) `stride`
+/// bytes apart; dst holds nb * PREP_BLOCK bytes.
+#[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn prep16(
     nb: usize,
     stride: usize,
@@ -51,6 +54,23 @@ pub(crate) unsafe fn prep16(
         dst.fill(0);
     }
     for (ib, o) in dst.chunks_exact_mut(PREP_BLOCK).enumerate() {
+        for h in 0..2 {
+            // SAFETY: row r < n has 144 readable bytes at x[r] + stride * ib, of which the 64
+            // at 16 + 64h are codes; o holds PREP_BLOCK bytes, QS + 64 * 32 of them codes.
+            unsafe {
+                let r: [__m512; ROWS] = std::array::from_fn(|r| {
+                    if r < n {
+                        _mm512_loadu_ps(x[r].add(stride * ib + 16 + 64 * h) as *const f32)
+                    } else {
+                        _mm512_setzero_ps()
+                    }
+                });
+                let t = crate::simd::transpose::transpose16(r);
+                for (d, v) in t.iter().enumerate() {
+                    _mm512_storeu_ps(o.as_mut_ptr().add(QS + 64 * (16 * h + d)) as *mut f32, *v);
+                }
+            }
+        }
         for (r, &row) in x.iter().enumerate().take(n) {
             // SAFETY: the caller's promise: block ib of row r is 144 readable bytes.
             let b = unsafe { std::slice::from_raw_parts(row.add(stride * ib), 144) };
@@ -66,10 +86,6 @@ pub(crate) unsafe fn prep16(
                 let at = MN + 64 * p + 4 * r;
                 o[at..at + 2].copy_from_slice(&(mn[2 * p] as u16).to_le_bytes());
                 o[at + 2..at + 4].copy_from_slice(&(mn[2 * p + 1] as u16).to_le_bytes());
-            }
-            for d in 0..32 {
-                let at = QS + 64 * d + 4 * r;
-                o[at..at + 4].copy_from_slice(&b[16 + 4 * d..20 + 4 * d]);
             }
         }
     }

@@ -43,9 +43,90 @@ pub(crate) unsafe fn q8_blocks(
     }
 }
 
+/// Q8_K activations (`quantize_row_q8_K`) with AVX-512, byte for byte `q8_k_from_float`:
+/// the block's largest |x| (its first occurrence gives the sign), codes rounded half to even
+/// from one product each and capped at 127, and the 16 sums of 16 codes through one 16 x 16
+/// transpose of the codes' dwords.
+///
+/// # Safety
+/// AVX-512 F/BW/VL are available; src holds a multiple of 256 values and dst 292 bytes per
+/// 256 of them.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+pub(crate) unsafe fn q8_k_blocks(src: &[f32], dst: &mut [u8]) {
+    let abs_mask = _mm512_set1_epi32(0x7fff_ffff);
+    let cap = _mm512_set1_epi32(127);
+    for (x, out) in src.chunks_exact(256).zip(dst.chunks_exact_mut(292)) {
+        // SAFETY: x holds 256 floats, out 292 bytes (d, 256 codes, 16 sums).
+        unsafe {
+            let v: [__m512; 16] = std::array::from_fn(|i| _mm512_loadu_ps(x.as_ptr().add(16 * i)));
+            let abs =
+                v.map(|r| _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(r), abs_mask)));
+            let amax = _mm512_reduce_max_ps(
+                abs.iter()
+                    .fold(_mm512_setzero_ps(), |m, &a| _mm512_max_ps(m, a)),
+            );
+            if amax == 0.0 {
+                out.fill(0);
+                continue;
+            }
+            let am = _mm512_set1_ps(amax);
+            let mut max = amax;
+            for (i, a) in abs.iter().enumerate() {
+                let hit = _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(*a, am);
+                if hit != 0 {
+                    max = x[16 * i + hit.trailing_zeros() as usize];
+                    break;
+                }
+            }
+            let iscale = -127.0f32 / max;
+            let m = _mm512_set1_ps(iscale);
+            let q = v.map(|r| _mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(r, m)), cap));
+            out[0..4].copy_from_slice(&(1.0 / iscale).to_le_bytes());
+            let qs = out.as_mut_ptr().add(4);
+            for (i, r) in q.iter().enumerate() {
+                _mm_storeu_si128(qs.add(16 * i) as *mut __m128i, _mm512_cvtepi32_epi8(*r));
+            }
+            // lane j of row d of the transpose is code d of group j: the rows' sum is the
+            // 16 groups' sums (integers: any order)
+            let t = crate::simd::transpose::transpose16(q.map(|r| _mm512_castsi512_ps(r)));
+            let sums = t.iter().fold(_mm512_setzero_si512(), |acc, r| {
+                _mm512_add_epi32(acc, _mm512_castps_si512(*r))
+            });
+            _mm256_storeu_si256(
+                out.as_mut_ptr().add(260) as *mut __m256i,
+                _mm512_cvtepi32_epi16(sums),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use crate::dot::{q8_blocks as scalar, quantize_row_q8_0, quantize_row_q8_1};
+    use crate::dot::{q8_blocks as scalar, q8_k_scalar, quantize_row_q8_0, quantize_row_q8_1};
+
+    #[test]
+    fn avx512_q8_k_blocks_equal_the_scalar_loop() {
+        if !crate::simd::features::cpu().avx512bw_vl() {
+            return;
+        }
+        let mut x: Vec<f32> = (0..256 * 9)
+            .map(|i| ((i as f32 * 0.3731).sin() * 5.3).powi(3))
+            .collect();
+        x[256..512].fill(0.0);
+        // a negative largest value, then one that appears twice with both signs
+        x[600] = -1000.0;
+        x[800] = 900.0;
+        x[790] = -900.0;
+        for (i, v) in x[1024..1280].iter_mut().enumerate() {
+            *v = i as f32 * 0.5 - 64.0;
+        }
+        let mut got = vec![0u8; 9 * 292];
+        // SAFETY: AVX-512 F/BW/VL are available; sizes match.
+        unsafe { super::q8_k_blocks(&x, &mut got) };
+        let mut want = vec![0u8; 9 * 292];
+        q8_k_scalar(&x, &mut want);
+        assert_eq!(got, want);
+    }
 
     /// Both quantizers against the scalar loop, byte for byte: random blocks, an all-zero
     /// block, halfway codes and a block whose largest value is negative.

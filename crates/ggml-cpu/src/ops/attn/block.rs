@@ -159,7 +159,7 @@ mod x86 {
     const RM: usize = 4;
 
     /// The 16 x 16 block at `src` (row stride `ss`) written transposed at `dst` (row stride
-    /// `ds`): pairs interleaved, then quads, then 128-bit lanes twice.
+    /// `ds`).
     ///
     /// # Safety
     /// AVX-512F is available; 16 rows of 16 floats exist at both.
@@ -168,34 +168,8 @@ mod x86 {
         // SAFETY: the caller's promise.
         unsafe {
             let r: [__m512; 16] = std::array::from_fn(|i| _mm512_loadu_ps(src.add(i * ss)));
-            let mut t = [_mm512_setzero_ps(); 16];
-            for i in 0..8 {
-                t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-                t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-            }
-            // u[4g + k]: element k (and k + 4, + 8, + 12) of rows 4g..4g + 4
-            let mut u = [_mm512_setzero_ps(); 16];
-            for g in 0..4 {
-                let (lo, hi) = (t[4 * g], t[4 * g + 1]);
-                let (lo2, hi2) = (t[4 * g + 2], t[4 * g + 3]);
-                u[4 * g] = _mm512_shuffle_ps::<0x44>(lo, lo2);
-                u[4 * g + 1] = _mm512_shuffle_ps::<0xEE>(lo, lo2);
-                u[4 * g + 2] = _mm512_shuffle_ps::<0x44>(hi, hi2);
-                u[4 * g + 3] = _mm512_shuffle_ps::<0xEE>(hi, hi2);
-            }
-            // w: rows 0..8 (and 8..16) of elements k, k + 8 (and k + 4, k + 12)
-            let mut w = [_mm512_setzero_ps(); 16];
-            for h in 0..2 {
-                for k in 0..4 {
-                    let (a, b) = (u[8 * h + k], u[8 * h + 4 + k]);
-                    w[8 * h + k] = _mm512_shuffle_f32x4::<0x88>(a, b);
-                    w[8 * h + 4 + k] = _mm512_shuffle_f32x4::<0xDD>(a, b);
-                }
-            }
-            for k in 0..8 {
-                let (a, b) = (w[k], w[8 + k]);
-                _mm512_storeu_ps(dst.add(k * ds), _mm512_shuffle_f32x4::<0x88>(a, b));
-                _mm512_storeu_ps(dst.add((k + 8) * ds), _mm512_shuffle_f32x4::<0xDD>(a, b));
+            for (i, v) in crate::simd::transpose::transpose16(r).iter().enumerate() {
+                _mm512_storeu_ps(dst.add(i * ds), *v);
             }
         }
     }
