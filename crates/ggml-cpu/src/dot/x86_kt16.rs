@@ -1,4 +1,4 @@
-//! Q3_K / Q4_K / Q5_K / Q6_K times Q8_K in the tiled K-quant order (`ktile::Order::Tiled`),
+//! Q2_K / Q3_K / Q4_K / Q5_K / Q6_K times Q8_K in the tiled K-quant order (`ktile::Order::Tiled`),
 //! 16 weight rows a pass: prompt processing of K-quant weights in plain memory.
 //!
 //! As in `x86_k4x16`, the rows are laid out once per block (`prep16`): register d holds codes
@@ -21,8 +21,9 @@ use std::arch::x86_64::*;
 pub(crate) const ROWS: usize = 16;
 
 // One prepared block of 16 rows: 64 registers of codes, then per 16 values the scale (i32),
-// per pair of 16-value subblocks their scales as one i16 pair, per 32 values the min twice
-// as an i16 pair, and the rows' d and dmin as f32; 16 lanes each.
+// per pair of 16-value subblocks their scales as one i16 pair and their mins as one i16 pair
+// (Q4_K / Q5_K: the min of the 32 values twice), and the rows' d and dmin as f32; 16 lanes
+// each.
 const QS: usize = 0;
 const SC: usize = 64 * 64;
 const SCP: usize = SC + 16 * 64;
@@ -75,7 +76,7 @@ pub(crate) unsafe fn prep16(
             }
             for t in 0..8 {
                 put(o, SCP + 64 * t + 4 * r, pair(sc16[2 * t], sc16[2 * t + 1]));
-                put(o, MNP + 64 * t + 4 * r, pair(mins[t], mins[t]));
+                put(o, MNP + 64 * t + 4 * r, pair(mins[2 * t], mins[2 * t + 1]));
             }
             put(o, DX + 4 * r, dx.to_le_bytes());
             put(o, DMIN + 4 * r, dmin.to_le_bytes());
@@ -97,7 +98,7 @@ pub(crate) unsafe fn gemm16<const C: usize>(
     b: &[*const u8; C],
     out: &mut [[f32; ROWS]; C],
 ) {
-    let has_min = matches!(ty, Type::Q4K | Type::Q5K);
+    let has_min = crate::ops::ktile::has_min(ty);
     let bias = _mm512_set1_epi32(match ty {
         Type::Q6K => 32,
         Type::Q3K => 4,
@@ -126,7 +127,7 @@ pub(crate) unsafe fn gemm16<const C: usize>(
                 }
             }
             // per column: sum of scale x activation sum per 16 values, and of min x activation
-            // sum per 32 (from Q8_K's bsums, i16 pairs 2t, 2t + 1)
+            // sum per 16 (from Q8_K's bsums, i16 pairs 2t, 2t + 1)
             let mut corr = [_mm512_setzero_si512(); C];
             let mut mm = [_mm512_setzero_si512(); C];
             for t in 0..8 {
@@ -201,7 +202,7 @@ mod tests {
             eprintln!("skipped: no AVX-512 VNNI");
             return;
         }
-        for ty in [Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
+        for ty in [Type::Q2K, Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
             check::<1>(ty, 256, 16, 1);
             check::<3>(ty, 256 * 3, 5, 2);
             check::<4>(ty, 256 * 9, 16, 3);

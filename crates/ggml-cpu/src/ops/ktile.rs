@@ -1,4 +1,4 @@
-//! K-quant weights (Q3_K to Q6_K) times Q8_K activations in the float order of the kernels
+//! K-quant weights (Q2_K to Q6_K) times Q8_K activations in the float order of the kernels
 //! llama.cpp runs for them on x86, so results (and perplexities) agree to the last bit:
 //!
 //! - 2-D Q4_K weights with rows % 8 == 0 are repacked at load (q4_K_8x8_q8_K); the first
@@ -7,8 +7,10 @@
 //!   activation sums), the other columns through its gemv, which does the same once per
 //!   256-value block; the result is their difference.
 //! - Other K-quant weights times batches of >= 8 columns go through the tiled K-quant path:
-//!   per block r = f32(S) * dx, minus dmin * f32(M) in one rounding (Q4_K/Q5_K), fused times
-//!   dy into the output.
+//!   per block r = f32(S) * dx, minus dmin * f32(M) in one rounding (Q2_K/Q4_K/Q5_K), fused
+//!   times dy into the output (llama.cpp's tiled/tiled-kernel.cpp: S and M are the exact sums
+//!   over the block's subblocks of scale x code sum and min x activation sum; Q2_K is its
+//!   SUBBLK = 16, HAS_MIN, BIAS = 0 instance, with a scale and a min per 16 values).
 //!
 //! The integer parts are exact in every kernel (no i16 saturation for these code ranges), so
 //! only the float steps above decide the result; `block_sums_ref` is their scalar reference.
@@ -61,7 +63,11 @@ fn available() -> bool {
 /// (`repacked`: held in CPU_REPACK) times `ne11` activation columns per plane of type
 /// `src1`; None: the plain dot product, as everywhere else.
 pub(crate) fn plan(ty: Type, rows: usize, repacked: bool, ne11: usize, src1: Type) -> Option<Plan> {
-    if !available() || !matches!(ty, Type::Q3K | Type::Q4K | Type::Q5K | Type::Q6K) {
+    let kquant = matches!(
+        ty,
+        Type::Q2K | Type::Q3K | Type::Q4K | Type::Q5K | Type::Q6K
+    );
+    if !available() || !kquant {
         return None;
     }
     if ty == Type::Q4K && rows.is_multiple_of(8) && repacked && src1 == Type::F32 {
@@ -74,6 +80,7 @@ pub(crate) fn plan(ty: Type, rows: usize, repacked: bool, ne11: usize, src1: Typ
 /// Bytes of one block of `ty`.
 pub(crate) fn block_bytes(ty: Type) -> usize {
     match ty {
+        Type::Q2K => 84,
         Type::Q3K => 110,
         Type::Q4K => 144,
         Type::Q5K => 176,
@@ -94,7 +101,7 @@ struct Cell {
 #[cfg(test)]
 impl Cell {
     /// Adds one block: `s`/`m` are the exact integer sums per 64 values; `has_min`: the type
-    /// has mins (all but Q6_K).
+    /// has mins (Q2_K, Q4_K, Q5_K).
     #[allow(clippy::too_many_arguments)]
     fn step(
         &mut self,
@@ -169,14 +176,36 @@ fn bias_shift(ty: Type) -> i32 {
     }
 }
 
-/// The 256 unsigned codes of a block and its per-16 scales (Q4_K/Q5_K repeat each of their 8
-/// scales twice), mins per 32 and the code bias subtracted from every code (32 for Q6_K, 4 for
-/// Q3_K).
-pub(crate) fn codes_ref(ty: Type, x: &[u8]) -> ([u8; 256], [i32; 16], [i32; 8], i32) {
+/// Whether blocks of `ty` carry mins (a dmin and a min per subblock).
+pub(crate) fn has_min(ty: Type) -> bool {
+    matches!(ty, Type::Q2K | Type::Q4K | Type::Q5K)
+}
+
+/// The 256 unsigned codes of a block and its scales and mins per 16 values (Q4_K/Q5_K repeat
+/// each of their 8 scales and mins twice) and the code bias subtracted from every code (32 for
+/// Q6_K, 4 for Q3_K).
+pub(crate) fn codes_ref(ty: Type, x: &[u8]) -> ([u8; 256], [i32; 16], [i32; 16], i32) {
     let mut q = [0u8; 256];
     let mut sc16 = [0i32; 16];
-    let mut mins = [0i32; 8];
+    let mut mins = [0i32; 16];
     match ty {
+        Type::Q2K => {
+            // element 128h + 32g + l: bits 2g..2g + 2 of qs[32h + l]; scale byte j holds the
+            // scale (low nibble) and the min (high nibble) of values 16j..16j + 16
+            let qs = &x[16..80];
+            for h in 0..2 {
+                for g in 0..4 {
+                    for l in 0..32 {
+                        q[128 * h + 32 * g + l] = (qs[32 * h + l] >> (2 * g)) & 3;
+                    }
+                }
+            }
+            for j in 0..16 {
+                sc16[j] = (x[j] & 0x0F) as i32;
+                mins[j] = (x[j] >> 4) as i32;
+            }
+            (q, sc16, mins, 0)
+        }
         Type::Q4K | Type::Q5K => {
             let (s, m) = k4_scales(&x[4..16]);
             let (qs, qh) = if ty == Type::Q4K {
@@ -199,7 +228,8 @@ pub(crate) fn codes_ref(ty: Type, x: &[u8]) -> ([u8; 256], [i32; 16], [i32; 8], 
             for j in 0..8 {
                 sc16[2 * j] = s[j] as i32;
                 sc16[2 * j + 1] = s[j] as i32;
-                mins[j] = m[j] as i32;
+                mins[2 * j] = m[j] as i32;
+                mins[2 * j + 1] = m[j] as i32;
             }
             (q, sc16, mins, 0)
         }
@@ -240,7 +270,7 @@ pub(crate) fn codes_ref(ty: Type, x: &[u8]) -> ([u8; 256], [i32; 16], [i32; 8], 
 #[cfg(test)]
 /// Exact integer parts of one block of `ty` times one Q8_K block, per 64 values: the codes
 /// times the activations with the subblock scales applied (S), and the subblock mins times
-/// the activation sums (M, zero for Q6_K).
+/// the activation sums (M, zero for Q3_K and Q6_K).
 pub(crate) fn block_sums_ref(ty: Type, x: &[u8], y: &[u8]) -> ([i32; 4], [i32; 4]) {
     let (q, sc16, mins, bias) = codes_ref(ty, x);
     let yq = |i: usize| y[4 + i] as i8 as i32;
@@ -253,8 +283,8 @@ pub(crate) fn block_sums_ref(ty: Type, x: &[u8], y: &[u8]) -> ([i32; 4], [i32; 4
             .sum();
         s[j / 4] += sc16[j] * raw;
     }
-    for j in 0..8 {
-        m[j / 2] += mins[j] * (bsum(2 * j) + bsum(2 * j + 1));
+    for j in 0..16 {
+        m[j / 4] += mins[j] * bsum(j);
     }
     (s, m)
 }
@@ -262,6 +292,7 @@ pub(crate) fn block_sums_ref(ty: Type, x: &[u8], y: &[u8]) -> ([i32; 4], [i32; 4
 /// (dx, dmin) of a block of `ty`.
 pub(crate) fn block_scales(ty: Type, x: &[u8]) -> (f32, f32) {
     match ty {
+        Type::Q2K => (half(x, 80), half(x, 82)),
         Type::Q4K | Type::Q5K => (half(x, 0), half(x, 2)),
         Type::Q3K => (half(x, 108), 0.0),
         _ => (half(x, 208), 0.0),
@@ -278,15 +309,7 @@ pub(crate) fn dot_ref(ty: Type, order: Order, nb: usize, x: &[u8], y: &[u8]) -> 
         let (s, m) = block_sums_ref(ty, xb, yb);
         let (dx, dmin) = block_scales(ty, xb);
         let dy = f32::from_le_bytes([yb[0], yb[1], yb[2], yb[3]]);
-        cell.step(
-            order,
-            matches!(ty, Type::Q4K | Type::Q5K),
-            &s,
-            &m,
-            dx,
-            dmin,
-            dy,
-        );
+        cell.step(order, has_min(ty), &s, &m, dx, dmin, dy);
     }
     cell.result()
 }
@@ -355,7 +378,7 @@ pub(crate) unsafe fn dot(plan: Plan, order: Order, nb: usize, x: *const u8, y: *
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
-    use super::{bias_shift, block_bytes, k3_scales, k4_scales, Order, Q8K_BYTES};
+    use super::{bias_shift, block_bytes, has_min, k3_scales, k4_scales, Order, Q8K_BYTES};
     use crate::fp::f16_to_f32;
     use ggml::Type;
     use std::arch::x86_64::*;
@@ -370,36 +393,29 @@ mod x86 {
         f16_to_f32((p as *const u16).read_unaligned())
     }
 
-    /// A Q8_K block's scale and activation sums: per 16 values (16 x i16) and per 32 (8 x i16).
+    /// A Q8_K block's scale and activation sums per 16 values (16 x i16).
     struct Col {
         p: *const u8,
         dy: f32,
         bs16: __m256i,
-        bs32: __m128i,
     }
 
     #[inline(always)]
     unsafe fn col(y: *const u8) -> Col {
-        let bs16 = load(y.add(260));
-        let bs32 = _mm_hadd_epi16(
-            _mm256_castsi256_si128(bs16),
-            _mm256_extracti128_si256(bs16, 1),
-        );
         Col {
             p: y,
             dy: (y as *const f32).read_unaligned(),
-            bs16,
-            bs32,
+            bs16: load(y.add(260)),
         }
     }
 
     /// A block unpacked once for several columns: 8 vectors of 32 unsigned codes (values
-    /// 32v..32v+32) with a 16-bit scale per vector half; Q4_K/Q5_K mins as 8 x i16, Q6_K
-    /// and Q3_K scales as 16 x i16 (their codes carry a +32 / +4 bias).
+    /// 32v..32v+32) with a 16-bit scale per vector half; Q2_K/Q4_K/Q5_K mins per 16 values as
+    /// 16 x i16, Q6_K and Q3_K scales as 16 x i16 (their codes carry a +32 / +4 bias).
     struct Row {
         codes: [__m256i; 8],
         scales: [__m256i; 8],
-        mins16: __m128i,
+        mins16: __m256i,
         sc16: __m256i,
         dx: f32,
         dmin: f32,
@@ -435,7 +451,8 @@ mod x86 {
                 for j in 0..8 {
                     scales[j] = _mm256_set1_epi16(s[j] as i16);
                 }
-                let mins16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(m.as_ptr() as *const __m128i));
+                let m2: [u8; 16] = std::array::from_fn(|j| m[j / 2]);
+                let mins16 = _mm256_cvtepu8_epi16(_mm_loadu_si128(m2.as_ptr() as *const __m128i));
                 Row {
                     codes,
                     scales,
@@ -443,6 +460,30 @@ mod x86 {
                     sc16: _mm256_setzero_si256(),
                     dx: half(x),
                     dmin: half(x.add(2)),
+                }
+            }
+            Type::Q2K => {
+                let m3 = _mm256_set1_epi8(0x03);
+                for h in 0..2 {
+                    let qs = load(x.add(16 + 32 * h));
+                    for g in 0..4 {
+                        let sh = _mm_cvtsi32_si128(2 * g as i32);
+                        codes[4 * h + g] = _mm256_and_si256(_mm256_srl_epi16(qs, sh), m3);
+                    }
+                }
+                let sm = _mm_loadu_si128(x as *const __m128i);
+                let mn8 = _mm_and_si128(_mm_srli_epi16(sm, 4), _mm_set1_epi8(0x0F));
+                for (v, sv) in scales.iter_mut().enumerate() {
+                    let (a, b) = (*x.add(2 * v) & 0x0F, *x.add(2 * v + 1) & 0x0F);
+                    *sv = _mm256_set_m128i(_mm_set1_epi16(b as i16), _mm_set1_epi16(a as i16));
+                }
+                Row {
+                    codes,
+                    scales,
+                    mins16: _mm256_cvtepu8_epi16(mn8),
+                    sc16: _mm256_setzero_si256(),
+                    dx: half(x.add(80)),
+                    dmin: half(x.add(82)),
                 }
             }
             Type::Q3K => {
@@ -468,7 +509,7 @@ mod x86 {
                 Row {
                     codes,
                     scales,
-                    mins16: _mm_setzero_si128(),
+                    mins16: _mm256_setzero_si256(),
                     sc16,
                     dx: half(x.add(108)),
                     dmin: 0.0,
@@ -499,7 +540,7 @@ mod x86 {
                 Row {
                     codes,
                     scales,
-                    mins16: _mm_setzero_si128(),
+                    mins16: _mm256_setzero_si256(),
                     sc16,
                     dx: half(x.add(208)),
                     dmin: 0.0,
@@ -558,7 +599,7 @@ mod x86 {
     ) {
         assert!(R <= 4);
         let bx = block_bytes(ty);
-        let has_min = matches!(ty, Type::Q4K | Type::Q5K);
+        let has_min = has_min(ty);
         let shift = _mm_cvtsi32_si128(bias_shift(ty));
         let mut acc = [_mm_setzero_ps(); C];
         let mut acc_min = [_mm_setzero_ps(); C];
@@ -581,9 +622,9 @@ mod x86 {
                 let mut m4 = [_mm_setzero_si128(); 4];
                 for r in 0..R {
                     p[r] = pair_vectors(&rows[r], y);
-                    // lane l: mins[2l] * sum32[2l] + mins[2l + 1] * sum32[2l + 1], the mins
-                    // term of values 64l..64l + 64
-                    m4[r] = _mm_madd_epi16(rows[r].mins16, y.bs32);
+                    // lane l: the mins term of values 64l..64l + 64 (min x activation sum per
+                    // 16 values, four of them)
+                    m4[r] = sum4(_mm256_madd_epi16(rows[r].mins16, y.bs16));
                 }
                 // Q6_K / Q3_K store codes +32 / +4: bias x (scale x activation sum) per 16
                 // values comes off
@@ -600,10 +641,7 @@ mod x86 {
                     let bt = if has_min {
                         [_mm_setzero_si128(); 4]
                     } else {
-                        transpose4(&bias.map(|v| {
-                            let h = _mm256_hadd_epi32(v, v);
-                            _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b1000>(h))
-                        }))
+                        transpose4(&bias.map(|v| sum4(v)))
                     };
                     for pi in 0..4 {
                         let mut sp = store4_v(&[p[0][pi], p[1][pi], p[2][pi], p[3][pi]]);
@@ -648,6 +686,13 @@ mod x86 {
         }
     }
 
+    /// Lane pairs (2l, 2l + 1) of an 8-lane vector summed into lane l.
+    #[inline(always)]
+    unsafe fn sum4(v: __m256i) -> __m128i {
+        let h = _mm256_hadd_epi32(v, v);
+        _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b1000>(h))
+    }
+
     /// The four 8-lane vectors' totals as one 4-lane vector.
     #[inline(always)]
     unsafe fn store4_v(p: &[__m256i; 4]) -> __m128i {
@@ -686,7 +731,7 @@ mod tests {
         }
         let k = 256 * 3;
         let nb = k / 256;
-        for ty in [Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
+        for ty in [Type::Q2K, Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
             let rows = quant_rows(ty, k, RM, 1);
             let cols = quant_rows(Type::Q8K, k, RN, 7);
             let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
@@ -806,7 +851,7 @@ mod tests {
         let nb = k / 256;
         let cols = quant_rows(Type::Q8K, k, C, 5);
         let b: [*const u8; C] = std::array::from_fn(|c| cols[c].as_ptr());
-        for ty in [Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
+        for ty in [Type::Q2K, Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
             let rows = quant_rows(ty, k, n, 1);
             let order = if ty == Type::Q4K {
                 Order::RepackGemm
@@ -838,7 +883,7 @@ mod tests {
         // S and M scaled by the block scales give the float dot product of the dequantized
         // rows (up to rounding): checks the code, scale and min layouts of each type
         let k = 256;
-        for ty in [Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
+        for ty in [Type::Q2K, Type::Q3K, Type::Q4K, Type::Q5K, Type::Q6K] {
             let x = &quant_rows(ty, k, 1, 3)[0];
             let y = &quant_rows(Type::Q8K, k, 1, 5)[0];
             let mut xf = vec![0.0f32; k];
@@ -877,5 +922,12 @@ mod tests {
         assert_eq!(plan(Type::Q6K, 64, true, 7, Type::F32), None);
         assert!(plan(Type::Q6K, 64, true, 128, Type::F32).is_some());
         assert_eq!(plan(Type::Q8_0, 64, true, 128, Type::F32), None);
+        // Q2_K in plain memory: the tiled path from 8 columns on (a CPU_REPACK Q2_K weight
+        // never gets here: mm_repacked computes it)
+        assert_eq!(plan(Type::Q2K, 64, false, 7, Type::F32), None);
+        assert_eq!(
+            plan(Type::Q2K, 64, false, 8, Type::F32).map(|p| p.order(0, 8)),
+            Some(Order::Tiled)
+        );
     }
 }
