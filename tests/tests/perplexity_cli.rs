@@ -513,10 +513,11 @@ fn q2_k_model_matches_llama_cpp_s_repacked_orders() {
     let _ = std::fs::remove_file(&out_model);
 }
 
-/// With `-nr` (`--no-repack`) llama.cpp keeps Q4_0 and Q4_K weights out of CPU_REPACK and runs
-/// them through its dot products (Q4_K's batches through the tiled K-quant kernels), whose float
-/// orders differ from the repacked gemm / gemv: its perplexity moves in the 4th digit (q4_0
-/// 222283.70 -> 222064.01), and ours follows it each way. The logs were recorded with llama.cpp
+/// With `-nr` (`--no-repack`) llama.cpp keeps Q4_0, Q4_K and (on AVX-512) Q2_K weights out of
+/// CPU_REPACK and runs them through its dot products (Q4_K's and Q2_K's batches through the
+/// tiled K-quant kernels), whose float orders differ from the repacked gemm / gemv: its
+/// perplexity moves in the 4th digit (q4_0 222283.70 -> 222064.01, q2_k 223139.96 ->
+/// 223332.85), and ours follows it each way. The logs were recorded with llama.cpp
 /// built from the pinned source with AVX-512 (tests/fixtures/perplexity-*-nr.log); other CPUs
 /// take ggml's 8-lane exp in the attention and SwiGLU, so they are compared within 1%.
 #[test]
@@ -525,7 +526,7 @@ fn no_repack_follows_llama_cpp_s_plain_buffer_orders() {
         return;
     };
     let dir = test_fixtures::scratch_dir("ppl_no_repack");
-    for ty in ["q4_0", "q4_k_m"] {
+    for ty in ["q4_0", "q4_k_m", "q2_k"] {
         let out_model = dir.join(format!("tiny-{ty}.gguf"));
         quantize(&m, &out_model, ty);
         let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
