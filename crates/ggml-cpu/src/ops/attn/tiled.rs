@@ -154,8 +154,7 @@ unsafe fn rows_impl<const FMA: bool, const ZMM: bool>(
                     let mut all_masked = true;
                     for t in 0..nrows {
                         let mt = &mut mtile[t * KV_TILE..t * KV_TILE + kv_tile];
-                        load_mask_row(m, iq1 + t, iq2, iq3, ic, slope, mt);
-                        all_masked &= mt.iter().fold(true, |a, &x| a & (x == f32::NEG_INFINITY));
+                        all_masked &= mask_row::<ZMM>(m, iq1 + t, iq2, iq3, ic, slope, mt);
                     }
                     if all_masked {
                         ic += KV_TILE;
@@ -195,7 +194,7 @@ unsafe fn rows_impl<const FMA: bool, const ZMM: bool>(
                             *o += m;
                         }
                     }
-                    let tile_max = max_of(kr);
+                    let tile_max = max_of::<ZMM>(kr);
                     if tile_max == f32::NEG_INFINITY {
                         // as ggml: the row's weights are zeros, its state unchanged
                         kr.fill(0.0);
@@ -244,10 +243,69 @@ unsafe fn rows_impl<const FMA: bool, const ZMM: bool>(
     }
 }
 
+/// `load_mask_row` into `out`, and whether every value is -inf. With `ZMM` an F16 mask row is
+/// converted and checked in registers: checking the stored row afterwards would load what the
+/// conversion has just stored, in other widths, and wait for it.
+///
+/// # Safety
+/// As for `load_mask_row`; with `ZMM`, AVX-512F and F16C are available.
+#[inline(always)]
+unsafe fn mask_row<const ZMM: bool>(
+    m: &TRef,
+    i1: usize,
+    i2: usize,
+    i3: usize,
+    c0: usize,
+    slope: f32,
+    out: &mut [f32],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if ZMM && m.ty == Type::F16 && m.nb[0] == 2 {
+        use std::arch::x86_64::*;
+        let n = out.len();
+        // SAFETY: the caller guarantees the row and elements c0..c0 + n of it.
+        unsafe {
+            let mp = (m.row_ptr(i1, i2 % m.ne[2], i3 % m.ne[3]) as *const u16).add(c0);
+            let (ninf, sl) = (_mm512_set1_ps(f32::NEG_INFINITY), _mm512_set1_ps(slope));
+            let mut all = true;
+            let mut i = 0;
+            while i + 16 <= n {
+                let mut v = _mm512_cvtph_ps(_mm256_loadu_si256(mp.add(i) as *const __m256i));
+                if slope != 1.0 {
+                    v = _mm512_mul_ps(v, sl);
+                }
+                all &= _mm512_cmp_ps_mask::<_CMP_EQ_OQ>(v, ninf) == 0xFFFF;
+                _mm512_storeu_ps(out.as_mut_ptr().add(i), v);
+                i += 16;
+            }
+            for (j, o) in out.iter_mut().enumerate().skip(i) {
+                let v = crate::fp::f16_to_f32(*mp.add(j));
+                *o = if slope != 1.0 { v * slope } else { v };
+                all &= *o == f32::NEG_INFINITY;
+            }
+            return all;
+        }
+    }
+    // SAFETY: the caller's promise.
+    unsafe { load_mask_row(m, i1, i2, i3, c0, slope, out) };
+    out.iter().fold(true, |a, &x| a & (x == f32::NEG_INFINITY))
+}
+
 /// The largest of `x` (no NaN here: scores are finite or -inf); eight running lanes so the
 /// loop vectorises.
 #[inline(always)]
-fn max_of(x: &[f32]) -> f32 {
+fn max_of<const ZMM: bool>(x: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if ZMM && x.len() == 64 {
+        use std::arch::x86_64::*;
+        // SAFETY: x holds 64 floats; ZMM means the caller runs with AVX-512F.
+        unsafe {
+            let p = x.as_ptr();
+            let a = _mm512_max_ps(_mm512_loadu_ps(p), _mm512_loadu_ps(p.add(16)));
+            let b = _mm512_max_ps(_mm512_loadu_ps(p.add(32)), _mm512_loadu_ps(p.add(48)));
+            return _mm512_reduce_max_ps(_mm512_max_ps(a, b));
+        }
+    }
     let mut m = [f32::NEG_INFINITY; 8];
     let mut chunks = x.chunks_exact(8);
     for c in &mut chunks {
@@ -282,8 +340,17 @@ mod tests {
     fn max_of_is_the_largest() {
         let w: Vec<f32> = (0..37).map(|i| (i as f32 * 0.61).cos()).collect();
         assert_eq!(
-            max_of(&w),
+            max_of::<false>(&w),
             w.iter().cloned().fold(f32::NEG_INFINITY, f32::max)
         );
+        #[cfg(target_arch = "x86_64")]
+        if crate::simd::features::cpu().avx512f {
+            let mut w: Vec<f32> = (0..64).map(|i| (i as f32 * 0.61).cos() - 3.0).collect();
+            w[..20].fill(f32::NEG_INFINITY);
+            let want = w.iter().cloned().fold(f32::NEG_INFINITY, f32::max);
+            assert_eq!(max_of::<true>(&w), want);
+            w.fill(f32::NEG_INFINITY);
+            assert_eq!(max_of::<true>(&w), f32::NEG_INFINITY);
+        }
     }
 }
