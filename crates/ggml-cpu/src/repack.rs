@@ -360,10 +360,11 @@ pub(crate) fn widen_block(src: &[u8], ib: usize, dst: &mut [u8; PANEL * BLOCK]) 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn bytes(n: usize, seed: u32) -> Vec<u8> {
+    /// Bytes from a fixed generator.
+    pub(crate) fn bytes(n: usize, seed: u32) -> Vec<u8> {
         let mut s = seed;
         (0..n)
             .map(|_| {

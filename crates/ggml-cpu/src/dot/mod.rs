@@ -184,17 +184,17 @@ fn q8_dispatch(
     bs: usize,
     head: impl Fn(f32, i32) -> (u16, Option<u16>),
 ) {
+    assert_eq!(
+        src.len() % 32,
+        0,
+        "quantize_row_q8: length not a multiple of 32"
+    );
+    assert!(
+        dst.len() >= src.len() / 32 * bs,
+        "quantize_row_q8: destination too small"
+    );
     #[cfg(target_arch = "x86_64")]
     if crate::simd::features::cpu().avx512bw_vl() {
-        assert_eq!(
-            src.len() % 32,
-            0,
-            "quantize_row_q8: length not a multiple of 32"
-        );
-        assert!(
-            dst.len() >= src.len() / 32 * bs,
-            "quantize_row_q8: destination too small"
-        );
         let put = |d: f32, sum: i32, out: &mut [u8]| {
             let (dh, sh) = head(d, sum);
             out[0..2].copy_from_slice(&dh.to_le_bytes());
@@ -209,21 +209,13 @@ fn q8_dispatch(
     q8_blocks(src, dst, bs, head)
 }
 
+/// The portable loop of `q8_dispatch` (sizes checked by it).
 fn q8_blocks(
     src: &[f32],
     dst: &mut [u8],
     bs: usize,
     head: impl Fn(f32, i32) -> (u16, Option<u16>),
 ) {
-    assert_eq!(
-        src.len() % 32,
-        0,
-        "quantize_row_q8: length not a multiple of 32"
-    );
-    assert!(
-        dst.len() >= src.len() / 32 * bs,
-        "quantize_row_q8: destination too small"
-    );
     for (x, out) in src.chunks_exact(32).zip(dst.chunks_exact_mut(bs)) {
         let mut amax = 0.0f32;
         for v in x {

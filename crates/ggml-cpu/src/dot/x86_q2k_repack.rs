@@ -217,19 +217,9 @@ pub(crate) unsafe fn panel<const C: usize, const GEMM: bool>(
 mod tests {
     use super::*;
     use crate::ops::ktile::quant_rows;
+    use crate::repack::tests::bytes;
     use crate::repack::{pack, Layout};
     use ggml::Type;
-
-    /// Bytes from a fixed generator.
-    fn bytes(n: usize, seed: u32) -> Vec<u8> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s = s.wrapping_mul(1664525).wrapping_add(1013904223);
-                (s >> 24) as u8
-            })
-            .collect()
-    }
 
     /// `rows` Q2_K rows of k values: quantized ones, or (`extreme`) random codes and nibbles
     /// with scales 15 / mins 15 in places and finite block scales.

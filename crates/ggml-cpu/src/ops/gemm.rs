@@ -414,19 +414,35 @@ mod tests {
             let cols: Vec<Vec<f32>> = (0..RN_WIDE).map(|c| v(100 + c)).collect();
             let ap: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr() as *const u8);
             let bp: [*const u8; RN_WIDE] = std::array::from_fn(|c| cols[c].as_ptr() as *const u8);
-            let mut wide = [0.0f32; RM * RN_WIDE];
-            // SAFETY: wide_available() holds; every pointer covers k floats.
-            unsafe { tile_wide(Elem::F32, k, &ap, &bp, &mut wide) };
-            for c in 0..RN_WIDE {
-                let mut narrow = [0.0f32; RM * RN];
-                // SAFETY: as above (available(F32) holds where wide_available does).
-                unsafe { tile(Elem::F32, k, &ap, &[bp[c]; RN], &mut narrow) };
-                for r in 0..RM {
-                    let (got, want) = (wide[r * RN_WIDE + c], narrow[r * RN]);
-                    assert_eq!(got.to_bits(), want.to_bits(), "k {k} r {r} c {c}");
-                }
+            // SAFETY: every pointer covers k floats.
+            unsafe { wide_equals_narrow(Elem::F32, k, &ap, &bp) };
+        }
+    }
+
+    /// The wide tile of `e` against the narrow one, column by column, bit for bit; returns the
+    /// wide tile's cells.
+    ///
+    /// # Safety
+    /// `wide_available(e)`; every pointer covers k elements of `e`.
+    unsafe fn wide_equals_narrow(
+        e: Elem,
+        k: usize,
+        ap: &[*const u8; RM],
+        bp: &[*const u8; RN_WIDE],
+    ) -> [f32; RM * RN_WIDE] {
+        let mut wide = [0.0f32; RM * RN_WIDE];
+        // SAFETY: the caller's promise.
+        unsafe { tile_wide(e, k, ap, bp, &mut wide) };
+        for c in 0..RN_WIDE {
+            let mut narrow = [0.0f32; RM * RN];
+            // SAFETY: as above (available(e) holds where wide_available does).
+            unsafe { tile(e, k, ap, &[bp[c]; RN], &mut narrow) };
+            for r in 0..RM {
+                let (got, want) = (wide[r * RN_WIDE + c], narrow[r * RN]);
+                assert_eq!(got.to_bits(), want.to_bits(), "k {k} r {r} c {c}");
             }
         }
+        wide
     }
 
     #[test]
@@ -448,9 +464,8 @@ mod tests {
             let cols: Vec<Vec<u16>> = (0..RN_WIDE).map(|c| v(100 + c)).collect();
             let ap: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr() as *const u8);
             let bp: [*const u8; RN_WIDE] = std::array::from_fn(|c| cols[c].as_ptr() as *const u8);
-            let mut wide = [0.0f32; RM * RN_WIDE];
             // SAFETY: wide_available() holds; every pointer covers k halves.
-            unsafe { tile_wide(Elem::F16, k, &ap, &bp, &mut wide) };
+            let wide = unsafe { wide_equals_narrow(Elem::F16, k, &ap, &bp) };
             let cols32: Vec<Vec<f32>> = cols
                 .iter()
                 .map(|c| c.iter().map(|&h| crate::fp::f16_to_f32(h)).collect())
@@ -464,15 +479,6 @@ mod tests {
                 wide.map(f32::to_bits),
                 "k {k} b32"
             );
-            for c in 0..RN_WIDE {
-                let mut narrow = [0.0f32; RM * RN];
-                // SAFETY: as above (available(F16) holds where wide_available does).
-                unsafe { tile(Elem::F16, k, &ap, &[bp[c]; RN], &mut narrow) };
-                for r in 0..RM {
-                    let (got, want) = (wide[r * RN_WIDE + c], narrow[r * RN]);
-                    assert_eq!(got.to_bits(), want.to_bits(), "k {k} r {r} c {c}");
-                }
-            }
         }
     }
 

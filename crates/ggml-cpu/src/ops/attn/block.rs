@@ -158,6 +158,18 @@ mod x86 {
     /// Query rows per register block.
     const RM: usize = 4;
 
+    /// `$f::<M, ..>(args)` for M = `$m` (1 to RM): the register block's query rows.
+    macro_rules! by_rows {
+        ($m:expr, $f:ident $(, $n:literal)?; $($a:expr),*) => {
+            match $m {
+                4 => $f::<4 $(, $n)?>($($a),*),
+                3 => $f::<3 $(, $n)?>($($a),*),
+                2 => $f::<2 $(, $n)?>($($a),*),
+                _ => $f::<1 $(, $n)?>($($a),*),
+            }
+        };
+    }
+
     /// The 16 x 16 block at `src` (row stride `ss`) written transposed at `dst` (row stride
     /// `ds`).
     ///
@@ -196,21 +208,11 @@ mod x86 {
                 let m = RM.min(nrows - t);
                 let mut c = 0;
                 while c + 64 <= ldk {
-                    match m {
-                        4 => score_block::<4, 4>(pc, pq, pk, t, c, dk, ldk),
-                        3 => score_block::<3, 4>(pc, pq, pk, t, c, dk, ldk),
-                        2 => score_block::<2, 4>(pc, pq, pk, t, c, dk, ldk),
-                        _ => score_block::<1, 4>(pc, pq, pk, t, c, dk, ldk),
-                    }
+                    by_rows!(m, score_block, 4; pc, pq, pk, t, c, dk, ldk);
                     c += 64;
                 }
                 while c < ldk {
-                    match m {
-                        4 => score_block::<4, 1>(pc, pq, pk, t, c, dk, ldk),
-                        3 => score_block::<3, 1>(pc, pq, pk, t, c, dk, ldk),
-                        2 => score_block::<2, 1>(pc, pq, pk, t, c, dk, ldk),
-                        _ => score_block::<1, 1>(pc, pq, pk, t, c, dk, ldk),
-                    }
+                    by_rows!(m, score_block, 1; pc, pq, pk, t, c, dk, ldk);
                     c += 16;
                 }
                 t += m;
@@ -274,12 +276,7 @@ mod x86 {
             while t < nrows {
                 let m = RM.min(nrows - t);
                 for c in (0..ldk).step_by(16) {
-                    match m {
-                        4 => score_block_ymm::<4>(pc, pq, pk, t, c, dk, ldk),
-                        3 => score_block_ymm::<3>(pc, pq, pk, t, c, dk, ldk),
-                        2 => score_block_ymm::<2>(pc, pq, pk, t, c, dk, ldk),
-                        _ => score_block_ymm::<1>(pc, pq, pk, t, c, dk, ldk),
-                    }
+                    by_rows!(m, score_block_ymm; pc, pq, pk, t, c, dk, ldk);
                 }
                 t += m;
             }
@@ -347,21 +344,11 @@ mod x86 {
                 let m = RM.min(nrows - t);
                 let mut c = 0;
                 while c + 64 <= dv {
-                    match m {
-                        4 => acc_block::<4, 4>(pa, pp, pv, t, c, u16::MAX, &g),
-                        3 => acc_block::<3, 4>(pa, pp, pv, t, c, u16::MAX, &g),
-                        2 => acc_block::<2, 4>(pa, pp, pv, t, c, u16::MAX, &g),
-                        _ => acc_block::<1, 4>(pa, pp, pv, t, c, u16::MAX, &g),
-                    }
+                    by_rows!(m, acc_block, 4; pa, pp, pv, t, c, u16::MAX, &g);
                     c += 64;
                 }
                 if c + 32 <= dv {
-                    match m {
-                        4 => acc_block::<4, 2>(pa, pp, pv, t, c, u16::MAX, &g),
-                        3 => acc_block::<3, 2>(pa, pp, pv, t, c, u16::MAX, &g),
-                        2 => acc_block::<2, 2>(pa, pp, pv, t, c, u16::MAX, &g),
-                        _ => acc_block::<1, 2>(pa, pp, pv, t, c, u16::MAX, &g),
-                    }
+                    by_rows!(m, acc_block, 2; pa, pp, pv, t, c, u16::MAX, &g);
                     c += 32;
                 }
                 while c < dv {
@@ -370,12 +357,7 @@ mod x86 {
                     } else {
                         (1u16 << (dv - c)) - 1
                     };
-                    match m {
-                        4 => acc_block::<4, 1>(pa, pp, pv, t, c, mask, &g),
-                        3 => acc_block::<3, 1>(pa, pp, pv, t, c, mask, &g),
-                        2 => acc_block::<2, 1>(pa, pp, pv, t, c, mask, &g),
-                        _ => acc_block::<1, 1>(pa, pp, pv, t, c, mask, &g),
-                    }
+                    by_rows!(m, acc_block, 1; pa, pp, pv, t, c, mask, &g);
                     c += 16;
                 }
                 t += m;
@@ -456,21 +438,11 @@ mod x86 {
                 let m = RM.min(nrows - t);
                 let mut c = 0;
                 while c + 16 <= dv {
-                    match m {
-                        4 => acc_block_ymm::<4, 2>(pa, pp, pv, t, c, &g),
-                        3 => acc_block_ymm::<3, 2>(pa, pp, pv, t, c, &g),
-                        2 => acc_block_ymm::<2, 2>(pa, pp, pv, t, c, &g),
-                        _ => acc_block_ymm::<1, 2>(pa, pp, pv, t, c, &g),
-                    }
+                    by_rows!(m, acc_block_ymm, 2; pa, pp, pv, t, c, &g);
                     c += 16;
                 }
                 while c + 8 <= dv {
-                    match m {
-                        4 => acc_block_ymm::<4, 1>(pa, pp, pv, t, c, &g),
-                        3 => acc_block_ymm::<3, 1>(pa, pp, pv, t, c, &g),
-                        2 => acc_block_ymm::<2, 1>(pa, pp, pv, t, c, &g),
-                        _ => acc_block_ymm::<1, 1>(pa, pp, pv, t, c, &g),
-                    }
+                    by_rows!(m, acc_block_ymm, 1; pa, pp, pv, t, c, &g);
                     c += 8;
                 }
                 for i in t..t + m {
