@@ -1,6 +1,7 @@
 //! The CPU_REPACK buffer type (ggml-cpu/repack.cpp): weights that a matmul kernel reads in
 //! an interleaved layout are rearranged once, when they are loaded, instead of at every
-//! matmul. Only MUL_MAT of a whole 2-D weight reads them (`support::supports_op`); the bytes
+//! matmul. Only MUL_MAT of a whole 2-D weight, or MUL_MAT_ID of a whole 3-D expert stack (each
+//! expert's slice laid out as a 2-D weight), reads them (`support::supports_op`); the bytes
 //! come back in GGUF order through `get_tensor`, so copies to other devices and dumps see
 //! the file's data.
 //!
@@ -11,8 +12,10 @@
 //! takes llama.cpp's repacked float order (`qtile::QElem::Q4_0Repacked`,
 //! `ktile::Order::RepackGemm` / `RepackGemv`, `dot::x86_q2k_repack`); the same weight in a
 //! plain buffer (`-nr`) takes its dot product's (or tiled) order, as llama.cpp's does.
-//! Not here yet: llama.cpp's AVX2 MXFP4 repack and its repacked MUL_MAT_ID of 3-D experts;
-//! those weights stay in plain memory with their plain orders.
+//! Experts in MUL_MAT_ID take the repacked gemv's order for every (expert, token) cell, as
+//! llama.cpp's forward_mul_mat_id (`ops::matmul::mul_mat_id_repacked`).
+//! Not here yet: llama.cpp's AVX2 MXFP4 repack; those weights stay in plain memory with their
+//! plain orders.
 //!
 //! Q4_K's layout: groups of 8 rows with their blocks interleaved (`Layout::Q4KRows8`).
 //! Q4_0 / IQ4_NL's, "nibble panels": the rows in panels of 16 (the last one 8 when rows % 16 == 8),
@@ -284,8 +287,30 @@ fn q2k_panels(ne: [i64; 4], src: &[u8], dst: &mut [u8], to_panels: bool) {
     }
 }
 
-/// GGUF-order rows (`plain`) to `layout` (`packed`), both `ne`'s whole tensor.
+/// GGUF-order rows (`plain`) to `layout` (`packed`), both `ne`'s whole tensor: each 2-D
+/// slice (one expert of a 3-D stack) in the layout of a 2-D weight of its shape.
 pub(crate) fn pack(layout: Layout, ne: [i64; 4], plain: &[u8], packed: &mut [u8]) {
+    let slice = plain.len() / slices(ne);
+    for (src, dst) in plain.chunks(slice).zip(packed.chunks_mut(slice)) {
+        pack_2d(layout, ne, src, dst);
+    }
+}
+
+/// The inverse of `pack`.
+pub(crate) fn unpack(layout: Layout, ne: [i64; 4], packed: &[u8], plain: &mut [u8]) {
+    let slice = packed.len() / slices(ne);
+    for (src, dst) in packed.chunks(slice).zip(plain.chunks_mut(slice)) {
+        unpack_2d(layout, ne, src, dst);
+    }
+}
+
+/// 2-D slices of a tensor of shape `ne` (at least one).
+fn slices(ne: [i64; 4]) -> usize {
+    (ne[2].max(1) * ne[3].max(1)) as usize
+}
+
+/// `pack` of one 2-D slice of ne[1] rows.
+fn pack_2d(layout: Layout, ne: [i64; 4], plain: &[u8], packed: &mut [u8]) {
     match layout {
         Layout::Q4KRows8 => return k_groups(ne, plain, packed, true),
         Layout::Q2KPanels => return q2k_panels(ne, plain, packed, true),
@@ -312,8 +337,8 @@ pub(crate) fn pack(layout: Layout, ne: [i64; 4], plain: &[u8], packed: &mut [u8]
     }
 }
 
-/// The inverse of `pack`.
-pub(crate) fn unpack(layout: Layout, ne: [i64; 4], packed: &[u8], plain: &mut [u8]) {
+/// The inverse of `pack_2d`.
+fn unpack_2d(layout: Layout, ne: [i64; 4], packed: &[u8], plain: &mut [u8]) {
     match layout {
         Layout::Q4KRows8 => return k_groups(ne, packed, plain, false),
         Layout::Q2KPanels => return q2k_panels(ne, packed, plain, false),

@@ -17,14 +17,19 @@ fn is_index(ty: Type) -> bool {
     matches!(ty, Type::I32 | Type::I64)
 }
 
-/// MUL_MAT of a whole 2-D weight held in CPU_REPACK (src 0 only) by F32 activations in host
-/// memory.
+/// MUL_MAT of a whole 2-D weight, or MUL_MAT_ID of a whole 3-D expert stack, held in
+/// CPU_REPACK (src 0 only) by F32 activations in host memory (the repack extra buffer
+/// type's supports_op: ggml_n_dims 2 for MUL_MAT, 3 for MUL_MAT_ID).
 fn repacked_mul_mat(ctx: &Context, t: &Tensor, s0: &Tensor) -> bool {
     let host_or_none = |s: &Tensor| s.buffer().is_none_or(|b| b.is_host());
-    matches!(t.op, Op::MulMat { .. })
+    let dims_ok = match t.op {
+        Op::MulMat { .. } => s0.n_dims() == 2,
+        Op::MulMatId => s0.n_dims() == 3 && t.src[2].is_some_and(|i| ctx[i].ty == Type::I32),
+        _ => false,
+    };
+    dims_ok
         && crate::repack::holds(s0)
         && s0.view_src.is_none()
-        && s0.n_dims() == 2
         && crate::repack::layout_for(s0.ty, s0.ne).is_some()
         && t.src[1].is_some_and(|b| ctx[b].ty == Type::F32 && host_or_none(&ctx[b]))
         && t.ty == Type::F32

@@ -7,7 +7,7 @@ use super::{gemm, ktile, qtile, Node, Params};
 use crate::quant::{mm_traits, MmTraits};
 use crate::tref::{split, TRef};
 use ggml::{Context, Tensor, Type};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const TILE: usize = 16;
 /// How far ahead a matrix-vector product prefetches the weight.
@@ -122,7 +122,16 @@ fn widened_f16(a: &TRef, b: &TRef) -> bool {
 }
 
 pub(crate) fn work_size_id(ctx: &Context, t: &Tensor, _nth: usize) -> usize {
-    work_size(ctx, t)
+    let conv = work_size(ctx, t);
+    match t.src[0].map(|a| &ctx[a]) {
+        // experts in CPU_REPACK: one work counter per expert after the converted rows (room to
+        // align them)
+        Some(a) if crate::repack::holds(a) => {
+            let n_as = a.ne[2].max(1) as usize;
+            conv + (n_as + 1) * std::mem::size_of::<AtomicUsize>()
+        }
+        _ => conv,
+    }
 }
 
 /// Converts src 1's rows into wdata (all threads share the rows), then waits for all threads.
@@ -541,6 +550,9 @@ pub(crate) fn mul_mat_id(p: &mut Params, n: &Node) {
     let tr = traits_of(a.ty);
     let err = p.err();
     let conv = convert_src1(p, &b, &tr, false);
+    if a.repacked {
+        return mul_mat_id_repacked(p, &a, &b, &ids, &d, conv);
+    }
     p.barrier();
 
     let k = a.ne[0];
@@ -549,19 +561,7 @@ pub(crate) fn mul_mat_id(p: &mut Params, n: &Node) {
     let arow = a.ty.row_size(k as i64);
     let brow = tr.vec_dot_type.row_size(k as i64);
 
-    // every thread builds the same (expert -> columns) lists; they are small
-    let mut cols: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_as];
-    for t in 0..ids.ne[1] {
-        for id in 0..ids.ne[0] {
-            // SAFETY: (id, t) is inside ids.
-            let e = unsafe { crate::tref::load_index(ids.ty, ids.ptr(id, t, 0, 0)) };
-            if e < 0 || e as usize >= n_as {
-                err.store(true, Ordering::Relaxed);
-                continue;
-            }
-            cols[e as usize].push((id, t));
-        }
-    }
+    let cols = route(&ids, n_as, err);
     let (ir0s, ir0e) = split(nr0, p.ith, p.nth);
     let wdata = p.wdata;
     for (e, list) in cols.iter().enumerate() {
@@ -589,6 +589,91 @@ pub(crate) fn mul_mat_id(p: &mut Params, n: &Node) {
             }
         }
     }
+}
+
+/// Every thread builds the same (expert -> (id, token) columns) lists, tokens in order; they
+/// are small. An id outside 0..n_as sets `err` and is skipped.
+fn route(ids: &TRef, n_as: usize, err: &std::sync::atomic::AtomicBool) -> Vec<Vec<(usize, usize)>> {
+    let mut cols: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_as];
+    for t in 0..ids.ne[1] {
+        for id in 0..ids.ne[0] {
+            // SAFETY: (id, t) is inside ids.
+            let e = unsafe { crate::tref::load_index(ids.ty, ids.ptr(id, t, 0, 0)) };
+            if e < 0 || e as usize >= n_as {
+                err.store(true, Ordering::Relaxed);
+                continue;
+            }
+            cols[e as usize].push((id, t));
+        }
+    }
+    cols
+}
+
+/// MUL_MAT_ID of experts in CPU_REPACK (llama.cpp's repack forward_mul_mat_id): every (expert,
+/// token) cell in the repacked gemv's float order, each expert's slice read in the layout of
+/// a 2-D weight. Each expert's units come from its own counter in the work buffer, so no
+/// thread waits for another between experts.
+fn mul_mat_id_repacked(
+    p: &mut Params,
+    a: &TRef,
+    b: &TRef,
+    ids: &TRef,
+    d: &TRef,
+    conv: Option<usize>,
+) {
+    let Some(rs) = conv else {
+        unreachable!("mul_mat_id: CPU_REPACK experts take F32 activations (supports_op)");
+    };
+    let n_as = a.ne[2];
+    let err = p.err();
+    let counters: &[AtomicUsize] = {
+        let size = std::mem::size_of::<AtomicUsize>();
+        let at = rs * b.nrows();
+        assert!(
+            p.wsize >= at + (n_as + 1) * size,
+            "mul_mat_id: work buffer too small"
+        );
+        // SAFETY: work_size_id reserved (n_as + 1) counters' bytes after the converted rows,
+        // enough for n_as aligned ones; thread 0 stores every counter before the barrier below,
+        // and they are only used atomically.
+        unsafe {
+            let base = p.wdata.add(at);
+            let base = base.add(base.align_offset(std::mem::align_of::<AtomicUsize>()));
+            std::slice::from_raw_parts(base as *const AtomicUsize, n_as)
+        }
+    };
+    if p.ith == 0 {
+        for c in counters {
+            c.store(p.nth, Ordering::Relaxed);
+        }
+    }
+    p.barrier();
+
+    let cols = route(ids, n_as, err);
+    let wdata = p.wdata;
+    let ne11 = b.ne[1];
+    let saved = p.counter;
+    for (e, list) in cols.iter().enumerate() {
+        if list.is_empty() {
+            continue;
+        }
+        // expert e's slice as a 2-D weight
+        let ae = TRef {
+            data: a.row_ptr(0, e, 0),
+            ne: [a.ne[0], a.ne[1], 1, 1],
+            ..*a
+        };
+        let b_row = |c: usize| -> (*const u8, usize, usize, usize) {
+            let (id, t) = list[c];
+            // SAFETY: the converted rows are laid out in flat row order (i11 + t * ne11).
+            let ptr = unsafe { wdata.add((id % ne11 + t * ne11) * rs) as *const u8 };
+            (ptr, id, t, 0)
+        };
+        p.counter = &counters[e];
+        // ne11 = 1: every cell in the gemv's order
+        super::mm_repacked::columns(p, &ae, 1, list.len(), d, &b_row);
+    }
+    p.counter = saved;
 }
 
 /// Quantized weights whose tiles span more than RN columns.

@@ -27,18 +27,28 @@ pub(crate) type BRow<'a> = &'a dyn Fn(usize) -> (*const u8, usize, usize, usize)
 /// dst = a x b for `a` in CPU_REPACK; `b_row` gives b's columns in the weight's activation
 /// type (Q8_0, or Q8_K for Q4_K).
 pub(crate) fn mul_mat(p: &mut Params, a: &TRef, b: &TRef, d: &TRef, b_row: BRow) {
+    let nr1 = d.ne[1] * d.ne[2] * d.ne[3];
+    columns(p, a, b.ne[1], nr1, d, b_row);
+}
+
+/// The rows of the 2-D weight `a` (in CPU_REPACK) times the `nr1` columns `b_row(0..nr1)`, each
+/// result stored at dst cell (row, b_row's (i11, i12, i13)); a column c takes the gemm's order
+/// where c % ne11 is in the whole fours of ne11, else the gemv's (ne11 = 1: the gemv's for
+/// all, as llama.cpp's repacked MUL_MAT_ID). Takes its units from `p.counter`, which must
+/// hold `p.nth` when the threads enter.
+pub(crate) fn columns(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow) {
     match a.ty {
-        Type::Q4K => q4_k(p, a, b.ne[1], d, b_row),
+        Type::Q4K => q4_k(p, a, ne11, nr1, d, b_row),
         #[cfg(target_arch = "x86_64")]
-        Type::Q2K => q2_k(p, a, b.ne[1], d, b_row),
-        Type::Q4_0 => nibble_panels(p, QElem::Q4_0Repacked, a, d, a.ne[0] / 32, b_row),
-        _ => nibble_panels(p, QElem::Iq4NlRepacked, a, d, a.ne[0] / 32, b_row),
+        Type::Q2K => q2_k(p, a, ne11, nr1, d, b_row),
+        Type::Q4_0 => nibble_panels(p, QElem::Q4_0Repacked, a, nr1, d, b_row),
+        _ => nibble_panels(p, QElem::Iq4NlRepacked, a, nr1, d, b_row),
     }
 }
 
 /// Q4_0 / IQ4_NL in nibble panels (`e` their repacked kind, nb blocks per row).
-fn nibble_panels(p: &mut Params, e: QElem, a: &TRef, d: &TRef, nb: usize, b_row: BRow) {
-    let (nr0, nr1) = (a.ne[1], d.ne[1] * d.ne[2] * d.ne[3]);
+fn nibble_panels(p: &mut Params, e: QElem, a: &TRef, nr1: usize, d: &TRef, b_row: BRow) {
+    let (nr0, nb) = (a.ne[1], a.ne[0] / 32);
     let row_bytes = nb * 18;
     let panels: Vec<(usize, usize)> = repack::panels(nr0).collect();
     let units = panels.len() * nr1.div_ceil(GROUP);
@@ -143,9 +153,9 @@ fn nibble_panels(p: &mut Params, e: QElem, a: &TRef, d: &TRef, nb: usize, b_row:
 /// column in llama.cpp's q4_K_8x8 order for its place: the gemm's for columns in whole
 /// fours of a plane, the gemv's for the rest (`ktile::Plan::order`). Work units are (group,
 /// column group) from the shared counter.
-fn q4_k(p: &mut Params, a: &TRef, ne11: usize, d: &TRef, b_row: BRow) {
+fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow) {
     use repack::{K_BLOCK, K_GROUP};
-    let (nr0, nr1, nb) = (a.ne[1], d.ne[1] * d.ne[2] * d.ne[3], a.ne[0] / 256);
+    let (nr0, nb) = (a.ne[1], a.ne[0] / 256);
     let Some(plan) = ktile::plan(Type::Q4K, nr0, true, ne11, Type::F32) else {
         unreachable!("CPU_REPACK holds Q4_K only where its kernels run");
     };
@@ -296,9 +306,9 @@ static FORCE_Q2K_REF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicB
 /// shared counter. Without AVX-512 VNNI (llama.cpp repacks on AVX-512F alone) a panel is put
 /// back in GGUF order and each cell takes the scalar reference of the same order.
 #[cfg(target_arch = "x86_64")]
-fn q2_k(p: &mut Params, a: &TRef, ne11: usize, d: &TRef, b_row: BRow) {
+fn q2_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow) {
     use crate::dot::x86_q2k_repack::{self as q2, ROWS};
-    let (nr0, nr1, nb) = (a.ne[1], d.ne[1] * d.ne[2] * d.ne[3], a.ne[0] / 256);
+    let (nr0, nb) = (a.ne[1], a.ne[0] / 256);
     let row_bytes = nb * repack::Q2K_BLOCK;
     let panels: Vec<(usize, usize)> = repack::panels(nr0).collect();
     let units = panels.len() * nr1.div_ceil(GROUP);
@@ -310,10 +320,7 @@ fn q2_k(p: &mut Params, a: &TRef, ne11: usize, d: &TRef, b_row: BRow) {
     });
     let tmp = buf.as_mut_ptr() as *mut u8;
     let counter = p.counter;
-    let gemm_col = |c: usize| {
-        let (_, i11, _, _) = b_row(c);
-        i11 < ne11 - ne11 % 4
-    };
+    let gemm_col = |c: usize| c % ne11 < ne11 - ne11 % 4;
     let mut ch = p.ith;
     while ch < units {
         let (pi, g) = (ch % panels.len(), ch / panels.len());
@@ -576,6 +583,120 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+    /// A 3-D `ty` expert stack (`n_as` experts of `rows` x `k`) held in CPU_REPACK, in
+    /// MUL_MAT_ID with `tokens` tokens routed to `used` experts each (activations shared by
+    /// the token's experts where `shared`): every (row, slot, token) cell equals `want(expert
+    /// row's GGUF bytes, activation column)`, on 2 threads, and the stack reads back as given.
+    fn repacked_experts(
+        ty: Type,
+        k: usize,
+        rows: usize,
+        shared: bool,
+        want: &dyn Fn(&[u8], &[f32]) -> f32,
+    ) {
+        let (n_as, used, tokens) = (5usize, 2usize, 7usize);
+        let mut ctx = Context::new();
+        let w = ctx.new_tensor_3d(ty, k as i64, rows as i64, n_as as i64);
+        let buft = crate::repack::buffer_type();
+        let _wbuf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &buft).expect("alloc");
+        let ne11 = if shared { 1 } else { used };
+        let b = ctx.new_tensor_3d(Type::F32, k as i64, ne11 as i64, tokens as i64);
+        let ids = ctx.new_tensor_2d(Type::I32, used as i64, tokens as i64);
+        let out = ctx.mul_mat_id(w, b, ids);
+        let cpu = crate::device().buffer_type();
+        let _buf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &cpu).expect("alloc");
+        let row_bytes = ty.row_size(k as i64);
+        let mut plain = vec![0u8; n_as * rows * row_bytes];
+        for (r, row) in plain.chunks_mut(row_bytes).enumerate() {
+            ggml::quants::quantize_row_ref(ty, &vals(k, r), row);
+        }
+        set_tensor(&ctx[w], &plain, 0).expect("set");
+        let mut back = vec![0u8; plain.len()];
+        get_tensor(&ctx[w], &mut back, 0).expect("get");
+        assert_eq!(back, plain, "{ty}: the experts read back in GGUF order");
+        let bv: Vec<f32> = (0..ne11 * tokens).flat_map(|c| vals(k, 500 + c)).collect();
+        tensor_set_f32(&ctx[b], &bv).expect("set b");
+        // token t's slot s: expert (3t + 2s) % n_as (expert 4 of 5 never used by some tokens)
+        let route = |s: usize, t: usize| (3 * t + 2 * s) % n_as;
+        let idv: Vec<u8> = (0..tokens)
+            .flat_map(|t| (0..used).map(move |s| route(s, t) as i32))
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        set_tensor(&ctx[ids], &idv, 0).expect("set ids");
+        let mut g = Graph::new(ctx);
+        g.build_forward_expand(out);
+        assert!(crate::compute_graph(&g, 2).is_success());
+        let got = tensor_to_f32(&g.ctx[out]).expect("out");
+        for t in 0..tokens {
+            for s in 0..used {
+                let e = route(s, t);
+                let col = &bv[(s % ne11 + t * ne11) * k..][..k];
+                for r in 0..rows {
+                    let x = &plain[(e * rows + r) * row_bytes..][..row_bytes];
+                    assert_eq!(
+                        got[(t * used + s) * rows + r].to_bits(),
+                        want(x, col).to_bits(),
+                        "{ty} {k}x{rows}: row {r}, slot {s}, token {t} (expert {e})"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Experts in CPU_REPACK give every cell of llama.cpp's repacked gemv order, whatever the
+    /// number of tokens routed to an expert (its forward_mul_mat_id runs the gemv per token).
+    #[test]
+    fn experts_in_cpu_repack_give_the_repacked_gemv_order() {
+        if !super::qtile::available() {
+            eprintln!("skipped: this CPU lacks AVX2/FMA/F16C (no CPU_REPACK kernels)");
+            return;
+        }
+        for (ty, e) in [
+            (Type::Q4_0, super::QElem::Q4_0Repacked),
+            (Type::Iq4Nl, super::QElem::Iq4NlRepacked),
+        ] {
+            let want = |x: &[u8], col: &[f32]| {
+                let mut y = vec![0u8; Type::Q8_0.row_size(col.len() as i64)];
+                quantize_row_q8_0(col, &mut y);
+                // SAFETY: available() holds; x and y cover k / 32 blocks.
+                unsafe { super::qtile::repacked_dot(e, col.len() / 32, x.as_ptr(), y.as_ptr()) }
+            };
+            for &(k, rows) in &[(64usize, 8usize), (96, 24), (32, 48)] {
+                for shared in [false, true] {
+                    repacked_experts(ty, k, rows, shared, &want);
+                }
+            }
+        }
+        let q8k = |col: &[f32]| {
+            let mut y = vec![0u8; Type::Q8K.row_size(col.len() as i64)];
+            ggml::quants::quantize_row_ref(Type::Q8K, col, &mut y);
+            y
+        };
+        let q4k = |x: &[u8], col: &[f32]| {
+            let order = super::ktile::Order::RepackGemv;
+            super::ktile::dot_ref(Type::Q4K, order, col.len() / 256, x, &q8k(col))
+        };
+        for &(k, rows) in &[(256usize, 8usize), (512, 24)] {
+            for shared in [false, true] {
+                repacked_experts(Type::Q4K, k, rows, shared, &q4k);
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        if crate::repack::layout_for(Type::Q2K, [256, 8, 1, 1]).is_some() {
+            let q2k = |x: &[u8], col: &[f32]| {
+                crate::dot::x86_q2k_repack::dot_ref(false, col.len() / 256, x, &q8k(col))
+            };
+            for scalar in [false, true] {
+                super::FORCE_Q2K_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
+                for &(k, rows) in &[(256usize, 8usize), (512, 24)] {
+                    for shared in [false, true] {
+                        repacked_experts(Type::Q2K, k, rows, shared, &q2k);
+                    }
+                }
+            }
+            super::FORCE_Q2K_REF.store(false, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }
