@@ -513,6 +513,55 @@ fn q2_k_model_matches_llama_cpp_s_repacked_orders() {
     let _ = std::fs::remove_file(&out_model);
 }
 
+/// A MoE model's expert stacks go to CPU_REPACK as llama.cpp puts them there (its repack takes
+/// MUL_MAT_ID's 3-D weights), every (expert, token) cell in the repacked gemv's order: the
+/// CPU_REPACK buffer size and every chunk equal llama.cpp's, and with `-nr` both keep the
+/// experts in plain memory and move from the 3rd chunk on
+/// (tests/fixtures/perplexity-moe-q4_0{,-nr}.log, recorded with AVX-512; other CPUs skip).
+#[test]
+fn moe_experts_in_cpu_repack_match_llama_cpp() {
+    if simd_class() != SimdClass::Avx512 {
+        eprintln!("skipped: the logs were recorded on an AVX-512 CPU");
+        return;
+    }
+    let dir = test_fixtures::scratch_dir("ppl_moe_repack");
+    let f32_model = dir.join("moe-f32.gguf");
+    #[rustfmt::skip]
+    let o = Command::new(test_fixtures::bin("llama-gguf-new", "llama-gguf-new"))
+        .args(["--arch", "qwen3moe", "--layers", "2", "--embd", "256", "--heads", "4",
+            "--heads-kv", "2", "--ff", "256", "--ctx", "512", "--vocab-size", "1000",
+            "--experts", "8", "--experts-used", "2", "--ff-exp", "256", "--ff-shexp", "256",
+            "--seed", "7", "--quiet", "-o"])
+        .arg(&f32_model)
+        .output()
+        .expect("run llama-gguf-new");
+    assert!(o.status.success(), "llama-gguf-new: {}", text(&o.stderr));
+    let out_model = dir.join("moe-q4_0.gguf");
+    quantize(&f32_model, &out_model, "q4_0");
+    for (fixture, extra) in [
+        ("perplexity-moe-q4_0.log", &[][..]),
+        ("perplexity-moe-q4_0-nr.log", &["-nr"][..]),
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(fixture);
+        let log = std::fs::read_to_string(&path).unwrap();
+        let mut args = vec!["-lv", "4"];
+        args.extend_from_slice(extra);
+        let stderr = assert_matches_log(&out_model, fixture, (log.clone(), 1e-6), &args);
+        let buffers: Vec<&str> = log
+            .lines()
+            .filter_map(|l| l.strip_prefix("I load_tensors: "))
+            .collect();
+        assert!(!buffers.is_empty(), "{log}");
+        for want in buffers {
+            assert!(stderr.contains(want), "{fixture}: {want}: {stderr}");
+        }
+    }
+    let _ = std::fs::remove_file(&out_model);
+    let _ = std::fs::remove_file(&f32_model);
+}
+
 /// With `-nr` (`--no-repack`) llama.cpp keeps Q4_0, Q4_K and (on AVX-512) Q2_K weights out of
 /// CPU_REPACK and runs them through its dot products (Q4_K's and Q2_K's batches through the
 /// tiled K-quant kernels), whose float orders differ from the repacked gemm / gemv: its
