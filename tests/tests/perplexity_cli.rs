@@ -513,6 +513,29 @@ fn q2_k_model_matches_llama_cpp_s_repacked_orders() {
     let _ = std::fs::remove_file(&out_model);
 }
 
+/// With the default batch (2048) and `-c 128` perplexity evaluates 16 sequences at once, and
+/// llama_context pads each sequence's share of the context to 256 (n_ctx 2048 -> 4096, with
+/// its "rounding down" warning), which sizes the KV cache and the compute buffer: every
+/// such line of llama.cpp's log (tests/fixtures/perplexity-n-seq.log) appears in ours.
+#[test]
+fn parallel_sequences_pad_the_context_as_llama_cpp_does() {
+    let Some(m) = test_fixtures::reference_model_or_skip() else {
+        return;
+    };
+    let gpl3 = gpl3();
+    #[rustfmt::skip]
+    let (_, stderr) = ppl_ok(&["-m", m.to_str().unwrap(), "-f", &gpl3, "-c", "128",
+        "--chunks", "2", "-t", "1", "-lv", "4"]);
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/perplexity-n-seq.log");
+    let log = std::fs::read_to_string(&fixture).unwrap();
+    let lines: Vec<&str> = log.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(lines.len(), 8, "{log}");
+    for want in lines {
+        assert!(stderr.contains(want), "missing {want:?}: {stderr}");
+    }
+}
+
 /// A MoE model's expert stacks go to CPU_REPACK as llama.cpp puts them there (its repack takes
 /// MUL_MAT_ID's 3-D weights), every (expert, token) cell in the repacked gemv's order: the
 /// CPU_REPACK buffer size and every chunk equal llama.cpp's, and with `-nr` both keep the

@@ -82,7 +82,9 @@ fn resolve_cparams(model: &Model, params: &ContextParams) -> Result<Cparams> {
     let n_ctx_seq = if params.kv_unified {
         n_ctx
     } else {
-        let seq = n_ctx / params.n_seq_max;
+        // each sequence's share padded to 256 as well (llama.cpp's llama_context, after
+        // ggml-org/llama.cpp#17046), so n_ctx can grow to a multiple of n_seq_max * 256
+        let seq = (n_ctx / params.n_seq_max).div_ceil(256).saturating_mul(256);
         if seq == 0 {
             return Err(LlamaError::BadParams("n_ctx_seq == 0".into()));
         }
