@@ -161,6 +161,8 @@ impl Pool {
             let mask = params.mask_valid().then(|| {
                 placement::cpumask_next(&params.cpumask, params.strict_cpu, &mut self.mask_iter)
             });
+            address_space_headroom()
+                .map_err(|e| format!("failed to create {n_threads} threads: {e}"))?;
             let handle = std::thread::Builder::new()
                 .name(format!("ggml-cpu-{ith}"))
                 .spawn(move || {
@@ -289,6 +291,36 @@ impl Drop for Pool {
             let _ = w.join();
         }
     }
+}
+
+/// Address space a new worker needs beyond its stack: the Rust runtime maps the thread's
+/// signal stack inside the thread, and aborts the process if that fails, so a spawn that only
+/// just fits under a memory limit (`ulimit -v`) must be refused before it starts.
+const SPAWN_HEADROOM: usize = 3 << 20;
+
+/// Ok when SPAWN_HEADROOM bytes of address space can still be mapped (they are unmapped at
+/// once), else the OS's error, as the spawn would have failed or aborted.
+fn address_space_headroom() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        // SAFETY: an anonymous, inaccessible, private mapping that nothing reads or writes,
+        // unmapped before returning; a failed mmap returns MAP_FAILED and maps nothing.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                SPAWN_HEADROOM,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            );
+            if p == libc::MAP_FAILED {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::munmap(p, SPAWN_HEADROOM);
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
