@@ -140,7 +140,7 @@ pub(crate) unsafe fn tile_wide_b32(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        x86::tile_f16_avx512_wide_b32(k, a, b, out)
+        x86::tile_f16_avx512_wide_b32(k, a, &b.map(|p| p as *const u8), out)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -266,12 +266,12 @@ mod x86 {
     }
 
     macro_rules! tile_wide_512 {
-        ($name:ident, $load:expr, $scalar:expr) => {
-            /// The RM x RN tile of the same element type for RN_WIDE columns: each cell the
-            /// same FMA chain and final sum.
+        ($name:ident, $load_a:expr, $scalar_a:expr, $load_b:expr, $scalar_b:expr) => {
+            /// The RM x RN tile for RN_WIDE columns (a's and b's elements read by their own
+            /// loads): each cell the same FMA chain and final sum.
             ///
             /// # Safety
-            /// The CPU supports AVX-512 F; pointers cover k elements.
+            /// The CPU supports AVX-512 F; pointers cover k elements of their types.
             #[target_feature(enable = "avx512f")]
             pub unsafe fn $name(
                 k: usize,
@@ -283,9 +283,9 @@ mod x86 {
                 let mut acc = [_mm512_setzero_ps(); RM * N];
                 let mut i = 0;
                 while i + 16 <= k {
-                    let av: [__m512; RM] = std::array::from_fn(|r| $load(a[r], i));
+                    let av: [__m512; RM] = std::array::from_fn(|r| $load_a(a[r], i));
                     for c in 0..N {
-                        let bv = $load(b[c], i);
+                        let bv = $load_b(b[c], i);
                         for r in 0..RM {
                             acc[r * N + c] = _mm512_fmadd_ps(av[r], bv, acc[r * N + c]);
                         }
@@ -296,7 +296,7 @@ mod x86 {
                     for c in 0..N {
                         let mut s = _mm512_reduce_add_ps(acc[r * N + c]);
                         for j in i..k {
-                            s += $scalar(a[r], j) * $scalar(b[c], j);
+                            s += $scalar_a(a[r], j) * $scalar_b(b[c], j);
                         }
                         out[r * N + c] = s;
                     }
@@ -305,44 +305,28 @@ mod x86 {
         };
     }
 
-    tile_wide_512!(tile_f16_avx512_wide, load_f16_512, scalar_f16);
-    tile_wide_512!(tile_f32_avx512_wide, load_f32_512, scalar_f32);
-
-    /// `tile_f16_avx512_wide` with f32 columns: each weight vector converted once per step,
-    /// each column vector a plain load (the same values, so the same FMA chains).
-    ///
-    /// # Safety
-    /// The CPU supports AVX-512 F; a[r] covers k halves, b[c] k floats.
-    #[target_feature(enable = "avx512f")]
-    pub unsafe fn tile_f16_avx512_wide_b32(
-        k: usize,
-        a: &[*const u8; RM],
-        b: &[*const f32; super::RN_WIDE],
-        out: &mut [f32; RM * super::RN_WIDE],
-    ) {
-        const N: usize = super::RN_WIDE;
-        let mut acc = [_mm512_setzero_ps(); RM * N];
-        let mut i = 0;
-        while i + 16 <= k {
-            let av: [__m512; RM] = std::array::from_fn(|r| load_f16_512(a[r], i));
-            for c in 0..N {
-                let bv = _mm512_loadu_ps(b[c].add(i));
-                for r in 0..RM {
-                    acc[r * N + c] = _mm512_fmadd_ps(av[r], bv, acc[r * N + c]);
-                }
-            }
-            i += 16;
-        }
-        for r in 0..RM {
-            for c in 0..N {
-                let mut s = _mm512_reduce_add_ps(acc[r * N + c]);
-                for j in i..k {
-                    s += scalar_f16(a[r], j) * *b[c].add(j);
-                }
-                out[r * N + c] = s;
-            }
-        }
-    }
+    tile_wide_512!(
+        tile_f16_avx512_wide,
+        load_f16_512,
+        scalar_f16,
+        load_f16_512,
+        scalar_f16
+    );
+    tile_wide_512!(
+        tile_f32_avx512_wide,
+        load_f32_512,
+        scalar_f32,
+        load_f32_512,
+        scalar_f32
+    );
+    // F16 weights times columns already widened to f32: only the weight is converted
+    tile_wide_512!(
+        tile_f16_avx512_wide_b32,
+        load_f16_512,
+        scalar_f16,
+        load_f32_512,
+        scalar_f32
+    );
 
     tile_impl_512!(tile_f32_avx512, "avx512f", load_f32_512, scalar_f32);
     tile_impl_512!(tile_f16_avx512, "avx512f", load_f16_512, scalar_f16);
