@@ -61,6 +61,11 @@ fn nibble_panels(p: &mut Params, e: QElem, a: &TRef, nr1: usize, d: &TRef, b_row
     let tmp = buf.as_mut_ptr() as *mut u8;
     // SAFETY: buf holds panel_bytes + GROUP * col_bytes bytes.
     let sums = unsafe { tmp.add(panel_bytes) };
+    if nr1 == 1 && vnni {
+        // SAFETY: as below; sums has room for one column.
+        unsafe { panels_gemv(p, e, a, d, b_row, &panels, tmp, sums) };
+        return;
+    }
     let mut group = usize::MAX;
     while ch < units {
         let (pi, g) = (ch % panels.len(), ch / panels.len());
@@ -402,6 +407,84 @@ fn q2_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
     }
 }
 
+/// Weight streams one thread reads side by side in a one-column product.
+const STREAMS: usize = 4;
+
+/// One column (generation) times nibble panels: a thread takes a run of consecutive panels
+/// and reads `STREAMS` stretches of it side by side, so that several streams of the weight
+/// are in flight on each core (one stream stays well under a core's memory rate); a last
+/// 8-row panel is a unit of its own. Each cell is still `packed_tile`'s.
+///
+/// # Safety
+/// `qtile::panel_available()`; a is nibble panels of e (`repack::pack`) listed by `panels`;
+/// tmp holds one widened panel and sums one column's sums.
+#[allow(clippy::too_many_arguments)]
+unsafe fn panels_gemv(
+    p: &mut Params,
+    e: QElem,
+    a: &TRef,
+    d: &TRef,
+    b_row: BRow,
+    panels: &[(usize, usize)],
+    tmp: *mut u8,
+    sums: *mut u8,
+) {
+    let nb = a.ne[0] / 32;
+    let (y, i11, i12, i13) = b_row(0);
+    // SAFETY: the caller's promise (each thread its own scratch).
+    unsafe { qtile::col_sums(e, nb, y, sums) };
+    let full = panels.iter().take_while(|pn| pn.1 == PANEL_ROWS).count();
+    let run = full
+        .div_ceil(super::matmul::STREAM_CHUNKS * p.nth)
+        .max(STREAMS);
+    let runs = full.div_ceil(run);
+    let units = runs + usize::from(full < panels.len());
+    let store = |pi: usize, out: &[f32]| {
+        let (r0, n) = panels[pi];
+        for (r, v) in out.iter().enumerate().take(n) {
+            // SAFETY: (r0 + r, 0) is a cell of dst, and panel pi belongs to one unit.
+            unsafe { (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
+        }
+    };
+    let panel = |pi: usize| a.row_ptr(panels[pi].0, 0, 0) as *const u8;
+    let mut u = p.ith;
+    while u < units {
+        if u == runs {
+            // the 8-row panel left at the end
+            let pi = full;
+            // SAFETY: the caller's promise; tmp holds a widened panel.
+            unsafe {
+                widen(panel(pi), nb, tmp);
+                let mut out = [[0.0f32; PANEL_ROWS]; 1];
+                qtile::packed_tile(e, nb, tmp, &[y], &[sums as *const u8], &mut out);
+                store(pi, &out[0]);
+            }
+        } else {
+            let (u0, u1) = (u * run, ((u + 1) * run).min(full));
+            let l = (u1 - u0).div_ceil(STREAMS);
+            for j in 0..l {
+                let idx: [usize; STREAMS] = std::array::from_fn(|q| u0 + j + q * l);
+                if idx[STREAMS - 1] < u1 {
+                    let mut out = [[0.0f32; PANEL_ROWS]; STREAMS];
+                    // SAFETY: full panels of this weight; y and sums as above.
+                    unsafe { qtile::packed_gemv(e, nb, &idx.map(panel), y, sums, &mut out) };
+                    for (q, o) in out.iter().enumerate() {
+                        store(idx[q], o);
+                    }
+                } else {
+                    for &pi in idx.iter().filter(|&&pi| pi < u1) {
+                        let mut out = [[0.0f32; PANEL_ROWS]; 1];
+                        // SAFETY: as above.
+                        unsafe { qtile::packed_gemv(e, nb, &[panel(pi)], y, sums, &mut out) };
+                        store(pi, &out[0]);
+                    }
+                }
+            }
+        }
+        u = p.counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// An 8-row panel (nb blocks at src) as a 16-row one at dst, rows 8..16 zero.
 ///
 /// # Safety
@@ -562,7 +645,17 @@ mod tests {
             (Type::Q4_0, super::QElem::Q4_0Repacked),
             (Type::Iq4Nl, super::QElem::Iq4NlRepacked),
         ] {
-            for &(k, rows) in &[(64usize, 8usize), (96, 24), (256, 40), (32, 64)] {
+            // (216 and 808 rows: runs of several panels read side by side by one column,
+            // with stretches of unequal length and a last 8-row panel)
+            let shapes = [
+                (64usize, 8usize),
+                (96, 24),
+                (256, 40),
+                (32, 64),
+                (64, 216),
+                (32, 808),
+            ];
+            for &(k, rows) in &shapes {
                 for cols in [1usize, 2, 5, 8, 19] {
                     let (plain, bv, got) = repacked_product(ty, k, rows, cols);
                     let row_bytes = ty.row_size(k as i64);

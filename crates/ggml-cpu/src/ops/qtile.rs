@@ -272,6 +272,37 @@ pub(crate) unsafe fn packed_tile<const C: usize>(
     }
 }
 
+/// One column times P full panels: out[q][r] = `packed_tile::<1>` of panels[q]'s row r (the
+/// same bits), the P panels read side by side.
+///
+/// # Safety
+/// As for `packed_tile` with C = 1, for each of the P panels (full, 16 rows).
+pub(crate) unsafe fn packed_gemv<const P: usize>(
+    e: QElem,
+    nb: usize,
+    panels: &[*const u8; P],
+    y: *const u8,
+    sums: *const u8,
+    out: &mut [[f32; PANEL_ROWS]; P],
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the caller's promise.
+        unsafe {
+            match e {
+                QElem::Q4_0Repacked => x86::packed_gemv::<false, P>(nb, panels, y, sums, out),
+                QElem::Iq4NlRepacked => x86::packed_gemv::<true, P>(nb, panels, y, sums, out),
+                _ => unreachable!("panels are for the repacked 4-bit types"),
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (e, nb, panels, y, sums, out);
+        unreachable!("panel kernels are x86-only");
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
 
@@ -593,6 +624,63 @@ mod x86 {
         }
     }
 
+    /// One column times P full panels at once, each panel's rows in `packed_tile`'s order (the
+    /// same bits as `packed_tile::<_, 1>` panel by panel): P streams of the weight in flight
+    /// instead of one, and the column's broadcasts shared by the P panels.
+    ///
+    /// # Safety
+    /// As for `packed_tile` with C = 1, for every panel.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+    pub unsafe fn packed_gemv<const NL: bool, const P: usize>(
+        nb: usize,
+        panels: &[*const u8; P],
+        y: *const u8,
+        sums: *const u8,
+        out: &mut [[f32; 16]; P],
+    ) {
+        let low = _mm512_set1_epi8(0x0F);
+        let kv: [u8; 16] =
+            std::array::from_fn(|i| (ggml::quants::KVALUES_IQ4NL[i] as i16 + 128) as u8);
+        let table = _mm512_broadcast_i32x4(_mm_loadu_si128(kv.as_ptr() as *const __m128i));
+        let mut acc = [_mm512_setzero_ps(); P];
+        for ib in 0..nb {
+            let sb = sums.add(ib * super::COLSUM_BLOCK_BYTES);
+            let yq = y.add(34 * ib + 2);
+            let y4: [__m512i; 8] = std::array::from_fn(|j| {
+                _mm512_set1_epi32((yq.add(4 * j) as *const i32).read_unaligned())
+            });
+            let s0 = _mm512_set1_epi32((sb as *const i32).read_unaligned());
+            let dy = _mm512_set1_ps((sb.add(4) as *const f32).read_unaligned());
+            for (q, &panel) in panels.iter().enumerate() {
+                let p = panel.add(ib * super::PACKED_BLOCK_BYTES);
+                for l in 0..3 {
+                    _mm_prefetch::<_MM_HINT_T0>(p.add(PREFETCH + 128 * l) as *const i8);
+                }
+                // (the block sum is exact in i32, so the order of its steps does not matter)
+                let mut s = s0;
+                for j in 0..4 {
+                    let v = _mm512_loadu_si512(p.add(32 + 64 * j) as *const __m512i);
+                    let (mut lo, mut hi) = (
+                        _mm512_and_si512(v, low),
+                        _mm512_and_si512(_mm512_srli_epi16(v, 4), low),
+                    );
+                    if NL {
+                        lo = _mm512_shuffle_epi8(table, lo);
+                        hi = _mm512_shuffle_epi8(table, hi);
+                    }
+                    s = _mm512_dpbusd_epi32(s, lo, y4[j]);
+                    s = _mm512_dpbusd_epi32(s, hi, y4[j + 4]);
+                }
+                let dx = _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i));
+                let d = _mm512_mul_ps(dx, dy);
+                acc[q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), d, acc[q]);
+            }
+        }
+        for (o, v) in out.iter_mut().zip(acc.iter()) {
+            _mm512_storeu_ps(o.as_mut_ptr(), *v);
+        }
+    }
+
     /// How far ahead of its block the one-column kernel fetches the weight.
     const PREFETCH: usize = 2048;
 
@@ -851,10 +939,17 @@ mod tests {
             let mut panel = vec![0u8; nb * PACKED_BLOCK_BYTES];
             let ne = [32 * nb as i64, PANEL_ROWS as i64, 1, 1];
             crate::repack::pack(crate::repack::Layout::NibblePanels, ne, &plain, &mut panel);
+            // and the rows in reverse, for the several-panel gemv
+            let reversed: Vec<u8> = rows.iter().rev().flatten().copied().collect();
+            let mut panel_rev = vec![0u8; nb * PACKED_BLOCK_BYTES];
+            let rev = &mut panel_rev;
+            crate::repack::pack(crate::repack::Layout::NibblePanels, ne, &reversed, rev);
             let mut sums = vec![vec![0u8; nb * COLSUM_BLOCK_BYTES]; PANEL_COLS];
             let mut out = [[0.0f32; PANEL_ROWS]; PANEL_COLS];
             let mut one = [[0.0f32; PANEL_ROWS]; 1];
             let mut three = [[0.0f32; PANEL_ROWS]; 3];
+            let mut gemv4 = [[0.0f32; PANEL_ROWS]; 4];
+            let mut gemv1 = [[0.0f32; PANEL_ROWS]; 1];
             // SAFETY: panel_available() holds; every pointer covers nb blocks and every
             // buffer the bytes its kernel writes.
             unsafe {
@@ -866,6 +961,16 @@ mod tests {
                 packed_tile(elem, nb, panel.as_ptr(), &[b[5]], &[sp[5]], &mut one);
                 let (b3, s3) = ([b[1], b[2], b[7]], [sp[1], sp[2], sp[7]]);
                 packed_tile(elem, nb, panel.as_ptr(), &b3, &s3, &mut three);
+                let (p, q) = (panel.as_ptr(), panel_rev.as_ptr());
+                packed_gemv(elem, nb, &[p, q, q, p], b[5], sp[5], &mut gemv4);
+                packed_gemv(elem, nb, &[q], b[2], sp[2], &mut gemv1);
+            }
+            for r in 0..PANEL_ROWS {
+                let (fwd, back) = (out[5][r].to_bits(), out[5][PANEL_ROWS - 1 - r].to_bits());
+                let got = gemv4.map(|o| o[r].to_bits());
+                assert_eq!(got, [fwd, back, back, fwd], "4-panel gemv, row {r}");
+                let back2 = out[2][PANEL_ROWS - 1 - r].to_bits();
+                assert_eq!(gemv1[0][r].to_bits(), back2, "1-panel gemv, row {r}");
             }
             for r in 0..PANEL_ROWS {
                 assert_eq!(
