@@ -900,12 +900,67 @@ unsafe fn f16_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
         }
         i += 64;
     }
-    let mut sum = reduce_f32x16(&acc) as f64;
+    let head = reduce_f32x16(&acc);
+    // SAFETY: elements i..n of x and y are in bounds.
+    if let Some(s) = unsafe { f16_tail_exact(head, px.add(2 * i), py.add(2 * i), n - i) } {
+        return s;
+    }
+    let mut sum = head as f64;
     while i < n {
         sum += (h2f(rd16(x, 2 * i)) * h2f(rd16(y, 2 * i))) as f64;
         i += 1;
     }
     sum as f32
+}
+
+/// ggml_vec_dot_f16's tail, `head` plus the t < 64 products x[j] * y[j] added one by one in
+/// double, when that sum is exact: the products of two halves are exact in f32, and when the
+/// nonzero terms' exponents lie within 22 of each other every partial sum is a multiple of the
+/// smallest term's unit below 2^53 of them, so the double sum is exact in any order and the
+/// terms can be added as vectors. None (the caller adds them one by one) otherwise, for an
+/// infinite or NaN term, or for a zero sum (whose sign the order decides).
+///
+/// # Safety
+/// AVX-512F; x and y hold t halves; t < 64.
+#[target_feature(enable = "avx512f")]
+unsafe fn f16_tail_exact(head: f32, x: *const u8, y: *const u8, t: usize) -> Option<f32> {
+    debug_assert!(t < 64);
+    let (mut bx, mut by) = ([0u16; 64], [0u16; 64]);
+    // SAFETY: the caller's promise: t halves at x and y; the buffers hold 64.
+    unsafe {
+        std::ptr::copy_nonoverlapping(x, bx.as_mut_ptr() as *mut u8, 2 * t);
+        std::ptr::copy_nonoverlapping(y, by.as_mut_ptr() as *mut u8, 2 * t);
+    }
+    let abs = _mm512_set1_epi32(0x7FFF_FFFF);
+    let (mut emax, mut emin) = (_mm512_set1_epi32(-1), _mm512_set1_epi32(256));
+    let mut sum = _mm512_setzero_pd();
+    for c in 0..t.div_ceil(16) {
+        // SAFETY: 16 halves from 16c are inside the 64-element buffers.
+        let p = unsafe {
+            _mm512_mul_ps(
+                _mm512_cvtph_ps(_mm256_loadu_si256(bx.as_ptr().add(16 * c) as *const __m256i)),
+                _mm512_cvtph_ps(_mm256_loadu_si256(by.as_ptr().add(16 * c) as *const __m256i)),
+            )
+        };
+        let bits = _mm512_castps_si512(p);
+        let nz = _mm512_test_epi32_mask(bits, abs);
+        let e = _mm512_srli_epi32::<23>(_mm512_and_si512(bits, abs));
+        emax = _mm512_mask_max_epi32(emax, nz, emax, e);
+        emin = _mm512_mask_min_epi32(emin, nz, emin, e);
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(_mm512_castps512_ps256(p)));
+        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(p)));
+        sum = _mm512_add_pd(sum, _mm512_cvtps_pd(hi));
+    }
+    let (mut hi, mut lo) = (_mm512_reduce_max_epi32(emax), _mm512_reduce_min_epi32(emin));
+    if head != 0.0 {
+        let e = ((head.to_bits() >> 23) & 0xFF) as i32;
+        (hi, lo) = (hi.max(e), lo.min(e));
+    }
+    if hi < 0 || hi == 255 || hi - lo > 22 {
+        return None;
+    }
+    let s = _mm512_reduce_add_pd(sum) + head as f64;
+    (s != 0.0).then_some(s as f32)
 }
 
 /// Four F16 rows times one F16 column, each row in `f16_k512`'s order (four 16-lane chains
@@ -992,6 +1047,124 @@ mod order_tests {
             sum += (h2f(x[e]) * h2f(y[e])) as f64;
         }
         sum as f32
+    }
+
+    /// ggml_vec_dot_f16's AVX-512 order: four 16-lane accumulators fused over 64 values a
+    /// step, GGML_F32x16_REDUCE (0+2, 1+3, those two, then halves, quarters, pairs), then the
+    /// tail added one by one in double.
+    fn f16_dot_in_ggml_order_512(x: &[u16], y: &[u16]) -> f32 {
+        let n = x.len();
+        let np = n / 64 * 64;
+        let mut acc = [[0f32; 16]; 4];
+        for i in (0..np).step_by(64) {
+            for (j, a) in acc.iter_mut().enumerate() {
+                for (l, v) in a.iter_mut().enumerate() {
+                    let e = i + 16 * j + l;
+                    *v = h2f(x[e]).mul_add(h2f(y[e]), *v);
+                }
+            }
+        }
+        let v: [f32; 16] =
+            std::array::from_fn(|l| (acc[0][l] + acc[2][l]) + (acc[1][l] + acc[3][l]));
+        let h8: [f32; 8] = std::array::from_fn(|l| v[l + 8] + v[l]);
+        let h4: [f32; 4] = std::array::from_fn(|l| h8[l + 4] + h8[l]);
+        let mut sum = ((h4[0] + h4[2]) + (h4[1] + h4[3])) as f64;
+        for e in np..n {
+            sum += (h2f(x[e]) * h2f(y[e])) as f64;
+        }
+        sum as f32
+    }
+
+    /// The AVX-512 F16 dot product, whose tail is added as vectors where that sum is exact,
+    /// gives ggml's bits on values of every scale, zeros of both signs and infinities, and takes
+    /// both ways of adding the tail.
+    #[test]
+    fn f16_dot_512_sums_in_ggml_order() {
+        if !crate::simd::features::cpu().avx512_f16() {
+            eprintln!("skipped: no AVX-512F / F16C");
+            return;
+        }
+        let mut s = 0x9e37_79b9u32;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 17;
+            s ^= s << 5;
+            s
+        };
+        let (mut exact, mut one_by_one) = (0, 0);
+        for regime in 0..5 {
+            for n in [1usize, 7, 16, 31, 32, 33, 63, 64, 65, 96, 100, 127, 200] {
+                for _ in 0..50 {
+                    let mut half = || -> u16 {
+                        let r = next();
+                        let v = match regime {
+                            // values in [-1, 1)
+                            0 => (r >> 8) as f32 / (1u32 << 23) as f32 - 1.0,
+                            // exponents from 2^-20 to 2^12
+                            1 => {
+                                let m = 1.0 + (r & 0xFFFF) as f32 / 65536.0;
+                                let sign = if r & 0x10000 != 0 { -1.0 } else { 1.0 };
+                                sign * m * 2f32.powi(((r >> 17) % 33) as i32 - 20)
+                            }
+                            // large and small values of both signs, whose products
+                            // cancel and round: the order of the tail's sum shows
+                            4 => {
+                                let m = 1.0 + (r & 0x3FF) as f32 / 1024.0;
+                                let sign = if r & 0x400 != 0 { -1.0 } else { 1.0 };
+                                sign * m * if r & 0x800 != 0 { 2048.0 } else { 1.0 / 4096.0 }
+                            }
+                            // mostly zeros of both signs
+                            2 => match r % 4 {
+                                0 => 0.0,
+                                1 => -0.0,
+                                _ => (r >> 8) as f32 / (1u32 << 23) as f32 - 1.0,
+                            },
+                            // now and then an infinity
+                            3 if r % 97 == 0 => f32::INFINITY,
+                            _ => (r >> 8) as f32 / (1u32 << 22) as f32 - 2.0,
+                        };
+                        ggml::quants::fp32_to_fp16(v)
+                    };
+                    let mut x: Vec<u16> = (0..n).map(|_| half()).collect();
+                    let mut y: Vec<u16> = (0..n).map(|_| half()).collect();
+                    if regime == 4 {
+                        // the tail's second half cancels its first but for the small
+                        // products, so the rounding of large partial sums shows in the result
+                        let (t0, t) = (n / 64 * 64, n % 64);
+                        for j in 0..t / 2 {
+                            let (a, b) = (t0 + j, t0 + t / 2 + j);
+                            if h2f(x[a]).abs() > 1.0 {
+                                x[b] = x[a];
+                                y[b] = y[a] ^ 0x8000;
+                            }
+                        }
+                    }
+                    let bytes =
+                        |v: &[u16]| v.iter().flat_map(|h| h.to_le_bytes()).collect::<Vec<u8>>();
+                    let (bx, by) = (bytes(&x), bytes(&y));
+                    let want = f16_dot_in_ggml_order_512(&x, &y);
+                    let got = f16_avx512(n, &bx, &by);
+                    assert!(
+                        got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                        "regime {regime} n={n}: {got} vs {want}"
+                    );
+                    let t = n % 64;
+                    let at = 2 * (n - t);
+                    // SAFETY: AVX-512F is present; t < 64 halves at `at` in both.
+                    let tail =
+                        unsafe { f16_tail_exact(0.5, bx[at..].as_ptr(), by[at..].as_ptr(), t) };
+                    if tail.is_some() {
+                        exact += 1;
+                    } else {
+                        one_by_one += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            exact > 100 && one_by_one > 100,
+            "{exact} exact, {one_by_one} one by one"
+        );
     }
 
     #[test]
