@@ -536,6 +536,64 @@ fn parallel_sequences_pad_the_context_as_llama_cpp_does() {
     }
 }
 
+/// The small qwen3moe model of the repacked-expert tests (llama-gguf-new).
+#[rustfmt::skip]
+const MOE_MODEL: &[&str] = &["--arch", "qwen3moe", "--layers", "2", "--embd", "256", "--heads",
+    "4", "--heads-kv", "2", "--ff", "256", "--ctx", "512", "--vocab-size", "1000", "--experts", "8",
+    "--experts-used", "2", "--ff-exp", "256", "--ff-shexp", "256", "--seed", "7"];
+
+/// A model made by llama-gguf-new (`model`) and our llama-quantize (`quant`: its arguments
+/// before the files, then the type) against llama.cpp's AVX-512 logs `{fixture}.log` and
+/// `{fixture}-nr.log`: every chunk and the final estimate (1e-6), and every `load_tensors`
+/// buffer line of the log (the CPU_REPACK size among them) in ours.
+fn repacked_model_matches_llama_cpp(name: &str, model: &[&str], quant: &[&str], fixture: &str) {
+    let dir = test_fixtures::scratch_dir(&format!("ppl_repack_{name}"));
+    let f32_model = dir.join(format!("{name}-f32.gguf"));
+    let o = Command::new(test_fixtures::bin("llama-gguf-new", "llama-gguf-new"))
+        .args(model)
+        .args(["--quiet", "-o"])
+        .arg(&f32_model)
+        .output()
+        .expect("run llama-gguf-new");
+    assert!(o.status.success(), "llama-gguf-new: {}", text(&o.stderr));
+    let out_model = dir.join(format!("{name}.gguf"));
+    let (ty, opts) = quant.split_last().expect("a type");
+    let q = Command::new(test_fixtures::bin("llama-quantize", "llama-quantize"))
+        .args(opts)
+        .arg(&f32_model)
+        .arg(&out_model)
+        .arg(ty)
+        .output()
+        .expect("run llama-quantize");
+    assert!(
+        q.status.success(),
+        "llama-quantize {quant:?}: {}",
+        text(&q.stderr)
+    );
+    for (log_name, extra) in [
+        (format!("{fixture}.log"), &[][..]),
+        (format!("{fixture}-nr.log"), &["-nr"][..]),
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures")
+            .join(&log_name);
+        let log = std::fs::read_to_string(&path).unwrap();
+        let mut args = vec!["-lv", "4"];
+        args.extend_from_slice(extra);
+        let stderr = assert_matches_log(&out_model, &log_name, (log.clone(), 1e-6), &args);
+        let buffers: Vec<&str> = log
+            .lines()
+            .filter_map(|l| l.strip_prefix("I load_tensors: "))
+            .collect();
+        assert!(!buffers.is_empty(), "{log}");
+        for want in buffers {
+            assert!(stderr.contains(want), "{log_name}: {want}: {stderr}");
+        }
+    }
+    let _ = std::fs::remove_file(&out_model);
+    let _ = std::fs::remove_file(&f32_model);
+}
+
 /// A MoE model's expert stacks go to CPU_REPACK as llama.cpp puts them there (its repack takes
 /// MUL_MAT_ID's 3-D weights), every (expert, token) cell in the repacked gemv's order: the
 /// CPU_REPACK buffer size and every chunk equal llama.cpp's, and with `-nr` both keep the
@@ -547,42 +605,59 @@ fn moe_experts_in_cpu_repack_match_llama_cpp() {
         eprintln!("skipped: the logs were recorded on an AVX-512 CPU");
         return;
     }
-    let dir = test_fixtures::scratch_dir("ppl_moe_repack");
-    let f32_model = dir.join("moe-f32.gguf");
-    #[rustfmt::skip]
-    let o = Command::new(test_fixtures::bin("llama-gguf-new", "llama-gguf-new"))
-        .args(["--arch", "qwen3moe", "--layers", "2", "--embd", "256", "--heads", "4",
-            "--heads-kv", "2", "--ff", "256", "--ctx", "512", "--vocab-size", "1000",
-            "--experts", "8", "--experts-used", "2", "--ff-exp", "256", "--ff-shexp", "256",
-            "--seed", "7", "--quiet", "-o"])
-        .arg(&f32_model)
-        .output()
-        .expect("run llama-gguf-new");
-    assert!(o.status.success(), "llama-gguf-new: {}", text(&o.stderr));
-    let out_model = dir.join("moe-q4_0.gguf");
-    quantize(&f32_model, &out_model, "q4_0");
-    for (fixture, extra) in [
-        ("perplexity-moe-q4_0.log", &[][..]),
-        ("perplexity-moe-q4_0-nr.log", &["-nr"][..]),
-    ] {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("fixtures")
-            .join(fixture);
-        let log = std::fs::read_to_string(&path).unwrap();
-        let mut args = vec!["-lv", "4"];
-        args.extend_from_slice(extra);
-        let stderr = assert_matches_log(&out_model, fixture, (log.clone(), 1e-6), &args);
-        let buffers: Vec<&str> = log
-            .lines()
-            .filter_map(|l| l.strip_prefix("I load_tensors: "))
-            .collect();
-        assert!(!buffers.is_empty(), "{log}");
-        for want in buffers {
-            assert!(stderr.contains(want), "{fixture}: {want}: {stderr}");
-        }
+    repacked_model_matches_llama_cpp("moe-q4_0", MOE_MODEL, &["q4_0"], "perplexity-moe-q4_0");
+}
+
+/// The same model quantized to MXFP4_MOE (llama.cpp's llama-quantize writes the same bytes):
+/// its MXFP4 experts go to CPU_REPACK (llama.cpp's mxfp4_8x8_q8_0, ne[1] % 8 == 0 with AVX2),
+/// 1.59 MiB as llama.cpp's, each (expert, token) cell in that kernel's order; with `-nr` both
+/// keep them in plain memory and take the MXFP4 dot product's order, which moves the 3rd chunk
+/// on (1592.0442 -> 1592.0409). Before the repack, ours kept them in plain memory on both runs
+/// (tests/fixtures/perplexity-moe-mxfp4{,-nr}.log, recorded with AVX-512; other CPUs skip).
+#[test]
+fn moe_mxfp4_experts_in_cpu_repack_match_llama_cpp() {
+    if simd_class() != SimdClass::Avx512 {
+        eprintln!("skipped: the logs were recorded on an AVX-512 CPU");
+        return;
     }
-    let _ = std::fs::remove_file(&out_model);
-    let _ = std::fs::remove_file(&f32_model);
+    repacked_model_matches_llama_cpp(
+        "moe-mxfp4",
+        MOE_MODEL,
+        &["MXFP4_MOE"],
+        "perplexity-moe-mxfp4",
+    );
+}
+
+/// MUL_MAT of 2-D MXFP4 weights in CPU_REPACK: a dense llama model whose layers' weights are
+/// quantized to MXFP4 (`--tensor-type`, the same bytes as llama.cpp's llama-quantize) gives
+/// llama.cpp's CPU_REPACK size and every chunk of its repacked gemm order (128-token batches:
+/// whole fours of columns), and with `-nr` its dot product's order (1673.3446 -> 1673.1728)
+/// (tests/fixtures/perplexity-dense-mxfp4{,-nr}.log, recorded with AVX-512; other CPUs skip).
+#[test]
+fn dense_mxfp4_weights_in_cpu_repack_match_llama_cpp() {
+    if simd_class() != SimdClass::Avx512 {
+        eprintln!("skipped: the logs were recorded on an AVX-512 CPU");
+        return;
+    }
+    #[rustfmt::skip]
+    let model = ["--arch", "llama", "--layers", "2", "--embd", "256", "--heads", "4",
+        "--heads-kv", "2", "--ff", "512", "--ctx", "512", "--vocab-size", "1000", "--seed", "7"];
+    let mut quant = Vec::new();
+    for t in [
+        "attn_q",
+        "attn_k",
+        "attn_v",
+        "attn_output",
+        "ffn_up",
+        "ffn_gate",
+        "ffn_down",
+    ] {
+        quant.push("--tensor-type".to_string());
+        quant.push(format!("{t}=mxfp4"));
+    }
+    quant.push("q8_0".to_string());
+    let quant: Vec<&str> = quant.iter().map(String::as_str).collect();
+    repacked_model_matches_llama_cpp("dense-mxfp4", &model, &quant, "perplexity-dense-mxfp4");
 }
 
 /// With `-nr` (`--no-repack`) llama.cpp keeps Q4_0, Q4_K and (on AVX-512) Q2_K weights out of

@@ -8,14 +8,13 @@
 //! Which weights go here follows llama.cpp's choice on x86 (ggml_repack_get_optimal_repack_type)
 //! for the types whose repacked kernels this backend has: Q4_0, IQ4_NL and Q4_K with a
 //! multiple of 8 rows, on a CPU with AVX2 (llama.cpp's q4_0_8x8 / iq4_nl_8x8 / q4_K_8x8), and
-//! Q2_K with a multiple of 8 rows on a CPU with AVX-512F (q2_K_8x8). A weight placed here also
-//! takes llama.cpp's repacked float order (`qtile::QElem::Q4_0Repacked`,
-//! `ktile::Order::RepackGemm` / `RepackGemv`, `dot::x86_q2k_repack`); the same weight in a
-//! plain buffer (`-nr`) takes its dot product's (or tiled) order, as llama.cpp's does.
+//! Q2_K with a multiple of 8 rows on a CPU with AVX-512F (q2_K_8x8), and MXFP4 with a multiple
+//! of 8 rows on a CPU with AVX2 (mxfp4_8x8_q8_0). A weight placed here also takes llama.cpp's
+//! repacked float order (`qtile::QElem::Q4_0Repacked`, `ktile::Order::RepackGemm` /
+//! `RepackGemv`, `dot::x86_q2k_repack`, `dot::x86_mxfp4_repack`); the same weight in a plain
+//! buffer (`-nr`) takes its dot product's (or tiled) order, as llama.cpp's does.
 //! Experts in MUL_MAT_ID take the repacked gemv's order for every (expert, token) cell, as
 //! llama.cpp's forward_mul_mat_id (`ops::matmul::mul_mat_id_repacked`).
-//! Not here yet: llama.cpp's AVX2 MXFP4 repack; those weights stay in plain memory with their
-//! plain orders.
 //!
 //! Q4_K's layout: groups of 8 rows with their blocks interleaved (`Layout::Q4KRows8`).
 //! Q4_0 / IQ4_NL's, "nibble panels": the rows in panels of 16 (the last one 8 when rows % 16 == 8),
@@ -24,6 +23,8 @@
 //! r's block. One 64-byte load then gives a VNNI kernel the same four bytes of 16 rows.
 //! Q2_K's (`Layout::Q2KPanels`): the same panels of 16 (or 8) rows, block by block: the R d
 //! (f16), the R dmin, 4 groups of R dwords of scale bytes, 16 groups of R dwords of qs bytes.
+//! MXFP4's (`Layout::Mxfp4Panels`): the same panels, block by block: the R exponent bytes, then
+//! 4 groups of R dwords of qs bytes (as the nibble panels with one-byte scales).
 //! The size of every tensor is unchanged (llama.cpp's buffer sizes).
 
 use ggml::backend::{
@@ -48,6 +49,8 @@ pub(crate) enum Layout {
     Q4KRows8,
     /// Q2_K in panels of 16 (or 8) rows, dword-interleaved (the header comment).
     Q2KPanels,
+    /// MXFP4 in panels of 16 (or 8) rows, dword-interleaved (the header comment).
+    Mxfp4Panels,
 }
 
 /// Rows of a Q4_K group.
@@ -61,6 +64,9 @@ pub(crate) const Q2K_BLOCK: usize = 84;
 pub(crate) const Q2K_DMIN: usize = 2;
 pub(crate) const Q2K_SC: usize = 4;
 pub(crate) const Q2K_QS: usize = 20;
+
+/// Bytes of one MXFP4 block (E8M0 exponent + 16 quant bytes).
+pub(crate) const MXFP4_BLOCK: usize = 17;
 
 /// Whether llama.cpp would take its AVX-512 repack (ggml_cpu_has_avx512: AVX-512F).
 fn has_avx512() -> bool {
@@ -88,6 +94,7 @@ pub(crate) fn layout_for(ty: Type, ne: [i64; 4]) -> Option<Layout> {
         Type::Q2K if ne[1] > 0 && ne[1] % 8 == 0 && ne[0] % 256 == 0 && has_avx512() => {
             Some(Layout::Q2KPanels)
         }
+        Type::Mxfp4 if ne[1] > 0 && ne[1] % 8 == 0 && ne[0] % 32 == 0 => Some(Layout::Mxfp4Panels),
         _ => None,
     }
 }
@@ -287,6 +294,31 @@ fn q2k_panels(ne: [i64; 4], src: &[u8], dst: &mut [u8], to_panels: bool) {
     }
 }
 
+/// MXFP4 rows in GGUF order to `Layout::Mxfp4Panels` (`to_panels`) or back.
+fn mxfp4_panels(ne: [i64; 4], src: &[u8], dst: &mut [u8], to_panels: bool) {
+    let (nb, rows) = (ne[0] as usize / 32, ne[1] as usize);
+    let row = nb * MXFP4_BLOCK;
+    for (r0, n) in panels(rows) {
+        for ib in 0..nb {
+            let base = r0 * row + ib * n * MXFP4_BLOCK;
+            for r in 0..n {
+                let plain = (r0 + r) * row + ib * MXFP4_BLOCK;
+                // (offset in the GGUF block, offset in the panel block, bytes)
+                let e = (0, r, 1);
+                let qs = (0..4).map(|g| (1 + 4 * g, n + 4 * (n * g + r), 4));
+                for (p, q, len) in std::iter::once(e).chain(qs) {
+                    let (from, to) = if to_panels {
+                        (plain + p, base + q)
+                    } else {
+                        (base + q, plain + p)
+                    };
+                    dst[to..to + len].copy_from_slice(&src[from..from + len]);
+                }
+            }
+        }
+    }
+}
+
 /// GGUF-order rows (`plain`) to `layout` (`packed`), both `ne`'s whole tensor: each 2-D
 /// slice (one expert of a 3-D stack) in the layout of a 2-D weight of its shape.
 pub(crate) fn pack(layout: Layout, ne: [i64; 4], plain: &[u8], packed: &mut [u8]) {
@@ -314,6 +346,7 @@ fn pack_2d(layout: Layout, ne: [i64; 4], plain: &[u8], packed: &mut [u8]) {
     match layout {
         Layout::Q4KRows8 => return k_groups(ne, plain, packed, true),
         Layout::Q2KPanels => return q2k_panels(ne, plain, packed, true),
+        Layout::Mxfp4Panels => return mxfp4_panels(ne, plain, packed, true),
         Layout::NibblePanels => {}
     }
     let (nb, rows) = (ne[0] as usize / 32, ne[1] as usize);
@@ -342,6 +375,7 @@ fn unpack_2d(layout: Layout, ne: [i64; 4], packed: &[u8], plain: &mut [u8]) {
     match layout {
         Layout::Q4KRows8 => return k_groups(ne, packed, plain, false),
         Layout::Q2KPanels => return q2k_panels(ne, packed, plain, false),
+        Layout::Mxfp4Panels => return mxfp4_panels(ne, packed, plain, false),
         Layout::NibblePanels => {}
     }
     let (nb, rows) = (ne[0] as usize / 32, ne[1] as usize);
@@ -458,6 +492,30 @@ pub(crate) mod tests {
         assert_eq!(&packed[b + 6..b + 8], &plain[src + 80..src + 82]);
         let sc = b + Q2K_SC * n + 4 * (n * 2 + 3);
         assert_eq!(&packed[sc..sc + 4], &plain[src + 8..src + 12]);
+    }
+
+    #[test]
+    fn mxfp4_panels_are_inverse_and_interleave_dwords() {
+        for &(k, rows) in &[(32usize, 8usize), (64, 16), (96, 24), (256, 40)] {
+            let ne = [k as i64, rows as i64, 1, 1];
+            let n = rows * k / 32 * MXFP4_BLOCK;
+            let plain = bytes(n, (k + 3 * rows) as u32);
+            let mut packed = vec![0u8; n];
+            pack(Layout::Mxfp4Panels, ne, &plain, &mut packed);
+            assert_ne!(packed, plain);
+            let mut back = vec![0u8; n];
+            unpack(Layout::Mxfp4Panels, ne, &packed, &mut back);
+            assert_eq!(back, plain, "{k}x{rows}");
+        }
+        // 24 rows of 2 blocks: the last (8-row) panel's block 1, row 5: its e and qs dword 3
+        let row = 2 * MXFP4_BLOCK;
+        let plain = bytes(24 * row, 5);
+        let mut packed = vec![0u8; plain.len()];
+        pack(Layout::Mxfp4Panels, [64, 24, 1, 1], &plain, &mut packed);
+        let (b, src) = (16 * row + 8 * MXFP4_BLOCK, 21 * row + MXFP4_BLOCK);
+        assert_eq!(packed[b + 5], plain[src]);
+        let qs = b + 8 + 4 * (8 * 3 + 5);
+        assert_eq!(&packed[qs..qs + 4], &plain[src + 13..src + 17]);
     }
 
     #[test]

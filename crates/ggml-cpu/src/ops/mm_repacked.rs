@@ -1,7 +1,8 @@
 //! MUL_MAT of a weight held in CPU_REPACK (`repack`): Q4_0 / IQ4_NL in nibble panels times
 //! Q8_0 columns, every cell in llama.cpp's repacked gemm/gemv order (`qtile::repacked_dot`),
-//! Q4_K in interleaved 8-row groups times Q8_K columns (q4_K_8x8's orders, `q4_k`), and Q2_K
-//! in dword panels times Q8_K columns (q2_K_8x8's orders, `q2_k`).
+//! Q4_K in interleaved 8-row groups times Q8_K columns (q4_K_8x8's orders, `q4_k`), Q2_K
+//! in dword panels times Q8_K columns (q2_K_8x8's orders, `q2_k`), and MXFP4 in dword panels
+//! times Q8_0 columns (mxfp4_8x8_q8_0's order, `mxfp4`).
 //!
 //! Work units are (panel, column group), panel-major within a group, taken from the shared
 //! counter, so a thread computes a group's column sums once and one column (generation)
@@ -41,6 +42,8 @@ pub(crate) fn columns(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRe
         Type::Q4K => q4_k(p, a, ne11, nr1, d, b_row),
         #[cfg(target_arch = "x86_64")]
         Type::Q2K => q2_k(p, a, ne11, nr1, d, b_row),
+        #[cfg(target_arch = "x86_64")]
+        Type::Mxfp4 => mxfp4(p, a, nr1, d, b_row),
         Type::Q4_0 => nibble_panels(p, QElem::Q4_0Repacked, a, nr1, d, b_row),
         _ => nibble_panels(p, QElem::Iq4NlRepacked, a, nr1, d, b_row),
     }
@@ -300,10 +303,10 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
     }
 }
 
-/// Tests set this to take `q2_k`'s scalar path on a CPU that has the kernel (both paths give
-/// the same bits, so a test running beside it sees no difference).
+/// Tests set this to take `q2_k`'s and `mxfp4`'s scalar paths on a CPU that has their kernels
+/// (both paths give the same bits, so a test running beside it sees no difference).
 #[cfg(target_arch = "x86_64")]
-static FORCE_Q2K_REF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static FORCE_REF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// Q2_K in panels (`repack::Layout::Q2KPanels`) times Q8_K columns, each column in llama.cpp's
 /// q2_K_8x8 order for its place: the gemm's for columns in whole fours of a plane, the gemv's
@@ -317,7 +320,7 @@ fn q2_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
     let row_bytes = nb * repack::Q2K_BLOCK;
     let panels: Vec<(usize, usize)> = repack::panels(nr0).collect();
     let units = panels.len() * nr1.div_ceil(GROUP);
-    let fast = q2::available() && !FORCE_Q2K_REF.load(Ordering::Relaxed);
+    let fast = q2::available() && !FORCE_REF.load(Ordering::Relaxed);
     let buf = p.scratch(if fast {
         0
     } else {
@@ -399,6 +402,102 @@ fn q2_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
                         let x = &rows[r * row_bytes..(r + 1) * row_bytes];
                         q2::dot_ref(gemm_col(c), nb, x, y)
                     })
+                    .collect();
+                store(c, &out);
+            }
+        }
+        ch = counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// MXFP4 in panels (`repack::Layout::Mxfp4Panels`) times Q8_0 columns, each cell in llama.cpp's
+/// mxfp4_8x8_q8_0 order (its gemm and gemv take the same steps per cell, so the column's place
+/// does not matter). Work units are (panel, column group) from the shared counter; a thread
+/// computes a group's activation sums (`x86_mxfp4_repack::column_bias`) once. Without AVX-512
+/// VNNI (llama.cpp repacks on AVX2) a panel is put back in GGUF order and each cell takes the
+/// scalar reference.
+#[cfg(target_arch = "x86_64")]
+fn mxfp4(p: &mut Params, a: &TRef, nr1: usize, d: &TRef, b_row: BRow) {
+    use crate::dot::x86_mxfp4_repack::{self as mx, ROWS};
+    let (nr0, nb) = (a.ne[1], a.ne[0] / 32);
+    let row_bytes = nb * repack::MXFP4_BLOCK;
+    let panels: Vec<(usize, usize)> = repack::panels(nr0).collect();
+    let units = panels.len() * nr1.div_ceil(GROUP);
+    let fast = mx::available() && !FORCE_REF.load(Ordering::Relaxed);
+    // scratch: one group's column sums, or 16 rows in GGUF order
+    let buf = p.scratch(if fast {
+        GROUP * nb
+    } else {
+        (ROWS * row_bytes).div_ceil(4)
+    });
+    let tmp = buf.as_mut_ptr();
+    let counter = p.counter;
+    let y_bytes = nb * 34;
+    let mut group = usize::MAX;
+    let mut ch = p.ith;
+    while ch < units {
+        let (pi, g) = (ch % panels.len(), ch / panels.len());
+        let (c0, c1) = (g * GROUP, ((g + 1) * GROUP).min(nr1));
+        let (r0, n) = panels[pi];
+        let src = a.row_ptr(r0, 0, 0) as *const u8;
+        let store = |c: usize, out: &[f32]| {
+            let (_, i11, i12, i13) = b_row(c);
+            for (r, v) in out.iter().enumerate().take(n) {
+                // SAFETY: (r0 + r, c) is a cell of dst, which belongs to this unit only.
+                unsafe { (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
+            }
+        };
+        // SAFETY: every column has nb Q8_0 blocks.
+        let col = |c: usize| unsafe { std::slice::from_raw_parts(b_row(c).0, y_bytes) };
+        if fast {
+            let bias = tmp as *mut i32;
+            if g != group {
+                for c in c0..c1 {
+                    // SAFETY: the scratch holds GROUP * nb i32; c - c0 < GROUP.
+                    let out =
+                        unsafe { std::slice::from_raw_parts_mut(bias.add((c - c0) * nb), nb) };
+                    mx::column_bias(nb, col(c), out);
+                }
+                group = g;
+            }
+            let mut c = c0;
+            while c < c1 {
+                macro_rules! pass {
+                    ($w:expr) => {{
+                        let y: [*const u8; $w] = std::array::from_fn(|j| b_row(c + j).0);
+                        let s: [*const i32; $w] =
+                            std::array::from_fn(|j| bias.wrapping_add((c + j - c0) * nb) as _);
+                        let mut out = [[0.0f32; ROWS]; $w];
+                        // SAFETY: available() holds; the panel at r0 has n rows of nb blocks in
+                        // the layout of repack::pack; every column has nb Q8_0 blocks and its
+                        // nb sums in the scratch (computed above for this group).
+                        unsafe { mx::panel::<$w>(nb, n, src, &y, &s, &mut out) };
+                        for (j, o) in out.iter().enumerate() {
+                            store(c + j, o);
+                        }
+                        $w
+                    }};
+                }
+                c += match c1 - c {
+                    8.. => pass!(8),
+                    4..=7 => pass!(4),
+                    2..=3 => pass!(2),
+                    _ => pass!(1),
+                };
+            }
+        } else {
+            // SAFETY: the panel holds n rows of nb blocks at src; tmp has room for 16 rows.
+            let rows = unsafe {
+                let packed = std::slice::from_raw_parts(src, n * row_bytes);
+                let rows = std::slice::from_raw_parts_mut(tmp as *mut u8, n * row_bytes);
+                let ne = [a.ne[0] as i64, n as i64, 1, 1];
+                repack::unpack(repack::Layout::Mxfp4Panels, ne, packed, rows);
+                &*rows
+            };
+            for c in c0..c1 {
+                let y = col(c);
+                let out: Vec<f32> = (0..n)
+                    .map(|r| mx::dot_ref(nb, &rows[r * row_bytes..(r + 1) * row_bytes], y))
                     .collect();
                 store(c, &out);
             }
@@ -602,10 +701,10 @@ mod tests {
         }
         // the kernel's path, then the scalar one (CPUs with AVX-512F but no VNNI)
         for scalar in [false, true] {
-            super::FORCE_Q2K_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
+            super::FORCE_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
             q2_k_cases();
         }
-        super::FORCE_Q2K_REF.store(false, std::sync::atomic::Ordering::Relaxed);
+        super::FORCE_REF.store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -630,6 +729,43 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// An MXFP4 weight in CPU_REPACK (where this CPU has llama.cpp's AVX2 repack) gives every
+    /// cell of llama.cpp's mxfp4_8x8_q8_0 order (`x86_mxfp4_repack::dot_ref`; its gemm, for
+    /// columns in whole fours, and its gemv take the same steps), whatever the column count, on
+    /// the kernel's path and the scalar one, and reads back as given. This is the 2-D MUL_MAT
+    /// check (the end-to-end MXFP4 test's model has MXFP4 experts only).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn an_mxfp4_weight_in_cpu_repack_gives_the_repacked_order() {
+        if crate::repack::layout_for(Type::Mxfp4, [32, 8, 1, 1]).is_none() {
+            eprintln!("skipped: llama.cpp does not repack MXFP4 on this CPU (no AVX2)");
+            return;
+        }
+        for scalar in [false, true] {
+            super::FORCE_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
+            for &(k, rows) in &[(32usize, 8usize), (96, 24), (256, 40), (64, 216)] {
+                for cols in [1usize, 3, 4, 8, 13, 22, 41] {
+                    let (plain, bv, got) = repacked_product(Type::Mxfp4, k, rows, cols);
+                    let row_bytes = Type::Mxfp4.row_size(k as i64);
+                    for c in 0..cols {
+                        let mut y = vec![0u8; Type::Q8_0.row_size(k as i64)];
+                        quantize_row_q8_0(&bv[c * k..(c + 1) * k], &mut y);
+                        for r in 0..rows {
+                            let x = &plain[r * row_bytes..(r + 1) * row_bytes];
+                            let want = crate::dot::x86_mxfp4_repack::dot_ref(k / 32, x, &y);
+                            assert_eq!(
+                                got[c * rows + r].to_bits(),
+                                want.to_bits(),
+                                "MXFP4 {k}x{rows}, {cols} columns (scalar {scalar}): cell ({r}, {c})"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        super::FORCE_REF.store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A weight placed in CPU_REPACK through set_tensor, times 1..=19 columns, gives every
@@ -782,14 +918,31 @@ mod tests {
                 crate::dot::x86_q2k_repack::dot_ref(false, col.len() / 256, x, &q8k(col))
             };
             for scalar in [false, true] {
-                super::FORCE_Q2K_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
+                super::FORCE_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
                 for &(k, rows) in &[(256usize, 8usize), (512, 24)] {
                     for shared in [false, true] {
                         repacked_experts(Type::Q2K, k, rows, shared, &q2k);
                     }
                 }
             }
-            super::FORCE_Q2K_REF.store(false, std::sync::atomic::Ordering::Relaxed);
+            super::FORCE_REF.store(false, std::sync::atomic::Ordering::Relaxed);
+        }
+        #[cfg(target_arch = "x86_64")]
+        if crate::repack::layout_for(Type::Mxfp4, [32, 8, 1, 1]).is_some() {
+            let mx = |x: &[u8], col: &[f32]| {
+                let mut y = vec![0u8; Type::Q8_0.row_size(col.len() as i64)];
+                quantize_row_q8_0(col, &mut y);
+                crate::dot::x86_mxfp4_repack::dot_ref(col.len() / 32, x, &y)
+            };
+            for scalar in [false, true] {
+                super::FORCE_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
+                for &(k, rows) in &[(64usize, 8usize), (256, 24), (96, 48)] {
+                    for shared in [false, true] {
+                        repacked_experts(Type::Mxfp4, k, rows, shared, &mx);
+                    }
+                }
+            }
+            super::FORCE_REF.store(false, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }
