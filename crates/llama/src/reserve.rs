@@ -25,6 +25,19 @@ impl Context {
             n_seqs,
             n_outputs
         );
+        // a ubatch gives every sequence the same number of tokens
+        let n_tokens = if n_tokens % n_seqs.max(1) != 0 {
+            let n = n_tokens.div_ceil(n_seqs) * n_seqs;
+            ggml::log_debug!(
+                "graph_reserve: making n_tokens a multiple of n_seqs - n_tokens = {}, n_seqs = {}, n_outputs = {}\n",
+                n,
+                n_seqs,
+                n_outputs
+            );
+            n
+        } else {
+            n_tokens
+        };
         self.sched.reset();
         self.prev = None;
         let n_kv_swa = self.kv.swa.as_ref().map_or(0, |c| c.size());
@@ -74,7 +87,7 @@ impl Context {
         );
 
         if self.cparams.auto_fa {
-            let g = self.graph_reserve(1, n_seqs, n_outputs, true)?;
+            let g = self.graph_reserve(n_seqs, n_seqs, n_seqs, true)?;
             // flash attention stays on only where each layer's fused node runs on the layer's device
             let mut mismatch = false;
             let fa_nodes = g
@@ -125,7 +138,7 @@ impl Context {
         if self.cparams.auto_fhc {
             ggml::log_info!("resolve_fused_ops: resolving fused DeepSeek V4 HC support:\n");
             for stage in ["pre", "comb", "post"] {
-                self.graph_reserve(1, n_seqs, n_outputs, true)?;
+                self.graph_reserve(n_seqs, n_seqs, n_seqs, true)?;
                 ggml::log_info!(
                     "resolve_fused_ops: fused DeepSeek V4 HC {} enabled\n",
                     stage
@@ -134,7 +147,8 @@ impl Context {
             self.cparams.auto_fhc = false;
         }
 
-        let pp = self.graph_reserve(n_tokens, n_seqs, n_tokens, false).inspect_err(|_| {
+        let n_outputs_pp = n_tokens.min(self.cparams.n_outputs_max as usize);
+        let pp = self.graph_reserve(n_tokens, n_seqs, n_outputs_pp, false).inspect_err(|_| {
             ggml::log_error!("llama_init_from_model: failed to initialize the context: failed to allocate compute pp buffers\n");
         })?;
         let (n_splits_pp, n_nodes_pp) = (self.sched.n_splits(), pp.graph.n_nodes());
@@ -143,7 +157,7 @@ impl Context {
         let (n_splits_tg, n_nodes_tg) = (self.sched.n_splits(), tg.graph.n_nodes());
         let (objs_tg, inps_tg) = (tg.inputs.n_objects, tg.inputs.n_tensors);
         // the pp graph again, so that inference does not reallocate
-        self.graph_reserve(n_tokens, n_seqs, n_tokens, false)?;
+        self.graph_reserve(n_tokens, n_seqs, n_outputs_pp, false)?;
 
         for (i, buft) in self.backend_bufts.iter().enumerate() {
             let size = self.compute_sizes.get(i).copied().unwrap_or(0);
