@@ -26,7 +26,7 @@ impl Context {
             n_outputs
         );
         // a ubatch gives every sequence the same number of tokens
-        let n_tokens = if n_tokens % n_seqs.max(1) != 0 {
+        let n_tokens = if !n_tokens.is_multiple_of(n_seqs.max(1)) {
             let n = n_tokens.div_ceil(n_seqs) * n_seqs;
             ggml::log_debug!(
                 "graph_reserve: making n_tokens a multiple of n_seqs - n_tokens = {}, n_seqs = {}, n_outputs = {}\n",
