@@ -13,6 +13,11 @@
 //! `dot_ref` is the scalar reference; `panel` computes it with one row per 32-bit lane: one
 //! register holds the same qs dword of every row of the panel, its nibbles looked up as codes
 //! + 12 (unsigned, for vpdpbusd), and 12 * (the block's activation sum) taken off again.
+//!
+//! `panel_avx2` (CPUs with AVX2 but no AVX-512 VNNI, where llama.cpp repacks too) takes the
+//! same steps on 8 rows a register: vpmaddubsw of the biased codes and the signed activations
+//! (two products of at most 24 * 128 per i16 lane), four such sums added in i16 (at most
+//! 24576 in magnitude, no saturation), vpmaddwd by ones to i32, so the same exact S.
 
 // the kernel's loops index per-column register arrays and block offsets together
 #![allow(clippy::needless_range_loop)]
@@ -31,6 +36,12 @@ const BIAS: i32 = 12;
 /// Whether `panel` runs on this CPU.
 pub(crate) fn available() -> bool {
     crate::simd::features::cpu().avx512_dot()
+}
+
+/// Whether `panel_avx2` runs on this CPU (AVX2, FMA, F16C: the set of the other AVX2 kernels
+/// and of `ops::qtile`, which CPU_REPACK's layouts need anyway).
+pub(crate) fn avx2_available() -> bool {
+    crate::simd::features::cpu().avx2_dot()
 }
 
 fn half(b: &[u8], o: usize) -> f32 {
@@ -139,6 +150,88 @@ pub(crate) unsafe fn panel<const C: usize>(
     }
 }
 
+/// `panel` without AVX-512: the same arguments and the same bits (out[c][r] is `dot_ref` of row
+/// r and column c; lanes r >= n are zero), one register per 8 rows of the panel.
+///
+/// # Safety
+/// `avx2_available()`; x holds nb panel blocks of n rows (n = 16 or 8; n * 17 bytes each);
+/// each y[c] points at nb Q8_0 blocks and each bias[c] at nb i32.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn panel_avx2<const C: usize>(
+    nb: usize,
+    n: usize,
+    x: *const u8,
+    y: &[*const u8; C],
+    bias: &[*const i32; C],
+    out: &mut [[f32; ROWS]; C],
+) {
+    debug_assert!(n == ROWS || n == ROWS / 2);
+    let lut_bytes: [u8; 16] = std::array::from_fn(|i| (KVALUES_MXFP4[i] as i32 + BIAS) as u8);
+    // SAFETY: lut_bytes holds 16 bytes.
+    let lut =
+        _mm256_broadcastsi128_si256(unsafe { _mm_loadu_si128(lut_bytes.as_ptr() as *const _) });
+    let m4 = _mm256_set1_epi8(0x0F);
+    let ones = _mm256_set1_epi16(1);
+    let (one, two) = (_mm256_set1_epi32(1), _mm256_set1_epi32(2));
+    let tiny = _mm256_set1_epi32(0x0020_0000);
+    // each 8 rows of the panel in turn: C accumulators and 8 code registers stay in registers
+    for h in 0..n / 8 {
+        let mut acc = [_mm256_setzero_ps(); C];
+        for ib in 0..nb {
+            // SAFETY: block ib of the panel (n * 17 bytes), of every column (34 bytes) and of
+            // every bias (one i32) lies within the nb blocks the caller vouches for; rows
+            // 8h..8h + 8 are rows of the panel (h < n / 8), so every load below stays in its
+            // block.
+            unsafe {
+                let b = x.add(ib * n * MXFP4_BLOCK);
+                // e8m0_to_fp32_half of the 8 rows' e: (e - 1) << 23, or 0x00200000 << e for e < 2
+                let e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(b.add(8 * h) as *const __m128i));
+                let dx = _mm256_castsi256_ps(_mm256_blendv_epi8(
+                    _mm256_slli_epi32::<23>(_mm256_sub_epi32(e, one)),
+                    _mm256_sllv_epi32(tiny, e),
+                    _mm256_cmpgt_epi32(two, e),
+                ));
+                // qs dword j of the 8 rows: values 4j..4j + 4 (low nibbles), 16 + 4j.. (high)
+                let mut lo = [_mm256_setzero_si256(); 4];
+                let mut hi = [_mm256_setzero_si256(); 4];
+                for j in 0..4 {
+                    let q = _mm256_loadu_si256(b.add(n + 4 * n * j + 32 * h) as *const __m256i);
+                    lo[j] = _mm256_shuffle_epi8(lut, _mm256_and_si256(q, m4));
+                    hi[j] =
+                        _mm256_shuffle_epi8(lut, _mm256_and_si256(_mm256_srli_epi16::<4>(q), m4));
+                }
+                for c in 0..C {
+                    let yb = y[c].add(Q8 * ib);
+                    let bcast =
+                        |o: usize| _mm256_set1_epi32((yb.add(o) as *const i32).read_unaligned());
+                    // i16 lanes: codes + 12 <= 24 times activations >= -128, two products per
+                    // vpmaddubsw lane and four of those added: |sum| <= 24576, exact
+                    let mut sl = _mm256_maddubs_epi16(lo[0], bcast(2));
+                    let mut sh = _mm256_maddubs_epi16(hi[0], bcast(18));
+                    for j in 1..4 {
+                        sl = _mm256_add_epi16(sl, _mm256_maddubs_epi16(lo[j], bcast(2 + 4 * j)));
+                        sh = _mm256_add_epi16(sh, _mm256_maddubs_epi16(hi[j], bcast(18 + 4 * j)));
+                    }
+                    let dot =
+                        _mm256_add_epi32(_mm256_madd_epi16(sl, ones), _mm256_madd_epi16(sh, ones));
+                    let s =
+                        _mm256_sub_epi32(dot, _mm256_set1_epi32(bias[c].add(ib).read_unaligned()));
+                    let dy =
+                        _mm256_set1_ps(crate::fp::f16_to_f32((yb as *const u16).read_unaligned()));
+                    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dx, dy), acc[c]);
+                }
+            }
+        }
+        for c in 0..C {
+            // SAFETY: out[c] holds 16 floats; 8h + 8 <= 16.
+            unsafe { _mm256_storeu_ps(out[c].as_mut_ptr().add(8 * h), acc[c]) };
+        }
+    }
+    for o in out.iter_mut() {
+        o[n..].fill(0.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,7 +273,9 @@ mod tests {
         v
     }
 
-    fn check<const C: usize>(k: usize, rows: usize, seed: usize, extreme: bool) {
+    /// Every panel of a `rows` x `k` weight times C columns through `panel` (or `panel_avx2`)
+    /// against `dot_ref`, bit for bit, and the padding lanes zero.
+    fn check<const C: usize>(k: usize, rows: usize, seed: usize, extreme: bool, avx2: bool) {
         let nb = k / 32;
         let plain = weight(k, rows, seed, extreme);
         let mut packed = vec![0u8; plain.len()];
@@ -200,9 +295,15 @@ mod tests {
         let row = nb * MXFP4_BLOCK;
         for (r0, n) in crate::repack::panels(rows) {
             let mut out = [[f32::NAN; ROWS]; C];
-            // SAFETY: available(); the panel at r0 holds n rows of nb blocks; columns and
-            // biases nb blocks.
-            unsafe { panel::<C>(nb, n, packed[r0 * row..].as_ptr(), &y, &bias, &mut out) };
+            let x = packed[r0 * row..].as_ptr();
+            if avx2 {
+                // SAFETY: avx2_available() (the caller checks); the panel at r0 holds n rows of
+                // nb blocks; columns and biases nb blocks.
+                unsafe { panel_avx2::<C>(nb, n, x, &y, &bias, &mut out) };
+            } else {
+                // SAFETY: available() (the caller checks); as above.
+                unsafe { panel::<C>(nb, n, x, &y, &bias, &mut out) };
+            }
             for c in 0..C {
                 for r in 0..n {
                     let x = &plain[(r0 + r) * row..(r0 + r + 1) * row];
@@ -210,7 +311,7 @@ mod tests {
                     assert_eq!(
                         out[c][r].to_bits(),
                         want.to_bits(),
-                        "k {k} rows {rows}: row {} col {c}: {} vs {want}",
+                        "k {k} rows {rows} (avx2 {avx2}): row {} col {c}: {} vs {want}",
                         r0 + r,
                         out[c][r]
                     );
@@ -227,12 +328,87 @@ mod tests {
             return;
         }
         for extreme in [false, true] {
-            check::<1>(32, 16, 1, extreme);
-            check::<1>(64, 24, 2, extreme);
-            check::<2>(32 * 3, 8, 3, extreme);
-            check::<4>(32 * 9, 40, 4, extreme);
-            check::<8>(32 * 16, 16, 6, extreme);
-            check::<2>(32 * 33, 8, 7, extreme);
+            check::<1>(32, 16, 1, extreme, false);
+            check::<1>(64, 24, 2, extreme, false);
+            check::<2>(32 * 3, 8, 3, extreme, false);
+            check::<4>(32 * 9, 40, 4, extreme, false);
+            check::<8>(32 * 16, 16, 6, extreme, false);
+            check::<2>(32 * 33, 8, 7, extreme, false);
+        }
+    }
+
+    /// `panel_avx2` gives `dot_ref`'s bits for 1..=33 blocks, 1, 2, 3, 4 and 8 columns, full
+    /// panels and 8-row last panels (8, 24, 40 rows), on quantized and on extreme blocks (codes
+    /// +-12 against activations -128 / 127 in whole blocks: the i16 sums' largest magnitudes;
+    /// exponents 0 and 1).
+    #[test]
+    fn mxfp4_avx2_panels_equal_the_repacked_order_bit_for_bit() {
+        if !avx2_available() {
+            eprintln!("skipped: no AVX2/FMA/F16C");
+            return;
+        }
+        for extreme in [false, true] {
+            for nb in 1..=33 {
+                let (k, s) = (32 * nb, nb * 7);
+                check::<1>(k, [16, 8, 24][nb % 3], s, extreme, true);
+                check::<2>(k, [8, 40, 16][nb % 3], s + 1, extreme, true);
+                check::<3>(k, [24, 16][nb % 2], s + 2, extreme, true);
+                check::<4>(k, [40, 8][nb % 2], s + 3, extreme, true);
+                check::<8>(k, [16, 24][nb % 2], s + 4, extreme, true);
+            }
+        }
+    }
+
+    /// Whole blocks at the i16 bound: every code +12 (biased 24) or -12 (biased 0) against every
+    /// activation -128 or 127, through `panel_avx2`, equal `dot_ref` and the exact sums.
+    #[test]
+    fn mxfp4_avx2_sums_do_not_saturate() {
+        if !avx2_available() {
+            eprintln!("skipped: no AVX2/FMA/F16C");
+            return;
+        }
+        for (code, act) in [(0x77u8, 0x80u8), (0x77, 0x7F), (0xFF, 0x80), (0xFF, 0x7F)] {
+            let nb = 3;
+            let mut w = vec![0u8; 16 * nb * MXFP4_BLOCK];
+            for b in w.chunks_exact_mut(MXFP4_BLOCK) {
+                b[0] = 128;
+                b[1..].fill(code);
+            }
+            let mut packed = vec![0u8; w.len()];
+            pack(
+                Layout::Mxfp4Panels,
+                [32 * nb as i64, 16, 1, 1],
+                &w,
+                &mut packed,
+            );
+            let mut col = vec![0u8; nb * Q8];
+            for b in col.chunks_exact_mut(Q8) {
+                b[..2].copy_from_slice(&0x3C00u16.to_le_bytes()); // 1.0
+                b[2..].fill(act);
+            }
+            let mut bias = vec![0i32; nb];
+            column_bias(nb, &col, &mut bias);
+            let mut out = [[f32::NAN; ROWS]; 1];
+            // SAFETY: avx2_available(); one full panel of nb blocks, one column and its sums.
+            unsafe {
+                panel_avx2::<1>(
+                    nb,
+                    16,
+                    packed.as_ptr(),
+                    &[col.as_ptr()],
+                    &[bias.as_ptr()],
+                    &mut out,
+                )
+            };
+            let c = if code == 0x77 { 12.0 } else { -12.0 };
+            let a = (act as i8) as f32;
+            // e 128 gives a scale of 1 (e8m0_half); each block sums 32 * c * a exactly
+            let want = nb as f32 * 32.0 * c * a * ggml::quants::e8m0_to_fp32_half(128);
+            for r in 0..16 {
+                let x = &w[r * nb * MXFP4_BLOCK..(r + 1) * nb * MXFP4_BLOCK];
+                assert_eq!(out[0][r].to_bits(), dot_ref(nb, x, &col).to_bits());
+                assert_eq!(out[0][r], want, "code {code:#x} act {act:#x}");
+            }
         }
     }
 

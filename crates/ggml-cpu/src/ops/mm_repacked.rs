@@ -303,10 +303,42 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
     }
 }
 
-/// Tests set this to take `q2_k`'s and `mxfp4`'s scalar paths on a CPU that has their kernels
-/// (both paths give the same bits, so a test running beside it sees no difference).
+/// A path tests make `q2_k` and `mxfp4` take on a CPU that has faster kernels (every path
+/// gives the same bits, so a test running beside it sees no difference).
 #[cfg(target_arch = "x86_64")]
-static FORCE_REF: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[cfg_attr(not(test), allow(dead_code))]
+enum Force {
+    /// The best kernel this CPU has.
+    None = 0,
+    /// The scalar references.
+    Ref = 1,
+    /// No AVX-512 kernels (as on a CPU with AVX2 alone): `mxfp4`'s AVX2 kernel, `q2_k`'s
+    /// scalar reference.
+    Avx2 = 2,
+}
+
+/// The forced path (`Force`); set through `tests::forcing`.
+#[cfg(all(test, target_arch = "x86_64"))]
+static FORCE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(Force::None as u8);
+
+/// The path tests force; `Force::None` (a constant) outside tests.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn forced() -> Force {
+    #[cfg(test)]
+    {
+        match FORCE.load(Ordering::Relaxed) {
+            1 => Force::Ref,
+            2 => Force::Avx2,
+            _ => Force::None,
+        }
+    }
+    #[cfg(not(test))]
+    {
+        Force::None
+    }
+}
 
 /// Q2_K in panels (`repack::Layout::Q2KPanels`) times Q8_K columns, each column in llama.cpp's
 /// q2_K_8x8 order for its place: the gemm's for columns in whole fours of a plane, the gemv's
@@ -320,7 +352,7 @@ fn q2_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
     let row_bytes = nb * repack::Q2K_BLOCK;
     let panels: Vec<(usize, usize)> = repack::panels(nr0).collect();
     let units = panels.len() * nr1.div_ceil(GROUP);
-    let fast = q2::available() && !FORCE_REF.load(Ordering::Relaxed);
+    let fast = q2::available() && forced() == Force::None;
     let buf = p.scratch(if fast {
         0
     } else {
@@ -413,9 +445,11 @@ fn q2_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
 /// MXFP4 in panels (`repack::Layout::Mxfp4Panels`) times Q8_0 columns, each cell in llama.cpp's
 /// mxfp4_8x8_q8_0 order (its gemm and gemv take the same steps per cell, so the column's place
 /// does not matter). Work units are (panel, column group) from the shared counter; a thread
-/// computes a group's activation sums (`x86_mxfp4_repack::column_bias`) once. Without AVX-512
-/// VNNI (llama.cpp repacks on AVX2) a panel is put back in GGUF order and each cell takes the
-/// scalar reference.
+/// computes a group's activation sums (`x86_mxfp4_repack::column_bias`) once. The panel
+/// kernel is AVX-512 VNNI's (`panel`) where the CPU has it, AVX2's (`panel_avx2`, llama.cpp
+/// repacks on AVX2) otherwise; without either (outside tests not reached: the layout needs
+/// AVX2, FMA and F16C) a panel is put back in GGUF order and each cell takes the scalar
+/// reference.
 #[cfg(target_arch = "x86_64")]
 fn mxfp4(p: &mut Params, a: &TRef, nr1: usize, d: &TRef, b_row: BRow) {
     use crate::dot::x86_mxfp4_repack::{self as mx, ROWS};
@@ -423,7 +457,9 @@ fn mxfp4(p: &mut Params, a: &TRef, nr1: usize, d: &TRef, b_row: BRow) {
     let row_bytes = nb * repack::MXFP4_BLOCK;
     let panels: Vec<(usize, usize)> = repack::panels(nr0).collect();
     let units = panels.len() * nr1.div_ceil(GROUP);
-    let fast = mx::available() && !FORCE_REF.load(Ordering::Relaxed);
+    let force = forced();
+    let vnni = force == Force::None && mx::available();
+    let fast = vnni || (force != Force::Ref && mx::avx2_available());
     // scratch: one group's column sums, or 16 rows in GGUF order
     let buf = p.scratch(if fast {
         GROUP * nb
@@ -468,10 +504,17 @@ fn mxfp4(p: &mut Params, a: &TRef, nr1: usize, d: &TRef, b_row: BRow) {
                         let s: [*const i32; $w] =
                             std::array::from_fn(|j| bias.wrapping_add((c + j - c0) * nb) as _);
                         let mut out = [[0.0f32; ROWS]; $w];
-                        // SAFETY: available() holds; the panel at r0 has n rows of nb blocks in
-                        // the layout of repack::pack; every column has nb Q8_0 blocks and its
-                        // nb sums in the scratch (computed above for this group).
-                        unsafe { mx::panel::<$w>(nb, n, src, &y, &s, &mut out) };
+                        // SAFETY: available() holds (vnni), else avx2_available() (fast); the
+                        // panel at r0 has n rows of nb blocks in the layout of repack::pack;
+                        // every column has nb Q8_0 blocks and its nb sums in the scratch
+                        // (computed above for this group).
+                        unsafe {
+                            if vnni {
+                                mx::panel::<$w>(nb, n, src, &y, &s, &mut out)
+                            } else {
+                                mx::panel_avx2::<$w>(nb, n, src, &y, &s, &mut out)
+                            }
+                        };
                         for (j, o) in out.iter().enumerate() {
                             store(c + j, o);
                         }
@@ -605,9 +648,31 @@ unsafe fn widen(src: *const u8, nb: usize, dst: *mut u8) {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(target_arch = "x86_64")]
+    use super::Force;
     use crate::dot::quantize_row_q8_0;
     use ggml::backend::{get_tensor, set_tensor, tensor_set_f32, tensor_to_f32};
     use ggml::{Context, Graph, Type};
+
+    /// Holds the forced path (`super::FORCE`) until dropped, and with it a lock, so the tests
+    /// that force paths take turns and each runs on the path it names.
+    #[cfg(target_arch = "x86_64")]
+    struct Forcing(#[allow(dead_code)] std::sync::MutexGuard<'static, ()>);
+
+    #[cfg(target_arch = "x86_64")]
+    fn forcing(force: Force) -> Forcing {
+        static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let guard = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        super::FORCE.store(force as u8, std::sync::atomic::Ordering::Relaxed);
+        Forcing(guard)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    impl Drop for Forcing {
+        fn drop(&mut self) {
+            super::FORCE.store(Force::None as u8, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
 
     fn vals(n: usize, seed: usize) -> Vec<f32> {
         (0..n)
@@ -700,11 +765,10 @@ mod tests {
             return;
         }
         // the kernel's path, then the scalar one (CPUs with AVX-512F but no VNNI)
-        for scalar in [false, true] {
-            super::FORCE_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
+        for force in [Force::None, Force::Ref] {
+            let _f = forcing(force);
             q2_k_cases();
         }
-        super::FORCE_REF.store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     #[cfg(target_arch = "x86_64")]
@@ -734,8 +798,9 @@ mod tests {
     /// An MXFP4 weight in CPU_REPACK (where this CPU has llama.cpp's AVX2 repack) gives every
     /// cell of llama.cpp's mxfp4_8x8_q8_0 order (`x86_mxfp4_repack::dot_ref`; its gemm, for
     /// columns in whole fours, and its gemv take the same steps), whatever the column count, on
-    /// the kernel's path and the scalar one, and reads back as given. This is the 2-D MUL_MAT
-    /// check (the end-to-end MXFP4 test's model has MXFP4 experts only).
+    /// the best kernel's path (AVX-512 VNNI where present), the AVX2 kernel's and the scalar
+    /// one, and reads back as given. This is the 2-D MUL_MAT check (the end-to-end MXFP4 test's
+    /// model has MXFP4 experts only).
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn an_mxfp4_weight_in_cpu_repack_gives_the_repacked_order() {
@@ -743,8 +808,8 @@ mod tests {
             eprintln!("skipped: llama.cpp does not repack MXFP4 on this CPU (no AVX2)");
             return;
         }
-        for scalar in [false, true] {
-            super::FORCE_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
+        for force in [Force::None, Force::Avx2, Force::Ref] {
+            let _f = forcing(force);
             for &(k, rows) in &[(32usize, 8usize), (96, 24), (256, 40), (64, 216)] {
                 for cols in [1usize, 3, 4, 8, 13, 22, 41] {
                     let (plain, bv, got) = repacked_product(Type::Mxfp4, k, rows, cols);
@@ -758,14 +823,13 @@ mod tests {
                             assert_eq!(
                                 got[c * rows + r].to_bits(),
                                 want.to_bits(),
-                                "MXFP4 {k}x{rows}, {cols} columns (scalar {scalar}): cell ({r}, {c})"
+                                "MXFP4 {k}x{rows}, {cols} columns ({force:?}): cell ({r}, {c})"
                             );
                         }
                     }
                 }
             }
         }
-        super::FORCE_REF.store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A weight placed in CPU_REPACK through set_tensor, times 1..=19 columns, gives every
@@ -917,15 +981,14 @@ mod tests {
             let q2k = |x: &[u8], col: &[f32]| {
                 crate::dot::x86_q2k_repack::dot_ref(false, col.len() / 256, x, &q8k(col))
             };
-            for scalar in [false, true] {
-                super::FORCE_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
+            for force in [Force::None, Force::Ref] {
+                let _f = forcing(force);
                 for &(k, rows) in &[(256usize, 8usize), (512, 24)] {
                     for shared in [false, true] {
                         repacked_experts(Type::Q2K, k, rows, shared, &q2k);
                     }
                 }
             }
-            super::FORCE_REF.store(false, std::sync::atomic::Ordering::Relaxed);
         }
         #[cfg(target_arch = "x86_64")]
         if crate::repack::layout_for(Type::Mxfp4, [32, 8, 1, 1]).is_some() {
@@ -934,15 +997,14 @@ mod tests {
                 quantize_row_q8_0(col, &mut y);
                 crate::dot::x86_mxfp4_repack::dot_ref(col.len() / 32, x, &y)
             };
-            for scalar in [false, true] {
-                super::FORCE_REF.store(scalar, std::sync::atomic::Ordering::Relaxed);
+            for force in [Force::None, Force::Avx2, Force::Ref] {
+                let _f = forcing(force);
                 for &(k, rows) in &[(64usize, 8usize), (256, 24), (96, 48)] {
                     for shared in [false, true] {
                         repacked_experts(Type::Mxfp4, k, rows, shared, &mx);
                     }
                 }
             }
-            super::FORCE_REF.store(false, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }
