@@ -116,11 +116,21 @@ fn run_with(
     n_gen: usize,
     cb_eval: Option<llama::EvalCallback>,
 ) -> Out {
+    run_fa(model, prompt, n_gen, cb_eval, FlashAttnType::Enabled)
+}
+
+fn run_fa(
+    model: Arc<Model>,
+    prompt: &[i32],
+    n_gen: usize,
+    cb_eval: Option<llama::EvalCallback>,
+    flash_attn_type: FlashAttnType,
+) -> Out {
     let p = ContextParams {
         n_ctx: 256,
         n_threads: 1,
         n_threads_batch: 1,
-        flash_attn_type: FlashAttnType::Enabled,
+        flash_attn_type,
         cb_eval,
         ..Default::default()
     };
@@ -477,44 +487,57 @@ fn smollm2_real_weights_match_one_device() {
     let one = load(&path, &["CPU"], false);
     let text = b"The capital of France is Paris, and the capital of Italy is";
     let prompt = one.vocab().tokenize(text, true, true);
-    let want = run(one, &prompt, 4);
+    let want = run(one.clone(), &prompt, 4);
     let ppl_want = perplexity(&want.logits, &prompt);
-    for n in [2usize, 3] {
-        let names: Vec<String> = (0..n).map(|j| format!("GPU{j}")).collect();
-        let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
-        let got = run(load(&path, &refs, true), &prompt, 4);
-        let errs: Vec<f64> = got
-            .logits
+    // the noise floor on this CPU: the same device with flash attention off, a last-bit
+    // change of the attention's sums (its kernels' float order differs between CPUs, and so
+    // do which Q8_1 roundings flip, below)
+    let off = run_fa(one, &prompt, 0, None, FlashAttnType::Disabled);
+    let rel = |got: &Out| -> Vec<f64> {
+        got.logits
             .iter()
             .zip(&want.logits)
             .map(|(g, w)| {
                 let (d, norm) = l2_diff(g, w);
                 d / norm
             })
-            .collect();
+            .collect()
+    };
+    let noise = rel(&off).into_iter().fold(0f64, f64::max);
+    let ppl_noise = ((perplexity(&off.logits, &prompt) - ppl_want) / ppl_want).abs();
+    eprintln!("one device, flash attention off: worst {noise:.3e}, perplexity {ppl_noise:.2e}");
+    for n in [2usize, 3] {
+        let names: Vec<String> = (0..n).map(|j| format!("GPU{j}")).collect();
+        let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+        let got = run(load(&path, &refs, true), &prompt, 4);
+        let errs = rel(&got);
         let worst = errs.iter().cloned().fold(0f64, f64::max);
         let per_pos: Vec<String> = errs.iter().map(|e| format!("{e:.2e}")).collect();
         eprintln!(
             "N = {n}: relative logit error per position [{}], worst {worst:.3e}",
             per_pos.join(" ")
         );
-        // Measured here: worst 8.7e-2 (N = 2) and 9.9e-2 (N = 3), 1.9e-3 to 4.6e-3 at
-        // position 0. Every node matches to 1e-7 until the first Q8_1 rounding of an
-        // activation lands on the other side (below), and from there each quantized matmul
-        // amplifies the difference through 30 layers: one device with flash attention off
-        // instead of on differs from itself by as much (1.3e-1, perplexity 1.8%). Issue #17's
-        // 1e-5 is not reachable on this model; a wrong slice is off by O(1). See docs/meta.md.
+        // Measured on an AVX-512 CPU: worst 8.7e-2 (N = 2) and 9.9e-2 (N = 3), 1.9e-3 to
+        // 4.6e-3 at position 0; on an AVX2 EPYC 1.5e-1 (N = 2). Every node matches to 1e-7
+        // until the first Q8_1 rounding of an activation lands on the other side (below), and
+        // from there each quantized matmul amplifies the difference through 30 layers: one
+        // device with flash attention off instead of on differs from itself by as much
+        // (1.3e-1, perplexity 1.8%). Issue #17's 1e-5 is not reachable on this model; a wrong
+        // slice is off by O(1). So the bound is twice this CPU's own noise floor (0.15 at
+        // least), not a figure measured on one CPU. See docs/meta.md.
+        let bound = (2.0 * noise).max(0.15);
         assert!(
-            worst <= 0.15,
-            "N = {n}: worst relative logit error {worst:.3e}"
+            worst <= bound,
+            "N = {n}: worst relative logit error {worst:.3e} (bound {bound:.3e})"
         );
         assert_eq!(got.greedy, want.greedy, "N = {n}: greedy tokens");
         let ppl = perplexity(&got.logits, &prompt);
         eprintln!("N = {n}: perplexity {ppl:.6} vs {ppl_want:.6} on one device");
         // measured 1.4% (N = 2) and 8e-5 (N = 3); flash attention off: 1.8%
+        let ppl_bound = (2.0 * ppl_noise).max(0.025);
         assert!(
-            ((ppl - ppl_want) / ppl_want).abs() <= 0.025,
-            "N = {n}: {ppl} vs {ppl_want}"
+            ((ppl - ppl_want) / ppl_want).abs() <= ppl_bound,
+            "N = {n}: {ppl} vs {ppl_want} (bound {ppl_bound:.2e})"
         );
     }
     // before the first differently rounded activation the split is exact to the order of
