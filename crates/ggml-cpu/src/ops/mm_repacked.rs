@@ -6,12 +6,15 @@
 //!
 //! Work units are (panel, column group), panel-major within a group, taken from the shared
 //! counter, so a thread computes a group's column sums once and one column (generation)
-//! spreads its panels over the threads. With AVX-512 VNNI the panels are read as they are
-//! (`qtile::packed_tile`, 8 columns per pass, fewer for the last); otherwise a panel is put
-//! back in GGUF order in scratch memory and the AVX2 kernels of that order take its rows.
+//! spreads its panels over the threads. The panels are read as they are (`qtile::packed_tile`,
+//! 8 columns per pass with AVX-512 VNNI, 4 with AVX2, fewer for the last); only where a test
+//! forces it is a panel put back in GGUF order in scratch memory for the row kernels of that
+//! order (every CPU with CPU_REPACK has the AVX2 panel kernels).
 
 use super::ktile;
-use super::qtile::{self, QElem, COLSUM_BLOCK_BYTES, PACKED_BLOCK_BYTES, PANEL_COLS, PANEL_ROWS};
+use super::qtile::{
+    self, PanelIsa, QElem, COLSUM_BLOCK_BYTES, PACKED_BLOCK_BYTES, PANEL_COLS, PANEL_ROWS,
+};
 use super::Params;
 use crate::repack;
 use crate::tref::TRef;
@@ -55,7 +58,7 @@ fn nibble_panels(p: &mut Params, e: QElem, a: &TRef, nr1: usize, d: &TRef, b_row
     let row_bytes = nb * 18;
     let panels: Vec<(usize, usize)> = repack::panels(nr0).collect();
     let units = panels.len() * nr1.div_ceil(GROUP);
-    let vnni = qtile::panel_available();
+    let isa = nibble_isa();
     let counter = p.counter;
     let mut ch = p.ith;
     // scratch: a widened 8-row panel (or a panel in GGUF order) and one group's column sums
@@ -64,9 +67,9 @@ fn nibble_panels(p: &mut Params, e: QElem, a: &TRef, nr1: usize, d: &TRef, b_row
     let tmp = buf.as_mut_ptr() as *mut u8;
     // SAFETY: buf holds panel_bytes + GROUP * col_bytes bytes.
     let sums = unsafe { tmp.add(panel_bytes) };
-    if nr1 == 1 && vnni {
+    if let (1, Some(isa)) = (nr1, isa) {
         // SAFETY: as below; sums has room for one column.
-        unsafe { panels_gemv(p, e, a, d, b_row, &panels, tmp, sums) };
+        unsafe { panels_gemv(p, isa, e, a, d, b_row, &panels, tmp, sums) };
         return;
     }
     let mut group = usize::MAX;
@@ -83,14 +86,14 @@ fn nibble_panels(p: &mut Params, e: QElem, a: &TRef, nr1: usize, d: &TRef, b_row
                 unsafe { (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
             }
         };
-        if vnni {
-            // SAFETY: panel_available() holds; the weight is nr0 rows of nb blocks in the
+        if let Some(isa) = isa {
+            // SAFETY: isa is one this CPU runs; the weight is nr0 rows of nb blocks in the
             // layout of repack::pack, so the panel at r0 has n rows of nb blocks; every column
             // has nb Q8_0 blocks; sums has room for GROUP columns and tmp for one panel.
             unsafe {
                 if g != group {
                     for c in c0..c1 {
-                        qtile::col_sums(e, nb, b_row(c).0, sums.add((c - c0) * col_bytes));
+                        qtile::col_sums(isa, e, nb, b_row(c).0, sums.add((c - c0) * col_bytes));
                     }
                     group = g;
                 }
@@ -110,7 +113,7 @@ fn nibble_panels(p: &mut Params, e: QElem, a: &TRef, nr1: usize, d: &TRef, b_row
                             let b: [*const u8; $w] = std::array::from_fn(col);
                             let s: [*const u8; $w] = std::array::from_fn(sum);
                             let mut out = [[0.0f32; PANEL_ROWS]; $w];
-                            qtile::packed_tile(e, nb, panel, &b, &s, &mut out);
+                            qtile::packed_tile(isa, e, nb, panel, &b, &s, &mut out);
                             for (j, o) in out.iter().enumerate() {
                                 store(c + j, o);
                             }
@@ -549,6 +552,25 @@ fn mxfp4(p: &mut Params, a: &TRef, nr1: usize, d: &TRef, b_row: BRow) {
     }
 }
 
+/// The panel kernels `nibble_panels` takes: the best this CPU has, AVX2's or none (the
+/// GGUF-order fallback) where a test forces them (`Force`).
+fn nibble_isa() -> Option<PanelIsa> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match forced() {
+            Force::None => qtile::panel_isa(),
+            Force::Avx2 => qtile::panel_isas()
+                .into_iter()
+                .find(|&i| i == PanelIsa::Avx2),
+            Force::Ref => None,
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        qtile::panel_isa()
+    }
+}
+
 /// Weight streams one thread reads side by side in a one-column product.
 const STREAMS: usize = 4;
 
@@ -558,11 +580,12 @@ const STREAMS: usize = 4;
 /// 8-row panel is a unit of its own. Each cell is still `packed_tile`'s.
 ///
 /// # Safety
-/// `qtile::panel_available()`; a is nibble panels of e (`repack::pack`) listed by `panels`;
+/// isa is one this CPU runs; a is nibble panels of e (`repack::pack`) listed by `panels`;
 /// tmp holds one widened panel and sums one column's sums.
 #[allow(clippy::too_many_arguments)]
 unsafe fn panels_gemv(
     p: &mut Params,
+    isa: PanelIsa,
     e: QElem,
     a: &TRef,
     d: &TRef,
@@ -574,7 +597,7 @@ unsafe fn panels_gemv(
     let nb = a.ne[0] / 32;
     let (y, i11, i12, i13) = b_row(0);
     // SAFETY: the caller's promise (each thread its own scratch).
-    unsafe { qtile::col_sums(e, nb, y, sums) };
+    unsafe { qtile::col_sums(isa, e, nb, y, sums) };
     let full = panels.iter().take_while(|pn| pn.1 == PANEL_ROWS).count();
     let run = full
         .div_ceil(super::matmul::STREAM_CHUNKS * p.nth)
@@ -598,7 +621,7 @@ unsafe fn panels_gemv(
             unsafe {
                 widen(panel(pi), nb, tmp);
                 let mut out = [[0.0f32; PANEL_ROWS]; 1];
-                qtile::packed_tile(e, nb, tmp, &[y], &[sums as *const u8], &mut out);
+                qtile::packed_tile(isa, e, nb, tmp, &[y], &[sums as *const u8], &mut out);
                 store(pi, &out[0]);
             }
         } else {
@@ -609,7 +632,7 @@ unsafe fn panels_gemv(
                 if idx[STREAMS - 1] < u1 {
                     let mut out = [[0.0f32; PANEL_ROWS]; STREAMS];
                     // SAFETY: full panels of this weight; y and sums as above.
-                    unsafe { qtile::packed_gemv(e, nb, &idx.map(panel), y, sums, &mut out) };
+                    unsafe { qtile::packed_gemv(isa, e, nb, &idx.map(panel), y, sums, &mut out) };
                     for (q, o) in out.iter().enumerate() {
                         store(idx[q], o);
                     }
@@ -617,7 +640,7 @@ unsafe fn panels_gemv(
                     for &pi in idx.iter().filter(|&&pi| pi < u1) {
                         let mut out = [[0.0f32; PANEL_ROWS]; 1];
                         // SAFETY: as above.
-                        unsafe { qtile::packed_gemv(e, nb, &[panel(pi)], y, sums, &mut out) };
+                        unsafe { qtile::packed_gemv(isa, e, nb, &[panel(pi)], y, sums, &mut out) };
                         store(pi, &out[0]);
                     }
                 }
@@ -834,17 +857,24 @@ mod tests {
 
     /// A weight placed in CPU_REPACK through set_tensor, times 1..=19 columns, gives every
     /// cell of llama.cpp's repacked order (`qtile::repacked_dot` on the GGUF rows) and reads
-    /// back as the bytes it was given.
+    /// back as the bytes it was given, on the best panel kernels' path (AVX-512 VNNI where
+    /// present), AVX2's and the GGUF-order fallback.
+    #[cfg(target_arch = "x86_64")]
     #[test]
     fn a_weight_in_cpu_repack_gives_the_repacked_order() {
         if !super::qtile::available() {
             eprintln!("skipped: this CPU lacks AVX2/FMA/F16C (no CPU_REPACK kernels)");
             return;
         }
-        for (ty, e) in [
+        let cases = [
             (Type::Q4_0, super::QElem::Q4_0Repacked),
             (Type::Iq4Nl, super::QElem::Iq4NlRepacked),
-        ] {
+        ];
+        for (force, (ty, e)) in [Force::None, Force::Avx2, Force::Ref]
+            .into_iter()
+            .flat_map(|f| cases.map(|c| (f, c)))
+        {
+            let _f = forcing(force);
             // (216 and 808 rows: runs of several panels read side by side by one column,
             // with stretches of unequal length and a last 8-row panel)
             let shapes = [
@@ -870,7 +900,7 @@ mod tests {
                             assert_eq!(
                                 got[c * rows + r].to_bits(),
                                 want.to_bits(),
-                                "{ty} {k}x{rows}, {cols} columns: cell ({r}, {c})"
+                                "{ty} {k}x{rows}, {cols} columns ({force:?}): cell ({r}, {c})"
                             );
                         }
                     }

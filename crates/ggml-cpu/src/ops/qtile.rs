@@ -206,47 +206,75 @@ pub(crate) const PACKED_BLOCK_BYTES: usize = 16 * 18;
 /// Bytes of one block of a column's sums: -bias * sum(y) as i32, then f32(dy).
 pub(crate) const COLSUM_BLOCK_BYTES: usize = 8;
 
-/// Whether the AVX-512 VNNI panel kernels (`col_sums`, `packed_tile`) run on
-/// this CPU.
-pub(crate) fn panel_available() -> bool {
+/// The instruction set of the nibble-panel kernels (`col_sums`, `packed_tile`, `packed_gemv`):
+/// AVX-512 VNNI's (16 rows a register) or AVX2's (8 rows a register, `vpmaddubsw`). Both take
+/// the exact integer block sums and the same float steps, so they give the same bits.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum PanelIsa {
+    Vnni,
+    Avx2,
+}
+
+/// The fastest panel kernels this CPU runs, if any (CPU_REPACK needs AVX2, FMA and F16C, so
+/// every repacked weight has one).
+pub(crate) fn panel_isa() -> Option<PanelIsa> {
     #[cfg(target_arch = "x86_64")]
     {
-        crate::simd::features::cpu().avx512_dot()
+        if crate::simd::features::cpu().avx512_dot() {
+            return Some(PanelIsa::Vnni);
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
+    available().then_some(PanelIsa::Avx2)
+}
+
+/// Every panel kernel set this CPU runs, the fastest first.
+pub(crate) fn panel_isas() -> Vec<PanelIsa> {
+    let mut v: Vec<PanelIsa> = panel_isa().into_iter().collect();
+    if v == [PanelIsa::Vnni] {
+        v.push(PanelIsa::Avx2);
     }
+    v
 }
 
 /// Per block of one Q8_0 column: -bias * sum(y) (the bias of the packed values for e: 8 or 128)
 /// and f32(dy), for `packed_tile`.
 ///
 /// # Safety
-/// `panel_available()` holds; y covers nb Q8_0 blocks; out has nb * `COLSUM_BLOCK_BYTES`
+/// isa is one of `panel_isas()`; y covers nb Q8_0 blocks; out has nb * `COLSUM_BLOCK_BYTES`
 /// writable bytes.
-pub(crate) unsafe fn col_sums(e: QElem, nb: usize, y: *const u8, out: *mut u8) {
+pub(crate) unsafe fn col_sums(isa: PanelIsa, e: QElem, nb: usize, y: *const u8, out: *mut u8) {
     #[cfg(target_arch = "x86_64")]
     {
         let bias = if e == QElem::Iq4NlRepacked { 128 } else { 8 };
         // SAFETY: the caller's promise.
-        unsafe { x86::col_sums(bias, nb, y, out) }
+        unsafe {
+            match isa {
+                PanelIsa::Vnni => x86::col_sums(bias, nb, y, out),
+                PanelIsa::Avx2 => x86::col_sums_avx2(bias, nb, y, out),
+            }
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (e, nb, y, out);
+        let _ = (isa, e, nb, y, out);
         unreachable!("panel kernels are x86-only");
     }
 }
+
+/// Columns one pass of the AVX2 panel kernel takes: eight registers hold a half panel's
+/// unpacked block, four accumulate.
+#[cfg(target_arch = "x86_64")]
+const AVX2_PANEL_COLS: usize = 4;
 
 /// out[c][r] = `repacked_dot(e, ..)` of the panel's row r and column b[c] (the same bits:
 /// exact integer block sums, then one FMA per block in block order), for C = 1..=8 columns.
 ///
 /// # Safety
-/// `panel_available()` holds; panel is nb blocks of a 16-row nibble panel of `e`
+/// isa is one of `panel_isas()`; panel is nb blocks of a 16-row nibble panel of `e`
 /// (`repack::pack`, `PACKED_BLOCK_BYTES` each); each b[c] covers nb Q8_0 blocks and sums[c]
-/// that column's nb blocks from `col_sums(e, ..)`.
+/// that column's nb blocks from `col_sums(isa, e, ..)`.
 pub(crate) unsafe fn packed_tile<const C: usize>(
+    isa: PanelIsa,
     e: QElem,
     nb: usize,
     panel: *const u8,
@@ -256,18 +284,47 @@ pub(crate) unsafe fn packed_tile<const C: usize>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        let nl = match e {
+            QElem::Q4_0Repacked => false,
+            QElem::Iq4NlRepacked => true,
+            _ => unreachable!("panels are for the repacked 4-bit types"),
+        };
         // SAFETY: the caller's promise.
         unsafe {
-            match e {
-                QElem::Q4_0Repacked => x86::packed_tile::<false, C>(nb, panel, b, sums, out),
-                QElem::Iq4NlRepacked => x86::packed_tile::<true, C>(nb, panel, b, sums, out),
-                _ => unreachable!("panels are for the repacked 4-bit types"),
+            match (isa, nl) {
+                (PanelIsa::Vnni, false) => x86::packed_tile::<false, C>(nb, panel, b, sums, out),
+                (PanelIsa::Vnni, true) => x86::packed_tile::<true, C>(nb, panel, b, sums, out),
+                (PanelIsa::Avx2, _) => {
+                    let mut k = 0;
+                    while k < C {
+                        macro_rules! pass {
+                            ($w:expr) => {{
+                                let bk: &[*const u8; $w] = b[k..k + $w].try_into().unwrap();
+                                let sk: &[*const u8; $w] = sums[k..k + $w].try_into().unwrap();
+                                let ok: &mut [[f32; PANEL_ROWS]; $w] =
+                                    (&mut out[k..k + $w]).try_into().unwrap();
+                                if nl {
+                                    x86::packed_tile_avx2::<true, $w>(nb, panel, bk, sk, ok)
+                                } else {
+                                    x86::packed_tile_avx2::<false, $w>(nb, panel, bk, sk, ok)
+                                }
+                                $w
+                            }};
+                        }
+                        k += match C - k {
+                            AVX2_PANEL_COLS.. => pass!(AVX2_PANEL_COLS),
+                            3 => pass!(3),
+                            2 => pass!(2),
+                            _ => pass!(1),
+                        };
+                    }
+                }
             }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (e, nb, panel, b, sums, out);
+        let _ = (isa, e, nb, panel, b, sums, out);
         unreachable!("panel kernels are x86-only");
     }
 }
@@ -278,6 +335,7 @@ pub(crate) unsafe fn packed_tile<const C: usize>(
 /// # Safety
 /// As for `packed_tile` with C = 1, for each of the P panels (full, 16 rows).
 pub(crate) unsafe fn packed_gemv<const P: usize>(
+    isa: PanelIsa,
     e: QElem,
     nb: usize,
     panels: &[*const u8; P],
@@ -289,16 +347,26 @@ pub(crate) unsafe fn packed_gemv<const P: usize>(
     {
         // SAFETY: the caller's promise.
         unsafe {
-            match e {
-                QElem::Q4_0Repacked => x86::packed_gemv::<false, P>(nb, panels, y, sums, out),
-                QElem::Iq4NlRepacked => x86::packed_gemv::<true, P>(nb, panels, y, sums, out),
+            match (isa, e) {
+                (PanelIsa::Vnni, QElem::Q4_0Repacked) => {
+                    x86::packed_gemv::<false, P>(nb, panels, y, sums, out)
+                }
+                (PanelIsa::Vnni, QElem::Iq4NlRepacked) => {
+                    x86::packed_gemv::<true, P>(nb, panels, y, sums, out)
+                }
+                (PanelIsa::Avx2, QElem::Q4_0Repacked) => {
+                    x86::packed_gemv_avx2::<false, P>(nb, panels, y, sums, out)
+                }
+                (PanelIsa::Avx2, QElem::Iq4NlRepacked) => {
+                    x86::packed_gemv_avx2::<true, P>(nb, panels, y, sums, out)
+                }
                 _ => unreachable!("panels are for the repacked 4-bit types"),
             }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (e, nb, panels, y, sums, out);
+        let _ = (isa, e, nb, panels, y, sums, out);
         unreachable!("panel kernels are x86-only");
     }
 }
@@ -684,6 +752,168 @@ mod x86 {
     /// How far ahead of its block the one-column kernel fetches the weight.
     const PREFETCH: usize = 2048;
 
+    /// # Safety
+    /// AVX2 and F16C; as for `super::col_sums`; bias is 8 or 128.
+    #[target_feature(enable = "avx2,f16c")]
+    pub unsafe fn col_sums_avx2(bias: u8, nb: usize, y: *const u8, out: *mut u8) {
+        let bias = _mm256_set1_epi8(bias as i8);
+        let ones = _mm256_set1_epi16(1);
+        for ib in 0..nb {
+            let yb = y.add(34 * ib);
+            // u8 bias times s8 y in pairs: |2 * 128 * 128| fits i16 (no saturation)
+            let s = _mm256_madd_epi16(_mm256_maddubs_epi16(bias, load_q8(yb.add(2))), ones);
+            let t = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            let t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0b01_00_11_10));
+            let t = _mm_add_epi32(t, _mm_shuffle_epi32(t, 0b10_11_00_01));
+            let o = out.add(ib * super::COLSUM_BLOCK_BYTES);
+            (o as *mut i32).write_unaligned(-_mm_cvtsi128_si32(t));
+            (o.add(4) as *mut f32).write_unaligned(scale(yb));
+        }
+    }
+
+    /// Half h (rows 8h..8h + 8) of a panel block's values: element groups 0..4 (the low
+    /// nibbles of dwords 0..4) and 4..8 (their high nibbles), 8 rows x 4 values a register.
+    /// Q4_0 keeps the stored nibbles (value + 8, unsigned); IQ4_NL looks them up in
+    /// kvalues_iq4nl (signed).
+    #[inline(always)]
+    unsafe fn half_block<const NL: bool>(p: *const u8, h: usize, table: __m256i) -> [__m256i; 8] {
+        let low = _mm256_set1_epi8(0x0F);
+        let mut w = [_mm256_setzero_si256(); 8];
+        for j in 0..4 {
+            let v = _mm256_loadu_si256(p.add(32 + 64 * j + 32 * h) as *const __m256i);
+            let (mut lo, mut hi) = (
+                _mm256_and_si256(v, low),
+                _mm256_and_si256(_mm256_srli_epi16(v, 4), low),
+            );
+            if NL {
+                lo = _mm256_shuffle_epi8(table, lo);
+                hi = _mm256_shuffle_epi8(table, hi);
+            }
+            w[j] = lo;
+            w[j + 4] = hi;
+        }
+        w
+    }
+
+    /// Eight rows' exact block sums against one column (y's dword j broadcast in y4[j]).
+    /// Q4_0: the nibbles (0..15) times y in pairs, eight such pairs summed in i16
+    /// (|8 * 2 * 15 * 127| < 2^15), widened, plus -8 * sum(y) (s0); IQ4_NL: |w| . sign(y, w)
+    /// (pairs |2 * 127 * 127| < 2^15, Q8_0 quants are -127..127), widened per pair.
+    #[inline(always)]
+    unsafe fn half_sums<const NL: bool>(
+        w: &[__m256i; 8],
+        y4: &[__m256i; 8],
+        s0: __m256i,
+    ) -> __m256i {
+        let ones = _mm256_set1_epi16(1);
+        if NL {
+            let mut s = _mm256_setzero_si256();
+            for j in 0..8 {
+                let m = _mm256_maddubs_epi16(
+                    _mm256_sign_epi8(w[j], w[j]),
+                    _mm256_sign_epi8(y4[j], w[j]),
+                );
+                s = _mm256_add_epi32(s, _mm256_madd_epi16(m, ones));
+            }
+            s
+        } else {
+            let mut s16 = _mm256_maddubs_epi16(w[0], y4[0]);
+            for j in 1..8 {
+                s16 = _mm256_add_epi16(s16, _mm256_maddubs_epi16(w[j], y4[j]));
+            }
+            _mm256_add_epi32(_mm256_madd_epi16(s16, ones), s0)
+        }
+    }
+
+    /// The signed kvalues_iq4nl in both 128-bit lanes, for vpshufb.
+    #[inline(always)]
+    unsafe fn iq4nl_table() -> __m256i {
+        _mm256_broadcastsi128_si256(_mm_loadu_si128(
+            ggml::quants::KVALUES_IQ4NL.as_ptr() as *const __m128i
+        ))
+    }
+
+    /// `packed_tile` on AVX2, C <= 4 columns: each half panel (8 rows, one i32 lane each) in
+    /// a pass of its own, its block unpacked once for the C columns.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C; as for `super::packed_tile` (sums from `col_sums_avx2`).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn packed_tile_avx2<const NL: bool, const C: usize>(
+        nb: usize,
+        panel: *const u8,
+        b: &[*const u8; C],
+        sums: &[*const u8; C],
+        out: &mut [[f32; 16]; C],
+    ) {
+        let table = iq4nl_table();
+        for h in 0..2 {
+            let mut acc = [_mm256_setzero_ps(); C];
+            for ib in 0..nb {
+                let p = panel.add(ib * super::PACKED_BLOCK_BYTES);
+                let w = half_block::<NL>(p, h, table);
+                // (f16 to f32 is exact: the same values the scalar conversion gives)
+                let dx = _mm256_cvtph_ps(_mm_loadu_si128(p.add(16 * h) as *const __m128i));
+                for c in 0..C {
+                    let sb = sums[c].add(ib * super::COLSUM_BLOCK_BYTES);
+                    let yq = b[c].add(34 * ib + 2);
+                    let y4: [__m256i; 8] = std::array::from_fn(|j| {
+                        _mm256_set1_epi32((yq.add(4 * j) as *const i32).read_unaligned())
+                    });
+                    let s0 = _mm256_set1_epi32((sb as *const i32).read_unaligned());
+                    let s = half_sums::<NL>(&w, &y4, s0);
+                    let dy = (sb.add(4) as *const f32).read_unaligned();
+                    let d = _mm256_mul_ps(dx, _mm256_set1_ps(dy));
+                    acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), d, acc[c]);
+                }
+            }
+            for (o, v) in out.iter_mut().zip(acc.iter()) {
+                _mm256_storeu_ps(o.as_mut_ptr().add(8 * h), *v);
+            }
+        }
+    }
+
+    /// `packed_gemv` on AVX2: one column times P full panels read side by side.
+    ///
+    /// # Safety
+    /// AVX2, FMA and F16C; as for `super::packed_gemv` (sums from `col_sums_avx2`).
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn packed_gemv_avx2<const NL: bool, const P: usize>(
+        nb: usize,
+        panels: &[*const u8; P],
+        y: *const u8,
+        sums: *const u8,
+        out: &mut [[f32; 16]; P],
+    ) {
+        let table = iq4nl_table();
+        let mut acc = [[_mm256_setzero_ps(); 2]; P];
+        for ib in 0..nb {
+            let sb = sums.add(ib * super::COLSUM_BLOCK_BYTES);
+            let yq = y.add(34 * ib + 2);
+            let y4: [__m256i; 8] = std::array::from_fn(|j| {
+                _mm256_set1_epi32((yq.add(4 * j) as *const i32).read_unaligned())
+            });
+            let s0 = _mm256_set1_epi32((sb as *const i32).read_unaligned());
+            let dy = _mm256_set1_ps((sb.add(4) as *const f32).read_unaligned());
+            for (q, &panel) in panels.iter().enumerate() {
+                let p = panel.add(ib * super::PACKED_BLOCK_BYTES);
+                for l in 0..3 {
+                    _mm_prefetch::<_MM_HINT_T0>(p.add(PREFETCH + 128 * l) as *const i8);
+                }
+                for (h, a) in acc[q].iter_mut().enumerate() {
+                    let w = half_block::<NL>(p, h, table);
+                    let s = half_sums::<NL>(&w, &y4, s0);
+                    let dx = _mm256_cvtph_ps(_mm_loadu_si128(p.add(16 * h) as *const __m128i));
+                    *a = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dx, dy), *a);
+                }
+            }
+        }
+        for (o, v) in out.iter_mut().zip(acc.iter()) {
+            _mm256_storeu_ps(o.as_mut_ptr(), v[0]);
+            _mm256_storeu_ps(o.as_mut_ptr().add(8), v[1]);
+        }
+    }
+
     /// Q8_0 rows times C columns (C a multiple of 6) in the order of `q8_0_vnni`: each
     /// 512-bit accumulator holds two cells of one row, the 8 lanes of column c in its low half
     /// and those of column c + 1 in its high half, so one vpdpbusd, conversion, multiply and
@@ -876,11 +1106,17 @@ mod tests {
     }
 
     #[test]
-    fn packed_vnni_panels_equal_the_repacked_order() {
-        if !available() || !panel_available() {
-            eprintln!("skipped: this CPU lacks AVX-512 VNNI");
+    fn packed_panels_equal_the_repacked_order() {
+        if !available() || panel_isas().is_empty() {
+            eprintln!("skipped: this CPU has no panel kernels (AVX2, FMA, F16C)");
             return;
         }
+        for isa in panel_isas() {
+            packed_panels_on(isa);
+        }
+    }
+
+    fn packed_panels_on(isa: PanelIsa) {
         // random raw blocks (every nibble, y -127..127, scales of both signs), several
         // block counts; each cell against the scalar order and the AVX2 repacked gemv
         let mut seed = 0x2545_f491_4f6c_dd1du64;
@@ -950,20 +1186,20 @@ mod tests {
             let mut three = [[0.0f32; PANEL_ROWS]; 3];
             let mut gemv4 = [[0.0f32; PANEL_ROWS]; 4];
             let mut gemv1 = [[0.0f32; PANEL_ROWS]; 1];
-            // SAFETY: panel_available() holds; every pointer covers nb blocks and every
+            // SAFETY: isa is one this CPU runs; every pointer covers nb blocks and every
             // buffer the bytes its kernel writes.
             unsafe {
                 for (c, s) in sums.iter_mut().enumerate() {
-                    col_sums(elem, nb, b[c], s.as_mut_ptr());
+                    col_sums(isa, elem, nb, b[c], s.as_mut_ptr());
                 }
                 let sp: [*const u8; PANEL_COLS] = std::array::from_fn(|c| sums[c].as_ptr());
-                packed_tile(elem, nb, panel.as_ptr(), &b, &sp, &mut out);
-                packed_tile(elem, nb, panel.as_ptr(), &[b[5]], &[sp[5]], &mut one);
+                packed_tile(isa, elem, nb, panel.as_ptr(), &b, &sp, &mut out);
+                packed_tile(isa, elem, nb, panel.as_ptr(), &[b[5]], &[sp[5]], &mut one);
                 let (b3, s3) = ([b[1], b[2], b[7]], [sp[1], sp[2], sp[7]]);
-                packed_tile(elem, nb, panel.as_ptr(), &b3, &s3, &mut three);
+                packed_tile(isa, elem, nb, panel.as_ptr(), &b3, &s3, &mut three);
                 let (p, q) = (panel.as_ptr(), panel_rev.as_ptr());
-                packed_gemv(elem, nb, &[p, q, q, p], b[5], sp[5], &mut gemv4);
-                packed_gemv(elem, nb, &[q], b[2], sp[2], &mut gemv1);
+                packed_gemv(isa, elem, nb, &[p, q, q, p], b[5], sp[5], &mut gemv4);
+                packed_gemv(isa, elem, nb, &[q], b[2], sp[2], &mut gemv1);
             }
             for r in 0..PANEL_ROWS {
                 let (fwd, back) = (out[5][r].to_bits(), out[5][PANEL_ROWS - 1 - r].to_bits());
@@ -992,7 +1228,7 @@ mod tests {
                     assert_eq!(
                         out[c][r].to_bits(),
                         want.to_bits(),
-                        "{elem:?} nb {nb} row {r} col {c}"
+                        "{isa:?} {elem:?} nb {nb} row {r} col {c}"
                     );
                     // SAFETY: available() holds and both pointers cover nb blocks.
                     let gemv = unsafe { repacked_dot(elem, nb, a[r], b[c]) };
