@@ -45,6 +45,8 @@ mod x86_k23;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_k4x16;
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_k4x8;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_k512;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_kt16;

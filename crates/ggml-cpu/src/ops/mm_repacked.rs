@@ -171,7 +171,7 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
         unreachable!("CPU_REPACK holds Q4_K only where its kernels run");
     };
     #[cfg(target_arch = "x86_64")]
-    let avx512 = crate::dot::x86_k512::available();
+    let avx512 = forced() == Force::None && crate::dot::x86_k512::available();
     #[cfg(not(target_arch = "x86_64"))]
     let avx512 = false;
     // a unit's rows: two groups where the 16-row gemm runs, else one
@@ -180,11 +180,17 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
     let units = spans * nr1.div_ceil(GROUP);
     let row_bytes = nb * K_BLOCK;
     #[cfg(target_arch = "x86_64")]
-    let prep_bytes = nb * crate::dot::x86_k4x16::PREP_BLOCK;
+    let (prep_bytes, k4x8) = (
+        nb * crate::dot::x86_k4x16::PREP_BLOCK.max(crate::dot::x86_k4x8::PREP_BLOCK),
+        crate::dot::x86_k4x8::available(),
+    );
     #[cfg(not(target_arch = "x86_64"))]
-    let prep_bytes = 0;
-    let buf = p.scratch((K_GROUP * row_bytes).max(prep_bytes).div_ceil(4));
+    let (prep_bytes, k4x8) = (0, false);
+    // scratch: a group in GGUF order, then a prepared span
+    let buf = p.scratch((K_GROUP * row_bytes + prep_bytes).div_ceil(4));
     let tmp = buf.as_mut_ptr() as *mut u8;
+    // SAFETY: buf holds K_GROUP * row_bytes + prep_bytes bytes.
+    let prep = unsafe { tmp.add(K_GROUP * row_bytes) };
     let counter = p.counter;
     // one column (generation): units in runs of consecutive spans (a few per thread), so the
     // gemv's prefetches run on into the thread's own next span
@@ -211,33 +217,32 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
                     unsafe { (d.ptr(r0 + at + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
                 }
             };
+            // the unit's columns by order: the gemm's first, then the gemv's
+            let mut gemm = [0usize; GROUP];
+            let mut gemv = [0usize; GROUP];
+            let (mut ng, mut nv) = (0, 0);
+            for c in c0..c1 {
+                if plan.order(c % ne11, ne11) == ktile::Order::RepackGemm {
+                    gemm[ng] = c;
+                    ng += 1;
+                } else {
+                    gemv[nv] = c;
+                    nv += 1;
+                }
+            }
+            // a group's row r has block ib at its first block + bs * ib
+            let bs = K_GROUP * K_BLOCK;
+            let row0 =
+                |r: usize| src.wrapping_add((r / K_GROUP) * nb * bs + (r % K_GROUP) * K_BLOCK);
             if avx512 {
                 #[cfg(target_arch = "x86_64")]
                 {
                     use crate::dot::x86_k4x16::{gemm16, prep16, ROWS};
-                    // the unit's columns by order: the gemm's first, then the gemv's
-                    let mut gemm = [0usize; GROUP];
-                    let mut gemv = [0usize; GROUP];
-                    let (mut ng, mut nv) = (0, 0);
-                    for c in c0..c1 {
-                        if plan.order(c % ne11, ne11) == ktile::Order::RepackGemm {
-                            gemm[ng] = c;
-                            ng += 1;
-                        } else {
-                            gemv[nv] = c;
-                            nv += 1;
-                        }
-                    }
-                    // a group's row r has block ib at its first block + bs * ib
-                    let bs = K_GROUP * K_BLOCK;
-                    let row0 = |r: usize| {
-                        src.wrapping_add((r / K_GROUP) * nb * bs + (r % K_GROUP) * K_BLOCK)
-                    };
                     if ng > 0 && prepped != si {
                         let x: [*const u8; ROWS] = std::array::from_fn(row0);
                         // SAFETY: rows r < n are in this weight (n is 8 or 16, whole groups), each
-                        // nb blocks bs apart; tmp holds prep_bytes.
-                        unsafe { prep16(nb, bs, &x, n, tmp) };
+                        // nb blocks bs apart; prep holds prep_bytes.
+                        unsafe { prep16(nb, bs, &x, n, prep) };
                         prepped = si;
                     }
                     let mut i = 0;
@@ -247,9 +252,9 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
                                 let b: [*const u8; $w] =
                                     std::array::from_fn(|j| b_row(gemm[i + j]).0);
                                 let mut out = [[0.0f32; ROWS]; $w];
-                                // SAFETY: AVX-512 VNNI is present; tmp holds the span prepared;
+                                // SAFETY: AVX-512 VNNI is present; prep holds the span prepared;
                                 // each column has nb Q8_K blocks.
-                                unsafe { gemm16::<$w>(nb, tmp, &b, &mut out) };
+                                unsafe { gemm16::<$w>(nb, prep, &b, &mut out) };
                                 for (j, o) in out.iter().enumerate() {
                                     store(gemm[i + j], 0, &o[..n]);
                                 }
@@ -284,20 +289,98 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
                     }
                 }
             } else {
-                // the group back in GGUF order, then each cell in its column's order
-                // SAFETY: the group holds K_GROUP rows of nb blocks at src; tmp has room for them.
-                unsafe {
-                    let grouped = std::slice::from_raw_parts(src, K_GROUP * row_bytes);
-                    let rows = std::slice::from_raw_parts_mut(tmp, K_GROUP * row_bytes);
-                    let ne = [a.ne[0] as i64, K_GROUP as i64, 1, 1];
-                    repack::unpack(repack::Layout::Q4KRows8, ne, grouped, rows);
-                    for c in c0..c1 {
-                        let order = plan.order(c % ne11, ne11);
-                        let y = b_row(c).0;
-                        let out: [f32; K_GROUP] = std::array::from_fn(|r| {
-                            ktile::dot(plan, order, nb, tmp.add(r * row_bytes), y)
-                        });
-                        store(c, 0, &out);
+                // AVX2: the gemm's columns through the 8-row kernel on the group prepared once
+                // (x86_k4x8), the others (and off x86 all) through the row tiles on the group
+                // put back in GGUF order, each cell in its column's order
+                let mut tiled = &gemv[..nv];
+                if k4x8 && ng > 0 {
+                    #[cfg(target_arch = "x86_64")]
+                    {
+                        use crate::dot::x86_k4x8::{gemm8, prep8, ROWS};
+                        if prepped != si {
+                            let x: [*const u8; ROWS] = std::array::from_fn(row0);
+                            // SAFETY: the span is one group of 8 rows, each nb blocks bs apart;
+                            // prep holds prep_bytes.
+                            unsafe { prep8(nb, bs, &x, prep) };
+                            prepped = si;
+                        }
+                        let mut i = 0;
+                        while i < ng {
+                            macro_rules! pass {
+                                ($w:expr) => {{
+                                    let b: [*const u8; $w] =
+                                        std::array::from_fn(|j| b_row(gemm[i + j]).0);
+                                    let mut out = [[0.0f32; ROWS]; $w];
+                                    // SAFETY: available() holds; prep holds the group prepared;
+                                    // each column has nb Q8_K blocks.
+                                    unsafe { gemm8::<$w>(nb, prep, &b, &mut out) };
+                                    for (j, o) in out.iter().enumerate() {
+                                        store(gemm[i + j], 0, o);
+                                    }
+                                    $w
+                                }};
+                            }
+                            i += match ng - i {
+                                4.. => pass!(4),
+                                3 => pass!(3),
+                                2 => pass!(2),
+                                _ => pass!(1),
+                            };
+                        }
+                    }
+                }
+                let all: Vec<usize>;
+                if !k4x8 {
+                    all = (c0..c1).collect();
+                    tiled = &all;
+                }
+                if !tiled.is_empty() {
+                    // SAFETY: the group holds K_GROUP rows of nb blocks at src; tmp has room
+                    // for them.
+                    unsafe {
+                        let grouped = std::slice::from_raw_parts(src, K_GROUP * row_bytes);
+                        let rows = std::slice::from_raw_parts_mut(tmp, K_GROUP * row_bytes);
+                        let ne = [a.ne[0] as i64, K_GROUP as i64, 1, 1];
+                        repack::unpack(repack::Layout::Q4KRows8, ne, grouped, rows);
+                    }
+                }
+                // RM rows by up to ktile::COLS columns a pass (each weight block unpacked once
+                // for the columns)
+                const RM: usize = super::gemm::RM;
+                const W: usize = ktile::COLS;
+                for h in (0..K_GROUP).step_by(RM) {
+                    if tiled.is_empty() {
+                        break;
+                    }
+                    // SAFETY: tmp holds the group's K_GROUP rows in GGUF order.
+                    let x: [*const u8; RM] = std::array::from_fn(|r| unsafe {
+                        tmp.add((h + r) * row_bytes) as *const u8
+                    });
+                    let mut i = 0;
+                    while i < tiled.len() {
+                        macro_rules! pass {
+                            ($w:expr) => {{
+                                let y: [*const u8; $w] =
+                                    std::array::from_fn(|j| b_row(tiled[i + j]).0);
+                                let orders: [ktile::Order; $w] =
+                                    std::array::from_fn(|j| plan.order(tiled[i + j] % ne11, ne11));
+                                let mut out = [0.0f32; RM * $w];
+                                // SAFETY: the rows hold nb blocks each, the columns nb Q8_K
+                                // blocks; out holds RM * $w.
+                                unsafe { ktile::tile::<$w>(plan, nb, &x, &y, &orders, &mut out) };
+                                for j in 0..$w {
+                                    let col: [f32; RM] = std::array::from_fn(|r| out[r * $w + j]);
+                                    store(tiled[i + j], h, &col);
+                                }
+                                $w
+                            }};
+                        }
+                        i += match tiled.len() - i {
+                            W.. => pass!(W),
+                            3..=5 => pass!(3),
+                            2 => pass!(2),
+                            _ => pass!(1),
+                        };
                     }
                 }
             }
@@ -316,8 +399,8 @@ enum Force {
     None = 0,
     /// The scalar references.
     Ref = 1,
-    /// No AVX-512 kernels (as on a CPU with AVX2 alone): `mxfp4`'s AVX2 kernel, `q2_k`'s
-    /// scalar reference.
+    /// No AVX-512 kernels (as on a CPU with AVX2 alone): the AVX2 kernels of `mxfp4`,
+    /// `nibble_panels` and `q4_k`, `q2_k`'s scalar reference.
     Avx2 = 2,
 }
 
@@ -752,7 +835,16 @@ mod tests {
             return;
         };
         let _ = plan;
-        for &(k, rows) in &[(256usize, 8usize), (512, 24)] {
+        #[cfg(target_arch = "x86_64")]
+        let forces = [Force::None, Force::Avx2];
+        #[cfg(not(target_arch = "x86_64"))]
+        let forces = [()];
+        for (_force, &(k, rows)) in forces
+            .into_iter()
+            .flat_map(|f| [(256usize, 8usize), (512, 24)].iter().map(move |s| (f, s)))
+        {
+            #[cfg(target_arch = "x86_64")]
+            let _f = forcing(_force);
             for cols in [1usize, 3, 4, 7, 8, 22, 41] {
                 let (plain, bv, got) = repacked_product(Type::Q4K, k, rows, cols);
                 let row_bytes = Type::Q4K.row_size(k as i64);
@@ -768,7 +860,7 @@ mod tests {
                         assert_eq!(
                             got[c * rows + r].to_bits(),
                             want.to_bits(),
-                            "Q4_K {k}x{rows}, {cols} columns: cell ({r}, {c})"
+                            "Q4_K {k}x{rows}, {cols} columns ({_force:?}): cell ({r}, {c})"
                         );
                     }
                 }

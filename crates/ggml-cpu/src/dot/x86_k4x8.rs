@@ -1,0 +1,188 @@
+//! Q4_K times Q8_K in llama.cpp's q4_K_8x8 gemm order (`ktile::Order::RepackGemm`), 8 weight
+//! rows a pass on AVX2: the prompt-processing kernel of a Q4_K weight held in CPU_REPACK on a
+//! CPU without AVX-512 VNNI (`x86_k4x16` is the 16-row one).
+//!
+//! As there, the weight side is laid out once per group of 8 rows (`prep8`): register d holds
+//! dword d of every row's codes, one row per 32-bit lane, so one broadcast activation dword
+//! meets 4 values of all 8 rows and each lane's total is its row's (no horizontal sums). The
+//! codes (0..15) times the activations go through vpmaddubsw; the 8 pairs of one 32-value half
+//! are summed in i16 (|8 * 2 * 15 * 128| < 2^15), then widened by vpmaddwd.
+//!
+//! Every float step is the gemm's, as in `x86_k4x16`: per 64 values, acc = fma(f32(S),
+//! dx * dy, acc) and acc_min = fma(f32(M), dmin * dy, acc_min), the cell acc - acc_min, S formed
+//! in f32 from its two halves times their scales (exact: below 2^24).
+
+// the kernels' loops index per-column register arrays and block offsets together
+#![allow(clippy::needless_range_loop)]
+
+use std::arch::x86_64::*;
+
+/// Rows of one pass.
+pub(crate) const ROWS: usize = 8;
+
+// One prepared block of 8 rows: dword d of every row's 128 code bytes (32 x 32 bytes), then
+// the rows' d and dmin as f32, the 8 subblock scales as f32 (8 lanes each) and per 64 values
+// the two mins as one i16 pair (8 lanes each).
+const QS: usize = 0;
+const DX: usize = 32 * 32;
+const DMIN: usize = DX + 32;
+const SC: usize = DMIN + 32;
+const MN: usize = SC + 8 * 32;
+/// Bytes of one prepared block.
+pub(crate) const PREP_BLOCK: usize = MN + 4 * 32;
+
+/// Writes `nb` prepared blocks of 8 rows to `dst`: row r's block ib is at x[r] + stride * ib.
+///
+/// # Safety
+/// x[r] points at nb Q4_K blocks (144 bytes each) `stride` bytes apart; dst holds
+/// nb * PREP_BLOCK bytes.
+pub(crate) unsafe fn prep8(nb: usize, stride: usize, x: &[*const u8; ROWS], dst: *mut u8) {
+    // SAFETY: the caller's promise on dst.
+    let dst = unsafe { std::slice::from_raw_parts_mut(dst, nb * PREP_BLOCK) };
+    for (ib, o) in dst.chunks_exact_mut(PREP_BLOCK).enumerate() {
+        for (r, &row) in x.iter().enumerate() {
+            // SAFETY: the caller's promise: block ib of row r is 144 readable bytes.
+            let b = unsafe { std::slice::from_raw_parts(row.add(stride * ib), 144) };
+            for d in 0..32 {
+                let at = QS + 32 * d + 4 * r;
+                o[at..at + 4].copy_from_slice(&b[16 + 4 * d..20 + 4 * d]);
+            }
+            let half = |i: usize| crate::fp::f16_to_f32(u16::from_le_bytes([b[i], b[i + 1]]));
+            o[DX + 4 * r..DX + 4 * r + 4].copy_from_slice(&half(0).to_le_bytes());
+            o[DMIN + 4 * r..DMIN + 4 * r + 4].copy_from_slice(&half(2).to_le_bytes());
+            let (sc, mn) = crate::ops::ktile::k4_scales(&b[4..16]);
+            for (j, s) in sc.iter().enumerate() {
+                let at = SC + 32 * j + 4 * r;
+                o[at..at + 4].copy_from_slice(&(*s as f32).to_le_bytes());
+            }
+            for p in 0..4 {
+                let at = MN + 32 * p + 4 * r;
+                o[at..at + 2].copy_from_slice(&(mn[2 * p] as u16).to_le_bytes());
+                o[at + 2..at + 4].copy_from_slice(&(mn[2 * p + 1] as u16).to_le_bytes());
+            }
+        }
+    }
+}
+
+/// The 8 prepared rows at `prep` (`prep8`, nb blocks) times C Q8_K columns: out[c][r] is
+/// bit for bit `ktile::dot_ref(Q4_K, RepackGemm, ..)` of row r and column c.
+///
+/// # Safety
+/// AVX2 and FMA are available; prep holds nb prepared blocks, each b[c] points at nb Q8_K
+/// blocks.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn gemm8<const C: usize>(
+    nb: usize,
+    prep: *const u8,
+    b: &[*const u8; C],
+    out: &mut [[f32; ROWS]; C],
+) {
+    let m4 = _mm256_set1_epi8(0x0F);
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [_mm256_setzero_ps(); C];
+    let mut acc_min = [_mm256_setzero_ps(); C];
+    for ib in 0..nb {
+        // SAFETY: block ib of the prepared rows and of every column lies within the nb blocks
+        // the caller vouches for; every offset below stays inside its block.
+        unsafe {
+            let w = prep.add(ib * PREP_BLOCK);
+            let dx = _mm256_loadu_ps(w.add(DX) as *const f32);
+            let dmin = _mm256_loadu_ps(w.add(DMIN) as *const f32);
+            let by: [*const u8; C] = std::array::from_fn(|c| b[c].add(292 * ib));
+            // per column, activation sums per 32 values in pairs: dword p = sums 2p, 2p + 1
+            let mut bsp = [[0i32; 4]; C];
+            for c in 0..C {
+                let bs = _mm256_loadu_si256(by[c].add(260) as *const __m256i);
+                let bs32 =
+                    _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+                _mm_storeu_si128(bsp[c].as_mut_ptr() as *mut __m128i, bs32);
+            }
+            for p in 0..4 {
+                let mut se = [_mm256_setzero_si256(); C];
+                let mut so = [_mm256_setzero_si256(); C];
+                for k in 0..8 {
+                    let q = _mm256_loadu_si256(w.add(QS + 32 * (8 * p + k)) as *const __m256i);
+                    // low nibbles: values 64p + 4k.. (subblock 2p); high: 32 further on
+                    let lo = _mm256_and_si256(q, m4);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), m4);
+                    for c in 0..C {
+                        let y = by[c].add(4 + 64 * p + 4 * k) as *const i32;
+                        let ye = _mm256_set1_epi32(y.read_unaligned());
+                        let yo = _mm256_set1_epi32(y.add(8).read_unaligned());
+                        se[c] = _mm256_add_epi16(se[c], _mm256_maddubs_epi16(lo, ye));
+                        so[c] = _mm256_add_epi16(so[c], _mm256_maddubs_epi16(hi, yo));
+                    }
+                }
+                let sce = _mm256_loadu_ps(w.add(SC + 32 * 2 * p) as *const f32);
+                let sco = _mm256_loadu_ps(w.add(SC + 32 * (2 * p + 1)) as *const f32);
+                let mn = _mm256_loadu_si256(w.add(MN + 32 * p) as *const __m256i);
+                for c in 0..C {
+                    let (e32, o32) = (
+                        _mm256_madd_epi16(se[c], ones),
+                        _mm256_madd_epi16(so[c], ones),
+                    );
+                    let s = _mm256_fmadd_ps(
+                        _mm256_cvtepi32_ps(o32),
+                        sco,
+                        _mm256_mul_ps(_mm256_cvtepi32_ps(e32), sce),
+                    );
+                    let m = _mm256_madd_epi16(mn, _mm256_set1_epi32(bsp[c][p]));
+                    let dy = _mm256_set1_ps((by[c] as *const f32).read_unaligned());
+                    let (ds, dm) = (_mm256_mul_ps(dx, dy), _mm256_mul_ps(dmin, dy));
+                    acc[c] = _mm256_fmadd_ps(s, ds, acc[c]);
+                    acc_min[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(m), dm, acc_min[c]);
+                }
+            }
+        }
+    }
+    for c in 0..C {
+        // SAFETY: out[c] holds 8 floats.
+        unsafe { _mm256_storeu_ps(out[c].as_mut_ptr(), _mm256_sub_ps(acc[c], acc_min[c])) };
+    }
+}
+
+/// Whether this CPU runs `gemm8` (AVX2 and FMA).
+pub(crate) fn available() -> bool {
+    crate::simd::features::cpu().avx2_fma()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::ktile::{dot_ref, quant_rows, Order};
+    use ggml::Type;
+
+    fn check<const C: usize>(k: usize, seed: usize) {
+        let nb = k / 256;
+        let rows = quant_rows(Type::Q4K, k, ROWS, seed);
+        let cols = quant_rows(Type::Q8K, k, C, seed + 7);
+        let x: [*const u8; ROWS] = std::array::from_fn(|r| rows[r].as_ptr());
+        let mut prep = vec![0u8; nb * PREP_BLOCK];
+        let b: [*const u8; C] = std::array::from_fn(|c| cols[c].as_ptr());
+        let mut out = [[f32::NAN; ROWS]; C];
+        // SAFETY: every row holds nb blocks 144 bytes apart; prep nb blocks; available().
+        unsafe {
+            prep8(nb, 144, &x, prep.as_mut_ptr());
+            gemm8::<C>(nb, prep.as_ptr(), &b, &mut out);
+        }
+        for c in 0..C {
+            for r in 0..ROWS {
+                let want = dot_ref(Type::Q4K, Order::RepackGemm, nb, &rows[r], &cols[c]);
+                assert_eq!(out[c][r].to_bits(), want.to_bits(), "k {k} row {r} col {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn gemm8_equals_the_repacked_gemm_order_bit_for_bit() {
+        if !available() {
+            eprintln!("skipped: no AVX2/FMA");
+            return;
+        }
+        check::<1>(256, 1);
+        check::<2>(256 * 2, 4);
+        check::<3>(256 * 3, 2);
+        check::<4>(256 * 9, 3);
+        check::<4>(256 * 22, 5);
+    }
+}
