@@ -110,6 +110,32 @@ pub(crate) unsafe fn column(
     unsafe { run::<COLUMN_ROWS, 1>(e, nb, a, &[y], out) }
 }
 
+/// An R x 3 tile as R x 2 and R x 1 passes of `two` and `one` (out[r * 3 + c]).
+///
+/// # Safety
+/// As for `tile` with C = 3; the kernels run on this CPU.
+#[cfg(target_arch = "x86_64")]
+unsafe fn in_two<const R: usize, const C: usize>(
+    two: unsafe fn(usize, &[*const u8; R], &[*const u8; 2], &mut [f32]),
+    one: unsafe fn(usize, &[*const u8; R], &[*const u8; 1], &mut [f32]),
+    nb: usize,
+    a: &[*const u8; R],
+    b: &[*const u8; C],
+    out: &mut [f32],
+) {
+    let (mut o2, mut o1) = ([0.0f32; 2 * RM], [0.0f32; RM]);
+    // SAFETY: the caller's promise; R <= RM.
+    unsafe {
+        two(nb, a, &[b[0], b[1]], &mut o2[..2 * R]);
+        one(nb, a, &[b[2]], &mut o1[..R]);
+    }
+    for r in 0..R {
+        out[r * C] = o2[r * 2];
+        out[r * C + 1] = o2[r * 2 + 1];
+        out[r * C + 2] = o1[r];
+    }
+}
+
 /// # Safety
 /// As for `tile`; out holds R * C floats.
 unsafe fn run<const R: usize, const C: usize>(
@@ -126,6 +152,17 @@ unsafe fn run<const R: usize, const C: usize>(
             // AVX-512 VNNI: two cells per register (same bits), for widths of whole groups
             (QElem::Q8_0, true) if C.is_multiple_of(Q8_0_ZMM_COLS) && q8_0_zmm_available() => {
                 x86::q8_0_zmm(nb, a, b, out)
+            }
+            // AVX2's 16 registers: 4 x 3 accumulators and their operands spill, so two
+            // passes (4 x 2, then 4 x 1); each cell's steps are the same
+            (QElem::Q8_0, false) if C == 3 => {
+                in_two::<R, C>(x86::q8_0::<R, 2>, x86::q8_0::<R, 1>, nb, a, b, out)
+            }
+            (QElem::Q4_0, false) if C == 3 => {
+                in_two::<R, C>(x86::q4_0::<R, 2>, x86::q4_0::<R, 1>, nb, a, b, out)
+            }
+            (QElem::Q5_0, false) if C == 3 => {
+                in_two::<R, C>(x86::q5_0::<R, 2>, x86::q5_0::<R, 1>, nb, a, b, out)
             }
             (QElem::Q8_0, false) => x86::q8_0(nb, a, b, out),
             (QElem::Q8_0, true) => x86::q8_0_vnni(nb, a, b, out),
