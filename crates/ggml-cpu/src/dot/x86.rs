@@ -448,6 +448,71 @@ q4_1_rows4!(
     mul_sum_u8_i8
 );
 
+/// Four rows times C Q8_1 columns: out[r * C + c] = the dot kernel above on row x[r] and
+/// column y[c], in its order (each weight block unpacked once for the C columns): the
+/// prompt-processing tile of Q4_1 / Q5_1 on AVX2 without VNNI.
+macro_rules! q4_1_tile {
+    ($name:ident, $feat:literal, $xs:expr, $load_x:ident, $mul:ident) => {
+        /// # Safety
+        /// The CPU features must be available; each x[r] must point at `nb` blocks of the
+        /// weight type, each y[c] at nb Q8_1 blocks; out holds 4 * C floats.
+        #[target_feature(enable = $feat)]
+        pub(crate) unsafe fn $name<const C: usize>(
+            nb: usize,
+            x: &[*const u8; 4],
+            y: &[*const u8; C],
+            out: &mut [f32],
+        ) {
+            let mut acc = [[_mm256_setzero_ps(); C]; 4];
+            let mut summs = [[0.0f32; C]; 4];
+            for ib in 0..nb {
+                // SAFETY: block ib of every operand is within the nb blocks the caller vouches for.
+                unsafe {
+                    let mut dy = [0.0f32; C];
+                    let mut sy = [0.0f32; C];
+                    let mut qy = [_mm256_setzero_si256(); C];
+                    for c in 0..C {
+                        let by = y[c].add(36 * ib);
+                        (dy[c], sy[c]) = (h2f_f16c(by), h2f_f16c(by.add(2)));
+                        qy[c] = _mm256_loadu_si256(by.add(4) as *const __m256i);
+                    }
+                    for r in 0..4 {
+                        let bx = x[r].add($xs * ib);
+                        let (dx, mx) = (h2f_f16c(bx), h2f_f16c(bx.add(2)));
+                        let qx = $load_x(bx.add(4));
+                        for c in 0..C {
+                            summs[r][c] += mx * sy[c];
+                            let d = _mm256_set1_ps(dx * dy[c]);
+                            let s = _mm256_cvtepi32_ps($mul(qx, qy[c]));
+                            acc[r][c] = _mm256_fmadd_ps(d, s, acc[r][c]);
+                        }
+                    }
+                }
+            }
+            for r in 0..4 {
+                for c in 0..C {
+                    out[r * C + c] = hsum_ps(acc[r][c]) + summs[r][c];
+                }
+            }
+        }
+    };
+}
+
+q4_1_tile!(
+    q4_1_tile_k2,
+    "avx2,fma,f16c",
+    20,
+    unpack_nibbles,
+    mul_sum_u8_i8
+);
+q4_1_tile!(
+    q5_1_tile_k2,
+    "avx2,fma,f16c",
+    24,
+    unpack_q5_1,
+    mul_sum_u8_i8
+);
+
 /// Four-row kernels of one activation column, for the types that have them: the same bits as
 /// four calls of the AVX2 (or AVX-512: the integer sums are exact either way) dot product.
 pub(crate) type Rows4Fn = unsafe fn(usize, &[*const u8; 4], *const u8, &mut [f32; 4]);

@@ -23,7 +23,7 @@ pub(crate) enum QElem {
     /// IQ4_NL weights that llama.cpp repacks likewise (iq4_nl_8x8): the same gemm/gemv as
     /// Q4_0's (one template), the nibbles looked up in kvalues_iq4nl instead of less 8.
     Iq4NlRepacked,
-    /// Q4_1 weights times Q8_1 activations (AVX-512 VNNI only: `q4_1_available`), in the
+    /// Q4_1 weights times Q8_1 activations (AVX-512 VNNI or AVX2: `q4_1_available`), in the
     /// order of the AVX2 dot product (`dot::x86_q4_1`).
     Q4_1,
     /// Q5_1 weights times Q8_1 activations, likewise.
@@ -34,7 +34,8 @@ pub(crate) enum QElem {
 pub(crate) fn q4_1_available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        crate::dot::x86_q4_1::available()
+        // AVX-512 VNNI's tile (x86_q4_1), else AVX2's (dot::x86::q4_1_tile_k2)
+        crate::dot::x86_q4_1::available() || available()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -110,12 +111,13 @@ pub(crate) unsafe fn column(
     unsafe { run::<COLUMN_ROWS, 1>(e, nb, a, &[y], out) }
 }
 
-/// An R x 3 tile as R x 2 and R x 1 passes of `two` and `one` (out[r * 3 + c]).
+/// An R x C tile as R x 2 passes of `two` (and an R x 1 pass of `one` for an odd last
+/// column), out[r * C + c].
 ///
 /// # Safety
-/// As for `tile` with C = 3; the kernels run on this CPU.
+/// As for `tile`; the kernels run on this CPU; R <= RM.
 #[cfg(target_arch = "x86_64")]
-unsafe fn in_two<const R: usize, const C: usize>(
+unsafe fn in_pairs<const R: usize, const C: usize>(
     two: unsafe fn(usize, &[*const u8; R], &[*const u8; 2], &mut [f32]),
     one: unsafe fn(usize, &[*const u8; R], &[*const u8; 1], &mut [f32]),
     nb: usize,
@@ -123,16 +125,22 @@ unsafe fn in_two<const R: usize, const C: usize>(
     b: &[*const u8; C],
     out: &mut [f32],
 ) {
-    let (mut o2, mut o1) = ([0.0f32; 2 * RM], [0.0f32; RM]);
-    // SAFETY: the caller's promise; R <= RM.
-    unsafe {
-        two(nb, a, &[b[0], b[1]], &mut o2[..2 * R]);
-        one(nb, a, &[b[2]], &mut o1[..R]);
-    }
-    for r in 0..R {
-        out[r * C] = o2[r * 2];
-        out[r * C + 1] = o2[r * 2 + 1];
-        out[r * C + 2] = o1[r];
+    let mut o = [0.0f32; 2 * RM];
+    for c in (0..C).step_by(2) {
+        let w = (C - c).min(2);
+        // SAFETY: the caller's promise; o holds 2 * R floats.
+        unsafe {
+            if w == 2 {
+                two(nb, a, &[b[c], b[c + 1]], &mut o[..2 * R]);
+            } else {
+                one(nb, a, &[b[c]], &mut o[..R]);
+            }
+        }
+        for r in 0..R {
+            for j in 0..w {
+                out[r * C + c + j] = o[r * w + j];
+            }
+        }
     }
 }
 
@@ -153,23 +161,18 @@ unsafe fn run<const R: usize, const C: usize>(
             (QElem::Q8_0, true) if C.is_multiple_of(Q8_0_ZMM_COLS) && q8_0_zmm_available() => {
                 x86::q8_0_zmm(nb, a, b, out)
             }
-            // AVX2's 16 registers: 4 x 3 accumulators and their operands spill, so two
-            // passes (4 x 2, then 4 x 1); each cell's steps are the same
-            (QElem::Q8_0, false) if C == 3 => {
-                in_two::<R, C>(x86::q8_0::<R, 2>, x86::q8_0::<R, 1>, nb, a, b, out)
-            }
-            (QElem::Q4_0, false) if C == 3 => {
-                in_two::<R, C>(x86::q4_0::<R, 2>, x86::q4_0::<R, 1>, nb, a, b, out)
-            }
-            (QElem::Q5_0, false) if C == 3 => {
-                in_two::<R, C>(x86::q5_0::<R, 2>, x86::q5_0::<R, 1>, nb, a, b, out)
+            // AVX2's 16 registers: more than 4 x 2 accumulators and their operands spill, so
+            // passes of two columns; each cell's steps are the same (Q4_0 and Q5_0 keep their
+            // wide tiles: unpacking their blocks once for many columns pays for the spills)
+            (QElem::Q8_0, false) if C > 2 => {
+                in_pairs::<R, C>(x86::q8_0::<R, 2>, x86::q8_0::<R, 1>, nb, a, b, out)
             }
             (QElem::Q8_0, false) => x86::q8_0(nb, a, b, out),
             (QElem::Q8_0, true) => x86::q8_0_vnni(nb, a, b, out),
             (QElem::Q4_0, false) => x86::q4_0(nb, a, b, out),
             (QElem::Q4_0, true) => x86::q4_0_vnni(nb, a, b, out),
             // AVX-512 VNNI: two cells per register (same bits)
-            (QElem::Q5_0, true) if R == 4 && q4_1_available() => {
+            (QElem::Q5_0, true) if R == 4 && crate::dot::x86_q4_1::available() => {
                 let a: &[*const u8; 4] = a[..].try_into().expect("four rows");
                 crate::dot::x86_q4_1::q5_0_tile::<C>(nb, a, b, out)
             }
@@ -177,6 +180,17 @@ unsafe fn run<const R: usize, const C: usize>(
             (QElem::Q5_0, true) => x86::q5_0_vnni(nb, a, b, out),
             (QElem::Q4_0Repacked, _) => x86::q4_b32_repacked::<R, C, false>(nb, a, b, out),
             (QElem::Iq4NlRepacked, _) => x86::q4_b32_repacked::<R, C, true>(nb, a, b, out),
+            (QElem::Q4_1 | QElem::Q5_1, _) if !crate::dot::x86_q4_1::available() => {
+                assert!(R == 4 && available());
+                let a: &[*const u8; 4] = a[..].try_into().expect("four rows");
+                use crate::dot::x86::{q4_1_tile_k2, q5_1_tile_k2};
+                // (the wide tiles, spilled or not, measured faster than passes of two columns)
+                if e == QElem::Q4_1 {
+                    q4_1_tile_k2::<C>(nb, a, b, out)
+                } else {
+                    q5_1_tile_k2::<C>(nb, a, b, out)
+                }
+            }
             (QElem::Q4_1 | QElem::Q5_1, _) => {
                 assert!(R == 4 && q4_1_available());
                 let a: &[*const u8; 4] = a[..].try_into().expect("four rows");
@@ -1374,46 +1388,59 @@ mod tests {
         if !available() || !SimdLevel::available().contains(&SimdLevel::Avx2) {
             return;
         }
+        let mut types = vec![
+            (Type::Q8_0, QElem::Q8_0),
+            (Type::Q4_0, QElem::Q4_0),
+            (Type::Q5_0, QElem::Q5_0),
+        ];
+        if q4_1_available() {
+            types.extend([(Type::Q4_1, QElem::Q4_1), (Type::Q5_1, QElem::Q5_1)]);
+        }
+        for (ty, q) in types {
+            // the widths the matmul takes (RN, the wide tiles) and the paired passes' odd ones
+            tile_equals_dot::<1>(ty, q);
+            tile_equals_dot::<2>(ty, q);
+            tile_equals_dot::<RN>(ty, q);
+            tile_equals_dot::<5>(ty, q);
+            tile_equals_dot::<18>(ty, q);
+        }
+    }
+
+    fn tile_equals_dot<const C: usize>(ty: Type, q: QElem) {
         let k = 32 * 7;
         let vals = |seed: usize| -> Vec<f32> {
             (0..k)
                 .map(|i| (((i * 31 + seed * 17) % 97) as f32 - 48.0) / 13.0)
                 .collect()
         };
-        for (ty, q) in [
-            (Type::Q8_0, QElem::Q8_0),
-            (Type::Q4_0, QElem::Q4_0),
-            (Type::Q5_0, QElem::Q5_0),
-        ] {
-            let tr = traits_for(SimdLevel::Avx2, ty).expect("traits");
-            let rows: Vec<Vec<u8>> = (0..RM)
-                .map(|r| {
-                    let mut out = vec![0u8; ty.row_size(k as i64)];
-                    ggml::quants::quantize_row_ref(ty, &vals(r), &mut out);
-                    out
-                })
-                .collect();
-            let cols: Vec<Vec<u8>> = (0..RN)
-                .map(|c| {
-                    let mut out = vec![0u8; Type::Q8_0.row_size(k as i64)];
-                    (tr.from_float)(&vals(10 + c), &mut out);
-                    out
-                })
-                .collect();
-            let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
-            let b: [*const u8; RN] = std::array::from_fn(|c| cols[c].as_ptr());
-            let mut out = [0.0f32; RM * RN];
-            // SAFETY: available() holds and every pointer covers k / 32 blocks.
-            unsafe { tile(q, k / 32, &a, &b, &mut out) };
-            for r in 0..RM {
-                for c in 0..RN {
-                    let want = (tr.vec_dot)(k, &rows[r], &cols[c]);
-                    assert_eq!(
-                        out[r * RN + c].to_bits(),
-                        want.to_bits(),
-                        "{ty} row {r} col {c}"
-                    );
-                }
+        let tr = traits_for(SimdLevel::Avx2, ty).expect("traits");
+        let rows: Vec<Vec<u8>> = (0..RM)
+            .map(|r| {
+                let mut out = vec![0u8; ty.row_size(k as i64)];
+                ggml::quants::quantize_row_ref(ty, &vals(r), &mut out);
+                out
+            })
+            .collect();
+        let cols: Vec<Vec<u8>> = (0..C)
+            .map(|c| {
+                let mut out = vec![0u8; tr.vec_dot_type.row_size(k as i64)];
+                (tr.from_float)(&vals(10 + c), &mut out);
+                out
+            })
+            .collect();
+        let a: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr());
+        let b: [*const u8; C] = std::array::from_fn(|c| cols[c].as_ptr());
+        let mut out = vec![0.0f32; RM * C];
+        // SAFETY: available() holds and every pointer covers k / 32 blocks.
+        unsafe { tile(q, k / 32, &a, &b, &mut out) };
+        for r in 0..RM {
+            for c in 0..C {
+                let want = (tr.vec_dot)(k, &rows[r], &cols[c]);
+                assert_eq!(
+                    out[r * C + c].to_bits(),
+                    want.to_bits(),
+                    "{ty} {C} columns: row {r} col {c}"
+                );
             }
         }
     }
