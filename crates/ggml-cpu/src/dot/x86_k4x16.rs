@@ -74,20 +74,28 @@ pub(crate) unsafe fn prep16(
         for (r, &row) in x.iter().enumerate().take(n) {
             // SAFETY: the caller's promise: block ib of row r is 144 readable bytes.
             let b = unsafe { std::slice::from_raw_parts(row.add(stride * ib), 144) };
-            let half = |i: usize| crate::fp::f16_to_f32(u16::from_le_bytes([b[i], b[i + 1]]));
-            o[DX + 4 * r..DX + 4 * r + 4].copy_from_slice(&half(0).to_le_bytes());
-            o[DMIN + 4 * r..DMIN + 4 * r + 4].copy_from_slice(&half(2).to_le_bytes());
-            let (sc, mn) = crate::ops::ktile::k4_scales(&b[4..16]);
-            for (j, s) in sc.iter().enumerate() {
-                let at = SC + 64 * j + 4 * r;
-                o[at..at + 4].copy_from_slice(&(*s as f32).to_le_bytes());
-            }
-            for p in 0..4 {
-                let at = MN + 64 * p + 4 * r;
-                o[at..at + 2].copy_from_slice(&(mn[2 * p] as u16).to_le_bytes());
-                o[at + 2..at + 4].copy_from_slice(&(mn[2 * p + 1] as u16).to_le_bytes());
-            }
+            put_row_scales(o, b, r, 64, [DX, DMIN, SC, MN]);
         }
+    }
+}
+
+/// Row r's lane (4 bytes at 4r of each vector of `vec` bytes) of a prepared block o, from its
+/// Q4_K block b: d and dmin as f32 at at[0] and at[1], subblock scale j as f32 at at[2] +
+/// vec * j, the mins of 64 values p as one i16 pair at at[3] + vec * p.
+pub(crate) fn put_row_scales(o: &mut [u8], b: &[u8], r: usize, vec: usize, at: [usize; 4]) {
+    let [dx, dmin, sc0, mn0] = at;
+    let half = |i: usize| crate::fp::f16_to_f32(u16::from_le_bytes([b[i], b[i + 1]]));
+    o[dx + 4 * r..dx + 4 * r + 4].copy_from_slice(&half(0).to_le_bytes());
+    o[dmin + 4 * r..dmin + 4 * r + 4].copy_from_slice(&half(2).to_le_bytes());
+    let (sc, mn) = crate::ops::ktile::k4_scales(&b[4..16]);
+    for (j, s) in sc.iter().enumerate() {
+        let at = sc0 + vec * j + 4 * r;
+        o[at..at + 4].copy_from_slice(&(*s as f32).to_le_bytes());
+    }
+    for p in 0..4 {
+        let at = mn0 + vec * p + 4 * r;
+        o[at..at + 2].copy_from_slice(&(mn[2 * p] as u16).to_le_bytes());
+        o[at + 2..at + 4].copy_from_slice(&(mn[2 * p + 1] as u16).to_le_bytes());
     }
 }
 

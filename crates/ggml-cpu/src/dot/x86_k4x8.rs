@@ -47,19 +47,7 @@ pub(crate) unsafe fn prep8(nb: usize, stride: usize, x: &[*const u8; ROWS], dst:
                 let at = QS + 32 * d + 4 * r;
                 o[at..at + 4].copy_from_slice(&b[16 + 4 * d..20 + 4 * d]);
             }
-            let half = |i: usize| crate::fp::f16_to_f32(u16::from_le_bytes([b[i], b[i + 1]]));
-            o[DX + 4 * r..DX + 4 * r + 4].copy_from_slice(&half(0).to_le_bytes());
-            o[DMIN + 4 * r..DMIN + 4 * r + 4].copy_from_slice(&half(2).to_le_bytes());
-            let (sc, mn) = crate::ops::ktile::k4_scales(&b[4..16]);
-            for (j, s) in sc.iter().enumerate() {
-                let at = SC + 32 * j + 4 * r;
-                o[at..at + 4].copy_from_slice(&(*s as f32).to_le_bytes());
-            }
-            for p in 0..4 {
-                let at = MN + 32 * p + 4 * r;
-                o[at..at + 2].copy_from_slice(&(mn[2 * p] as u16).to_le_bytes());
-                o[at + 2..at + 4].copy_from_slice(&(mn[2 * p + 1] as u16).to_le_bytes());
-            }
+            super::x86_k4x16::put_row_scales(o, b, r, 32, [DX, DMIN, SC, MN]);
         }
     }
 }
