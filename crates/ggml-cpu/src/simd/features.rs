@@ -16,8 +16,14 @@
 //! product), SILU/SWIGLU/SOFT_MAX (ggml_v_expf), RMS_NORM and the f16 conversions (F16C).
 //! The order of a Q4_0, IQ4_NL or Q4_K matmul follows where its weight lives, as llama.cpp's
 //! does: in the CPU_REPACK buffer (`crate::repack`, the default where AVX2 is present) the
-//! repacked gemm / gemv orders (q4_0_8x8, iq4_nl_8x8, q4_K_8x8); in a plain buffer (`-nr`, or
-//! a host buffer of a GPU device) the dot product's order and, for K types, the tiled one.
+//! repacked gemm / gemv orders (q4_0_8x8, iq4_nl_8x8, q4_K_8x8, mxfp4_8x8 and, with AVX-512F,
+//! q2_K_8x8); in a plain buffer (`-nr`, or a host buffer of a GPU device) the dot product's
+//! order and, for K types, the tiled one. The AVX2 kernels of prompt processing that are not
+//! ggml's own (`ops::qtile`'s nibble-panel kernels and its Q4_1/Q5_1 tiles (`dot::x86`
+//! `q4_1_tile_k2`), `dot::x86_k4x8` (repacked Q4_K, 8 rows), `dot::x86_mxfp4_repack`'s
+//! `panel_avx2`) are, like the AVX-512 ones below, new kernels for those orders: exact integer
+//! block sums (vpmaddubsw pairs added in i16 only where the bound is checked), the same float
+//! chain per cell, and a bit test against the kernel or reference whose order they keep.
 //!
 //! On an AVX-512 CPU the kernels follow ggml's AVX-512 code where one exists (its AVX-512 build's
 //! logs are the fixtures there: `test_fixtures::simd_class()`); the IQ/TQ/FP4 types run their
@@ -25,7 +31,8 @@
 //! tiles of prompt processing (`ops::qtile`'s Q4_0/IQ4_NL panels and two-cell Q8_0 tile,
 //! `dot::x86_k512`'s Q3_K/Q5_K/Q6_K tiles and multi-row mat-vecs, the 16-row gemms of
 //! `dot::x86_k4x16` (repacked Q4_K), `dot::x86_kt16` (tiled K-quants) and `dot::x86_q0x16`
-//! (Q8_0/Q4_0/Q5_0), the eight-row Q8_0/Q4_1 mat-vecs of `dot::x86_rows8`, `ops::gemm`'s
+//! (Q8_0/Q4_0/Q5_0), `dot::x86_mxfp4_repack`'s VNNI panels (repacked MXFP4), the eight-row
+//! Q8_0/Q4_1 mat-vecs of `dot::x86_rows8`, `ops::gemm`'s
 //! 4 x 6 F16 tile) are new kernels for llama.cpp's orders, not new orders: they compute each
 //! block's integer sum, which is exact, with other instructions, and keep every output cell's
 //! chain of float operations, so they give the same digits (each has a test against the kernel
