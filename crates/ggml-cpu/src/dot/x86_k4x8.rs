@@ -129,9 +129,95 @@ pub(crate) unsafe fn gemm8<const C: usize>(
     }
 }
 
-/// Whether this CPU runs `gemm8` (AVX2 and FMA).
+/// Blocks ahead that `gemv8` prefetches.
+const PREFETCH_BLOCKS: usize = 4;
+
+/// Eight Q4_K rows times one Q8_K column in llama.cpp's q4_K_8x8 gemv order
+/// (`ktile::Order::RepackGemv`): per block, acc = fma(f32(S), dx * dy, acc) and acc_min =
+/// fma(f32(M), dmin * dy, acc_min) with S and M the block's exact i32 sums; out[r] = acc -
+/// acc_min. Row r's block ib is at x[r] + stride * ib (CPU_REPACK's groups: 8 * 144). Each
+/// row's codes meet the activations through vpmaddubsw and its subblock scales through
+/// vpmaddwd; the eight rows' lane sums are reduced together (`x86_k512::totals8`), so the
+/// float steps run once for the eight.
+///
+/// # Safety
+/// AVX2, FMA and F16C are available; each x[r] points at nb Q4_K blocks `stride` bytes apart,
+/// y at nb Q8_K blocks.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn gemv8(
+    nb: usize,
+    stride: usize,
+    x: &[*const u8; ROWS],
+    y: *const u8,
+    out: &mut [f32; ROWS],
+) {
+    use super::x86_k512::{k4_unpack, totals8};
+    let m4 = _mm256_set1_epi8(0x0F);
+    let mut acc = _mm256_setzero_ps();
+    let mut acc_min = _mm256_setzero_ps();
+    for ib in 0..nb {
+        for row in x {
+            let ahead = row.wrapping_add(stride * (ib + PREFETCH_BLOCKS));
+            for off in (0..144).step_by(64) {
+                // (a prefetch is a hint and never faults, whatever the address)
+                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(off) as *const i8);
+            }
+        }
+        // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
+        // every offset below stays inside its 144- or 292-byte block.
+        unsafe {
+            let by = y.add(292 * ib);
+            let dy = _mm256_set1_ps((by as *const f32).read_unaligned());
+            let yv: [__m256i; 8] =
+                std::array::from_fn(|j| _mm256_loadu_si256(by.add(4 + 32 * j) as *const __m256i));
+            let bs = _mm256_loadu_si256(by.add(260) as *const __m256i);
+            // activation sums per 32 values (subblock order)
+            let bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
+            let mut s = [_mm256_setzero_si256(); ROWS];
+            let mut mins4 = [_mm_setzero_si128(); ROWS];
+            let mut h16 = [[0i16; 8]; 2];
+            for r in 0..ROWS {
+                let bx = x[r].add(stride * ib);
+                h16[0][r] = (bx as *const i16).read_unaligned();
+                h16[1][r] = (bx.add(2) as *const i16).read_unaligned();
+                let (sc, mn) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
+                let sc = sc.to_le_bytes();
+                let mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(mn as i64));
+                // lane l: mins 2l, 2l + 1 times their activation sums
+                mins4[r] = _mm_madd_epi16(mn, bs32);
+                let mut a = _mm256_setzero_si256();
+                for h in 0..4 {
+                    let q = _mm256_loadu_si256(bx.add(16 + 32 * h) as *const __m256i);
+                    let lo = _mm256_and_si256(q, m4);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), m4);
+                    // (u4 x i8 pair sums fit i16: 2 * 15 * 128)
+                    let plo = _mm256_maddubs_epi16(lo, yv[2 * h]);
+                    let phi = _mm256_maddubs_epi16(hi, yv[2 * h + 1]);
+                    let (se, so) = (sc[2 * h] as i16, sc[2 * h + 1] as i16);
+                    a = _mm256_add_epi32(a, _mm256_madd_epi16(plo, _mm256_set1_epi16(se)));
+                    a = _mm256_add_epi32(a, _mm256_madd_epi16(phi, _mm256_set1_epi16(so)));
+                }
+                s[r] = a;
+            }
+            let st = totals8(&s);
+            let m = |i: usize| _mm_hadd_epi32(mins4[2 * i], mins4[2 * i + 1]);
+            let mt = _mm256_set_m128i(_mm_hadd_epi32(m(2), m(3)), _mm_hadd_epi32(m(0), m(1)));
+            // (f16 to f32 is exact: the same values the scalar conversion gives)
+            let half8 =
+                |h: &[i16; 8]| _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr() as *const __m128i));
+            let (dxv, dmv) = (half8(&h16[0]), half8(&h16[1]));
+            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(st), _mm256_mul_ps(dxv, dy), acc);
+            acc_min = _mm256_fmadd_ps(_mm256_cvtepi32_ps(mt), _mm256_mul_ps(dmv, dy), acc_min);
+        }
+    }
+    // SAFETY: out holds 8 floats.
+    unsafe { _mm256_storeu_ps(out.as_mut_ptr(), _mm256_sub_ps(acc, acc_min)) };
+}
+
+/// Whether this CPU runs `gemm8` and `gemv8` (AVX2, FMA and F16C).
 pub(crate) fn available() -> bool {
-    crate::simd::features::cpu().avx2_fma()
+    let f = crate::simd::features::cpu();
+    f.avx2_fma() && f.f16c()
 }
 
 #[cfg(test)]
@@ -157,6 +243,40 @@ mod tests {
             for r in 0..ROWS {
                 let want = dot_ref(Type::Q4K, Order::RepackGemm, nb, &rows[r], &cols[c]);
                 assert_eq!(out[c][r].to_bits(), want.to_bits(), "k {k} row {r} col {c}");
+            }
+        }
+    }
+
+    #[test]
+    fn gemv8_equals_the_repacked_gemv_order_bit_for_bit() {
+        if !available() {
+            eprintln!("skipped: no AVX2/FMA/F16C");
+            return;
+        }
+        for (k, seed) in [
+            (256usize, 1usize),
+            (256 * 3, 2),
+            (256 * 9, 3),
+            (256 * 22, 5),
+        ] {
+            let nb = k / 256;
+            let rows = quant_rows(Type::Q4K, k, ROWS, seed);
+            let col = quant_rows(Type::Q8K, k, 1, seed + 7);
+            // the rows interleaved block by block, as CPU_REPACK holds a group
+            let mut group = vec![0u8; ROWS * nb * 144];
+            for ib in 0..nb {
+                for r in 0..ROWS {
+                    let at = (ib * ROWS + r) * 144;
+                    group[at..at + 144].copy_from_slice(&rows[r][144 * ib..144 * (ib + 1)]);
+                }
+            }
+            let x: [*const u8; ROWS] = std::array::from_fn(|r| group[144 * r..].as_ptr());
+            let mut out = [f32::NAN; ROWS];
+            // SAFETY: row r's nb blocks are 8 * 144 bytes apart in group; available().
+            unsafe { gemv8(nb, ROWS * 144, &x, col[0].as_ptr(), &mut out) };
+            for r in 0..ROWS {
+                let want = dot_ref(Type::Q4K, Order::RepackGemv, nb, &rows[r], &col[0]);
+                assert_eq!(out[r].to_bits(), want.to_bits(), "k {k} row {r}");
             }
         }
     }

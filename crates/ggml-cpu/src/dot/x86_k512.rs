@@ -35,7 +35,7 @@ unsafe fn load2x32(p: *const u8, o: usize, o2: usize) -> __m512i {
 
 /// Q4_K's 8 scales and 8 mins from its 12 packed bytes (ggml's utmp unpacking).
 #[inline(always)]
-fn k4_unpack(sc: &[u8; 12]) -> (u64, u64) {
+pub(crate) fn k4_unpack(sc: &[u8; 12]) -> (u64, u64) {
     let u = |i: usize| u32::from_le_bytes([sc[4 * i], sc[4 * i + 1], sc[4 * i + 2], sc[4 * i + 3]]);
     let (u0, u1, u2) = (u(0), u(1), u(2));
     const M1: u32 = 0x3f3f_3f3f;
@@ -51,7 +51,7 @@ fn k4_unpack(sc: &[u8; 12]) -> (u64, u64) {
 /// Eight rows' 8-lane integer vectors reduced to one vector of their totals (lane r: row r).
 #[inline]
 #[target_feature(enable = "avx2")]
-fn totals8(t: &[__m256i; 8]) -> __m256i {
+pub(crate) fn totals8(t: &[__m256i; 8]) -> __m256i {
     let a = _mm256_hadd_epi32(_mm256_hadd_epi32(t[0], t[1]), _mm256_hadd_epi32(t[2], t[3]));
     let b = _mm256_hadd_epi32(_mm256_hadd_epi32(t[4], t[5]), _mm256_hadd_epi32(t[6], t[7]));
     // a holds rows 0-3 in each 128-bit half, b rows 4-7: add the halves

@@ -289,9 +289,9 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
                     }
                 }
             } else {
-                // AVX2: the gemm's columns through the 8-row kernel on the group prepared once
-                // (x86_k4x8), the others (and off x86 all) through the row tiles on the group
-                // put back in GGUF order, each cell in its column's order
+                // AVX2: the gemm's columns through the 8-row kernel on the group prepared once,
+                // the gemv's through the 8-row gemv (x86_k4x8); off x86 all of them through the
+                // row tiles on the group put back in GGUF order, each cell in its column's order
                 let mut tiled = &gemv[..nv];
                 if k4x8 && ng > 0 {
                     #[cfg(target_arch = "x86_64")]
@@ -328,6 +328,19 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
                             };
                         }
                     }
+                }
+                // the gemv's columns: eight rows at once, read where they lie (x86_k4x8::gemv8)
+                #[cfg(target_arch = "x86_64")]
+                if k4x8 && nv > 0 {
+                    let x8: [*const u8; K_GROUP] = std::array::from_fn(row0);
+                    for &c in &gemv[..nv] {
+                        let mut out = [0.0f32; K_GROUP];
+                        // SAFETY: available() holds; the group's 8 rows have nb blocks bs
+                        // apart; the column has nb Q8_K blocks.
+                        unsafe { crate::dot::x86_k4x8::gemv8(nb, bs, &x8, b_row(c).0, &mut out) };
+                        store(c, 0, &out);
+                    }
+                    tiled = &gemv[..0];
                 }
                 let all: Vec<usize>;
                 if !k4x8 {
