@@ -178,19 +178,13 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
     let span = if avx512 { 2 * K_GROUP } else { K_GROUP };
     let spans = nr0.div_ceil(span);
     let units = spans * nr1.div_ceil(GROUP);
-    let row_bytes = nb * K_BLOCK;
     #[cfg(target_arch = "x86_64")]
-    let (prep_bytes, k4x8) = (
-        nb * crate::dot::x86_k4x16::PREP_BLOCK.max(crate::dot::x86_k4x8::PREP_BLOCK),
-        crate::dot::x86_k4x8::available(),
-    );
+    let prep_bytes = nb * crate::dot::x86_k4x16::PREP_BLOCK.max(crate::dot::x86_k4x8::PREP_BLOCK);
     #[cfg(not(target_arch = "x86_64"))]
-    let (prep_bytes, k4x8) = (0, false);
-    // scratch: a group in GGUF order, then a prepared span
-    let buf = p.scratch((K_GROUP * row_bytes + prep_bytes).div_ceil(4));
-    let tmp = buf.as_mut_ptr() as *mut u8;
-    // SAFETY: buf holds K_GROUP * row_bytes + prep_bytes bytes.
-    let prep = unsafe { tmp.add(K_GROUP * row_bytes) };
+    let prep_bytes = 0;
+    // scratch: a prepared span
+    let buf = p.scratch(prep_bytes.div_ceil(4));
+    let prep = buf.as_mut_ptr() as *mut u8;
     let counter = p.counter;
     // one column (generation): units in runs of consecutive spans (a few per thread), so the
     // gemv's prefetches run on into the thread's own next span
@@ -289,112 +283,56 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
                     }
                 }
             } else {
-                // AVX2: the gemm's columns through the 8-row kernel on the group prepared once,
-                // the gemv's through the 8-row gemv (x86_k4x8); off x86 all of them through the
-                // row tiles on the group put back in GGUF order, each cell in its column's order
-                let mut tiled = &gemv[..nv];
-                if k4x8 && ng > 0 {
-                    #[cfg(target_arch = "x86_64")]
-                    {
-                        use crate::dot::x86_k4x8::{gemm8, prep8, ROWS};
-                        if prepped != si {
-                            let x: [*const u8; ROWS] = std::array::from_fn(row0);
-                            // SAFETY: the span is one group of 8 rows, each nb blocks bs apart;
-                            // prep holds prep_bytes.
-                            unsafe { prep8(nb, bs, &x, prep) };
-                            prepped = si;
-                        }
-                        let mut i = 0;
-                        while i < ng {
-                            macro_rules! pass {
-                                ($w:expr) => {{
-                                    let b: [*const u8; $w] =
-                                        std::array::from_fn(|j| b_row(gemm[i + j]).0);
-                                    let mut out = [[0.0f32; ROWS]; $w];
-                                    // SAFETY: available() holds; prep holds the group prepared;
-                                    // each column has nb Q8_K blocks.
-                                    unsafe { gemm8::<$w>(nb, prep, &b, &mut out) };
-                                    for (j, o) in out.iter().enumerate() {
-                                        store(gemm[i + j], 0, o);
-                                    }
-                                    $w
-                                }};
-                            }
-                            i += match ng - i {
-                                4.. => pass!(4),
-                                3 => pass!(3),
-                                2 => pass!(2),
-                                _ => pass!(1),
-                            };
-                        }
-                    }
-                }
-                // the gemv's columns: eight rows at once, read where they lie (x86_k4x8::gemv8)
+                // AVX2 (every CPU with CPU_REPACK has it): the gemm's columns through the 8-row
+                // kernel on the group prepared once, the gemv's through the 8-row gemv, read
+                // where the rows lie (x86_k4x8)
                 #[cfg(target_arch = "x86_64")]
-                if k4x8 && nv > 0 {
-                    let x8: [*const u8; K_GROUP] = std::array::from_fn(row0);
-                    for &c in &gemv[..nv] {
-                        let mut out = [0.0f32; K_GROUP];
-                        // SAFETY: available() holds; the group's 8 rows have nb blocks bs
-                        // apart; the column has nb Q8_K blocks.
-                        unsafe { crate::dot::x86_k4x8::gemv8(nb, bs, &x8, b_row(c).0, &mut out) };
-                        store(c, 0, &out);
+                {
+                    use crate::dot::x86_k4x8::{gemm8, gemv8, prep8, ROWS};
+                    // (repack::layout_for asks for the same features: AVX2, FMA, F16C)
+                    debug_assert!(crate::dot::x86_k4x8::available());
+                    let x: [*const u8; ROWS] = std::array::from_fn(row0);
+                    if ng > 0 && prepped != si {
+                        // SAFETY: the span is one group of 8 rows, each nb blocks bs apart;
+                        // prep holds prep_bytes.
+                        unsafe { prep8(nb, bs, &x, prep) };
+                        prepped = si;
                     }
-                    tiled = &gemv[..0];
-                }
-                let all: Vec<usize>;
-                if !k4x8 {
-                    all = (c0..c1).collect();
-                    tiled = &all;
-                }
-                if !tiled.is_empty() {
-                    // SAFETY: the group holds K_GROUP rows of nb blocks at src; tmp has room
-                    // for them.
-                    unsafe {
-                        let grouped = std::slice::from_raw_parts(src, K_GROUP * row_bytes);
-                        let rows = std::slice::from_raw_parts_mut(tmp, K_GROUP * row_bytes);
-                        let ne = [a.ne[0] as i64, K_GROUP as i64, 1, 1];
-                        repack::unpack(repack::Layout::Q4KRows8, ne, grouped, rows);
-                    }
-                }
-                // RM rows by up to ktile::COLS columns a pass (each weight block unpacked once
-                // for the columns)
-                const RM: usize = super::gemm::RM;
-                const W: usize = ktile::COLS;
-                for h in (0..K_GROUP).step_by(RM) {
-                    if tiled.is_empty() {
-                        break;
-                    }
-                    // SAFETY: tmp holds the group's K_GROUP rows in GGUF order.
-                    let x: [*const u8; RM] = std::array::from_fn(|r| unsafe {
-                        tmp.add((h + r) * row_bytes) as *const u8
-                    });
                     let mut i = 0;
-                    while i < tiled.len() {
+                    while i < ng {
                         macro_rules! pass {
                             ($w:expr) => {{
-                                let y: [*const u8; $w] =
-                                    std::array::from_fn(|j| b_row(tiled[i + j]).0);
-                                let orders: [ktile::Order; $w] =
-                                    std::array::from_fn(|j| plan.order(tiled[i + j] % ne11, ne11));
-                                let mut out = [0.0f32; RM * $w];
-                                // SAFETY: the rows hold nb blocks each, the columns nb Q8_K
-                                // blocks; out holds RM * $w.
-                                unsafe { ktile::tile::<$w>(plan, nb, &x, &y, &orders, &mut out) };
-                                for j in 0..$w {
-                                    let col: [f32; RM] = std::array::from_fn(|r| out[r * $w + j]);
-                                    store(tiled[i + j], h, &col);
+                                let b: [*const u8; $w] =
+                                    std::array::from_fn(|j| b_row(gemm[i + j]).0);
+                                let mut out = [[0.0f32; ROWS]; $w];
+                                // SAFETY: available() holds; prep holds the group prepared;
+                                // each column has nb Q8_K blocks.
+                                unsafe { gemm8::<$w>(nb, prep, &b, &mut out) };
+                                for (j, o) in out.iter().enumerate() {
+                                    store(gemm[i + j], 0, o);
                                 }
                                 $w
                             }};
                         }
-                        i += match tiled.len() - i {
-                            W.. => pass!(W),
-                            3..=5 => pass!(3),
+                        i += match ng - i {
+                            4.. => pass!(4),
+                            3 => pass!(3),
                             2 => pass!(2),
                             _ => pass!(1),
                         };
                     }
+                    for &c in &gemv[..nv] {
+                        let mut out = [0.0f32; ROWS];
+                        // SAFETY: available() holds; the group's 8 rows have nb blocks bs
+                        // apart; the column has nb Q8_K blocks.
+                        unsafe { gemv8(nb, bs, &x, b_row(c).0, &mut out) };
+                        store(c, 0, &out);
+                    }
+                }
+                #[cfg(not(target_arch = "x86_64"))]
+                {
+                    let _ = (&gemm, &gemv, ng, nv, row0, &mut prepped, prep);
+                    unreachable!("CPU_REPACK holds Q4_K only where its kernels run");
                 }
             }
         }
