@@ -61,6 +61,8 @@ pub(crate) mod x86_q4_1;
 #[cfg(target_arch = "x86_64")]
 mod x86_q8;
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_q8_0_tile;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_rows8;
 #[cfg(target_arch = "x86_64")]
 mod x86_tiled;

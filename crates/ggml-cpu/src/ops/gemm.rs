@@ -39,6 +39,25 @@ pub(crate) fn tinyblas_shape(m: usize, k: usize, n: usize) -> bool {
     n >= 2 && k.is_multiple_of(lanes()) && m.is_multiple_of(4)
 }
 
+/// Columns of one tinyBLAS job for n columns (BLOCK_SIZE<RN>, then gemm's rounding to about
+/// BN register tiles): RN 3 and BN 24 on 16 vector registers, RN 6 and BN 12 on AVX-512's 32.
+pub(crate) fn float_block_cols(e: Elem, n: usize) -> usize {
+    let (rn, bn) = if wide_available(e) {
+        (RN_WIDE, 12)
+    } else {
+        (RN, 24)
+    };
+    let blocks = n.div_ceil(rn);
+    let size_n = n.div_ceil(blocks);
+    let xtiles = n.div_ceil(size_n);
+    let nb = if xtiles < bn {
+        1
+    } else {
+        (xtiles + bn / 2) / bn
+    };
+    xtiles.div_ceil(nb) * size_n
+}
+
 /// Whether tiles can run on this CPU for `e`.
 pub(crate) fn available(e: Elem) -> bool {
     #[cfg(target_arch = "x86_64")]
@@ -206,6 +225,7 @@ mod x86 {
     unsafe fn scalar_f32(p: *const u8, i: usize) -> f32 {
         (p as *const f32).add(i).read_unaligned()
     }
+    #[cfg(test)]
     #[inline(always)]
     unsafe fn load_f16(p: *const u8, i: usize) -> __m256 {
         _mm256_cvtph_ps(_mm_loadu_si128((p as *const u16).add(i) as *const __m128i))
@@ -216,7 +236,95 @@ mod x86 {
     }
 
     tile_impl!(tile_f32, "avx2,fma", load_f32, scalar_f32);
-    tile_impl!(tile_f16, "avx2,fma,f16c", load_f16, scalar_f16);
+    // the reference tile_f16's assembly loop is tested against
+    #[cfg(test)]
+    tile_impl!(tile_f16_intrinsics, "avx2,fma,f16c", load_f16, scalar_f16);
+
+    /// tile_f16's cells (the same FMA chains and sums) with its loop in assembly: the tile
+    /// needs all 16 vector registers (12 sums, 3 columns, one row), and LLVM schedules the
+    /// intrinsics' loop with one sum spilled to the stack, which puts a store and a load in
+    /// that chain every step and halves the tile's rate.
+    ///
+    /// # Safety
+    /// The CPU supports AVX2, FMA and F16C; pointers cover k halves.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn tile_f16(
+        k: usize,
+        a: &[*const u8; RM],
+        b: &[*const u8; RN],
+        out: &mut [f32; RM * RN],
+    ) {
+        let mut acc = [_mm256_setzero_ps(); RM * RN];
+        let steps = k / 8;
+        if steps > 0 {
+            let [mut c0, mut c1, mut c2, mut c3, mut c4, mut c5] = [acc[0]; 6];
+            let [mut c6, mut c7, mut c8, mut c9, mut c10, mut c11] = [acc[0]; 6];
+            // SAFETY: every pointer covers k >= 8 * steps halves, read 16 bytes at a time at
+            // byte offsets 0, 16, .., 16 * (steps - 1); the loop touches only the named
+            // registers and flags, and no memory but those reads.
+            std::arch::asm!(
+                "2:",
+                "vcvtph2ps ymm12, xmmword ptr [{b0} + {i}]",
+                "vcvtph2ps ymm13, xmmword ptr [{b1} + {i}]",
+                "vcvtph2ps ymm14, xmmword ptr [{b2} + {i}]",
+                "vcvtph2ps ymm15, xmmword ptr [{a0} + {i}]",
+                "vfmadd231ps ymm0, ymm15, ymm12",
+                "vfmadd231ps ymm1, ymm15, ymm13",
+                "vfmadd231ps ymm2, ymm15, ymm14",
+                "vcvtph2ps ymm15, xmmword ptr [{a1} + {i}]",
+                "vfmadd231ps ymm3, ymm15, ymm12",
+                "vfmadd231ps ymm4, ymm15, ymm13",
+                "vfmadd231ps ymm5, ymm15, ymm14",
+                "vcvtph2ps ymm15, xmmword ptr [{a2} + {i}]",
+                "vfmadd231ps ymm6, ymm15, ymm12",
+                "vfmadd231ps ymm7, ymm15, ymm13",
+                "vfmadd231ps ymm8, ymm15, ymm14",
+                "vcvtph2ps ymm15, xmmword ptr [{a3} + {i}]",
+                "vfmadd231ps ymm9, ymm15, ymm12",
+                "vfmadd231ps ymm10, ymm15, ymm13",
+                "vfmadd231ps ymm11, ymm15, ymm14",
+                "add {i}, 16",
+                "cmp {i}, {end}",
+                "jb 2b",
+                a0 = in(reg) a[0],
+                a1 = in(reg) a[1],
+                a2 = in(reg) a[2],
+                a3 = in(reg) a[3],
+                b0 = in(reg) b[0],
+                b1 = in(reg) b[1],
+                b2 = in(reg) b[2],
+                i = inout(reg) 0usize => _,
+                end = in(reg) steps * 16,
+                inout("ymm0") c0,
+                inout("ymm1") c1,
+                inout("ymm2") c2,
+                inout("ymm3") c3,
+                inout("ymm4") c4,
+                inout("ymm5") c5,
+                inout("ymm6") c6,
+                inout("ymm7") c7,
+                inout("ymm8") c8,
+                inout("ymm9") c9,
+                inout("ymm10") c10,
+                inout("ymm11") c11,
+                out("ymm12") _,
+                out("ymm13") _,
+                out("ymm14") _,
+                out("ymm15") _,
+                options(nostack, readonly),
+            );
+            acc = [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11];
+        }
+        for r in 0..RM {
+            for c in 0..RN {
+                let mut s = hsum(acc[r * RN + c]);
+                for j in steps * 8..k {
+                    s += scalar_f16(a[r], j) * scalar_f16(b[c], j);
+                }
+                out[r * RN + c] = s;
+            }
+        }
+    }
 
     macro_rules! tile_impl_512 {
         ($name:ident, $feat:literal, $load:expr, $scalar:expr) => {
@@ -463,6 +571,35 @@ mod tests {
                 wide.map(f32::to_bits),
                 "k {k} b32"
             );
+        }
+    }
+
+    #[test]
+    fn avx2_f16_tile_equals_its_intrinsics() {
+        if !available(Elem::F16) {
+            return;
+        }
+        // k with no whole step, one step, many, and a tail past the last 8
+        for k in [0usize, 5, 8, 8 * 37, 8 * 5 + 7, 2048] {
+            let v = |seed: usize| -> Vec<u16> {
+                (0..k)
+                    .map(|i| {
+                        let x = ((i * 7919 + seed * 104729) % 2003) as f32 / 1001.0 - 1.0;
+                        crate::fp::f32_to_f16(x)
+                    })
+                    .collect()
+            };
+            let rows: Vec<Vec<u16>> = (0..RM).map(v).collect();
+            let cols: Vec<Vec<u16>> = (0..RN).map(|c| v(100 + c)).collect();
+            let ap: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr() as *const u8);
+            let bp: [*const u8; RN] = std::array::from_fn(|c| cols[c].as_ptr() as *const u8);
+            let (mut got, mut want) = ([0.0f32; RM * RN], [0.0f32; RM * RN]);
+            // SAFETY: available() holds; every pointer covers k halves.
+            unsafe {
+                x86::tile_f16(k, &ap, &bp, &mut got);
+                x86::tile_f16_intrinsics(k, &ap, &bp, &mut want);
+            }
+            assert_eq!(got.map(f32::to_bits), want.map(f32::to_bits), "k {k}");
         }
     }
 

@@ -332,16 +332,27 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         // a thread whose core is busy with another process hands its share to the others
         nc0 = nc0.min(STREAM_CHUNKS * p.nth);
     }
-    let (dr0, mut dr1) = (nr0.div_ceil(nc0), nr1.div_ceil(nc1));
+    let (mut dr0, mut dr1) = (nr0.div_ceil(nc0), nr1.div_ceil(nc1));
     // column blocks of whole register tiles: a leftover column costs a slow dot-product pass
-    let tcols = match tile_kind {
+    let mut tcols = match tile_kind {
         Some(Tile::KQuant(_) | Tile::Quant(_)) => 3 * ktile::COLS,
         Some(_) => 6 * gemm::RN,
         None => TILE,
     };
+    // rows of the weight walked together down a column block
+    let mut trows = TILE;
     if tile_kind.is_some() {
         dr1 = dr1.div_ceil(gemm::RN) * gemm::RN;
         nc1 = nr1.div_ceil(dr1);
+    }
+    if let Some(Tile::Float(el)) = tile_kind {
+        // tinyBLAS's blocking: a job is 16 weight rows times a wide block of columns, walked
+        // four rows (one tile's, which stay in L1) across the whole block (in L2), so each row
+        // comes from memory once per block rather than once per 16 columns
+        (dr0, nc0) = (TILE, nr0.div_ceil(TILE));
+        dr1 = gemm::float_block_cols(el, nr1);
+        nc1 = nr1.div_ceil(dr1);
+        (trows, tcols) = (gemm::RM, dr1);
     }
 
     // one column streams the weight once: fetch rows ahead of the dot products (the hardware
@@ -367,7 +378,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         while iir1 < ir1e {
             let mut iir0 = ir0s;
             while iir0 < ir0e {
-                let e0 = (iir0 + TILE).min(ir0e);
+                let e0 = (iir0 + trows).min(ir0e);
                 let e1 = (iir1 + tcols).min(ir1e);
                 let mut ir1 = iir1;
                 while ir1 < e1 {
@@ -586,7 +597,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                     }
                     ir1 += 1;
                 }
-                iir0 += TILE;
+                iir0 += trows;
             }
             iir1 += tcols;
         }

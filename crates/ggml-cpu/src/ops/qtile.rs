@@ -164,6 +164,25 @@ unsafe fn run<const R: usize, const C: usize>(
             // AVX2's 16 registers: more than 4 x 2 accumulators and their operands spill, so
             // passes of two columns; each cell's steps are the same (Q4_0 and Q5_0 keep their
             // wide tiles: unpacking their blocks once for many columns pays for the spills)
+            // four rows: gemm4xN's layout (dot::x86_q8_0_tile), same cells
+            (QElem::Q8_0, false) if R == 4 => {
+                use crate::dot::x86_q8_0_tile::q8_0_4xc;
+                let a4: &[*const u8; 4] = a[..].try_into().expect("four rows");
+                let mut o = [0.0f32; 8];
+                for c in (0..C).step_by(2) {
+                    let w = (C - c).min(2);
+                    if w == 2 {
+                        crate::dot::x86_q8_0_tile::q8_0_4x2(nb, a4, &[b[c], b[c + 1]], &mut o);
+                    } else {
+                        q8_0_4xc::<1>(nb, a4, &[b[c]], &mut o[..4]);
+                    }
+                    for r in 0..R {
+                        for j in 0..w {
+                            out[r * C + c + j] = o[r * w + j];
+                        }
+                    }
+                }
+            }
             (QElem::Q8_0, false) if C > 2 => {
                 in_pairs::<R, C>(x86::q8_0::<R, 2>, x86::q8_0::<R, 1>, nb, a, b, out)
             }
