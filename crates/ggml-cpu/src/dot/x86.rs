@@ -183,6 +183,49 @@ unsafe fn f16_k2(n: usize, x: &[u8], y: &[u8]) -> f32 {
     sum as f32
 }
 
+/// Four F16 rows times one F16 column, each row in `f16_k2`'s order, as two passes of two
+/// rows: a pass converts the column's values once for both rows, and its 8 sums, a column
+/// vector and a row vector fit AVX2's 16 registers (four rows' 16 sums would not).
+///
+/// # Safety
+/// AVX2, FMA and F16C must be available; each a[r] and y hold n halves.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn f16_rows4_k2(n: usize, a: &[*const u8; 4], y: *const u8, out: &mut [f32; 4]) {
+    for pair in 0..2 {
+        let rows = [a[2 * pair], a[2 * pair + 1]];
+        let mut acc = [[_mm256_setzero_ps(); 4]; 2];
+        let mut i = 0;
+        while i + 32 <= n {
+            for k in 0..4 {
+                let o = 2 * (i + 8 * k);
+                // SAFETY: 8 halves from element i + 8k are in bounds of y and of both rows.
+                unsafe {
+                    let vy = _mm256_cvtph_ps(_mm_loadu_si128(y.add(o) as *const __m128i));
+                    for (r, ar) in acc.iter_mut().enumerate() {
+                        let vx = _mm256_cvtph_ps(_mm_loadu_si128(rows[r].add(o) as *const __m128i));
+                        ar[k] = _mm256_fmadd_ps(vx, vy, ar[k]);
+                    }
+                }
+            }
+            i += 32;
+        }
+        for r in 0..2 {
+            let mut sum = reduce_f32x8(&acc[r]) as f64;
+            for j in i..n {
+                // SAFETY: element j < n of the row and of y.
+                let (x, yv) = unsafe {
+                    (
+                        (rows[r].add(2 * j) as *const u16).read_unaligned(),
+                        (y.add(2 * j) as *const u16).read_unaligned(),
+                    )
+                };
+                sum += (crate::fp::f16_to_f32(x) * crate::fp::f16_to_f32(yv)) as f64;
+            }
+            out[2 * pair + r] = sum as f32;
+        }
+    }
+}
+
 /// GGML_F32x8_REDUCE of four accumulators: 0+2 and 1+3, then those two, then the halves and
 /// two horizontal adds.
 #[inline]
@@ -524,6 +567,7 @@ pub(crate) fn rows4_kernel(ty: Type) -> Option<(Rows4Fn, usize)> {
     }
     match ty {
         Type::F16 if has_avx512() => Some((f16_rows4_k512 as Rows4Fn, 1)),
+        Type::F16 => Some((f16_rows4_k2 as Rows4Fn, 1)),
         Type::Q4_1 => Some((q4_1_rows4_k2 as Rows4Fn, 32)),
         Type::Q5_1 => Some((q5_1_rows4_k2 as Rows4Fn, 32)),
         // (the AVX2 dot product's bits, so also what an AVX2-only CPU would give)

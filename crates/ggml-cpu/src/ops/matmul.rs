@@ -291,7 +291,8 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     let rows4 = tiled_iq
         .is_none()
         .then(|| crate::dot::rows4_kernel(a.ty))
-        .flatten();
+        .flatten()
+        .filter(|_| rows_side_by_side(a.ty, arow));
     #[cfg(not(target_arch = "x86_64"))]
     let rows4: Option<(
         unsafe fn(usize, &[*const u8; 4], *const u8, &mut [f32; 4]),
@@ -359,11 +360,13 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // prefetcher stops at page boundaries), about PREFETCH_BYTES ahead. The dot product row by
     // row reads STREAMS stretches of each chunk side by side (Interleave), each fetched so far
     // ahead; the several-row kernels measured no better so (Q8_0's, whose small weights stay
-    // in the L3 cache, worse)
-    let streamed = nr1 == 1 && tile_kind.is_none() && rows4.is_none();
+    // in the L3 cache, worse). Both only where the CPU's policy says they pay
+    // (simd::features' prefetch_streams).
+    let pf = crate::simd::features::cpu().prefetch_streams;
+    let streamed = pf && nr1 == 1 && tile_kind.is_none() && rows4.is_none();
     let prefetch_rows = match (nr1, streamed) {
         (1, true) => PREFETCH_BYTES.div_ceil(arow.max(1)) * STREAMS,
-        (1, false) => PREFETCH_BYTES.div_ceil(arow.max(1)),
+        (1, false) if pf => PREFETCH_BYTES.div_ceil(arow.max(1)),
         _ => 0,
     };
     let mut tmp = [0.0f32; TILE];
@@ -603,6 +606,17 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         }
         ch = p.counter.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// Whether a one-column product of `ty` rows of `bytes` each may read four rows side by side
+/// (`dot::rows4_kernel`). The AVX2 F16 kernel reads four separate pages at once where a row
+/// is a page or less; on the AMD EPYC (Zen 3) that stream measured slower than one row after
+/// another (1.1B shape, -t 1: 2048-wide rows 12.4 GB/s four at a time, 15.3 one by one;
+/// 5632-wide rows 16.2 and 15.2), so AVX2 takes such rows one at a time.
+#[cfg(target_arch = "x86_64")]
+fn rows_side_by_side(ty: Type, bytes: usize) -> bool {
+    let f = crate::simd::features::cpu();
+    !(ty == Type::F16 && !f.avx512f && bytes <= 4096)
 }
 
 /// Experts as {K, M, n_as}, b {K, ne11, ne12}, ids {n_ids, ne12}: dst[:, id, t] =
