@@ -388,11 +388,9 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                     // quantized weights take wider tiles: each unpacked block serves more columns
                     let wide = match tile_kind {
                         Some(Tile::KQuant(kp)) => Some(Wide::K(kp)),
-                        // (Q8_0 blocks need no unpacking: wider tiles pay only with the
-                        // AVX-512 kernel, which puts two cells in each register)
-                        Some(Tile::Quant(q))
-                            if q != qtile::QElem::Q8_0 || qtile::q8_0_zmm_available() =>
-                        {
+                        // (Q8_0 blocks need no unpacking: wider tiles pay only where
+                        // qtile::q8_0_wide says)
+                        Some(Tile::Quant(q)) if q != qtile::QElem::Q8_0 || qtile::q8_0_wide() => {
                             Some(Wide::Q(q))
                         }
                         _ => None,

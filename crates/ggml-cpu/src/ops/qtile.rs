@@ -93,6 +93,20 @@ pub(crate) fn q8_0_zmm_available() -> bool {
     }
 }
 
+/// Whether Q8_0 tiles wider than `RN` pay: with AVX-512 VNNI (two cells a register), and on
+/// AVX2 without VNNI, whose tiles run as passes of the 4 x 2 kernel (`dot::x86_q8_0_tile`), so
+/// an even width spares the one-column pass an odd one ends with.
+pub(crate) fn q8_0_wide() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        q8_0_zmm_available() || !features().1
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// Rows that go down one column together: their dot products are independent chains.
 pub(crate) const COLUMN_ROWS: usize = 4;
 
@@ -109,39 +123,6 @@ pub(crate) unsafe fn column(
 ) {
     // SAFETY: the caller's promise.
     unsafe { run::<COLUMN_ROWS, 1>(e, nb, a, &[y], out) }
-}
-
-/// An R x C tile as R x 2 passes of `two` (and an R x 1 pass of `one` for an odd last
-/// column), out[r * C + c].
-///
-/// # Safety
-/// As for `tile`; the kernels run on this CPU; R <= RM.
-#[cfg(target_arch = "x86_64")]
-unsafe fn in_pairs<const R: usize, const C: usize>(
-    two: unsafe fn(usize, &[*const u8; R], &[*const u8; 2], &mut [f32]),
-    one: unsafe fn(usize, &[*const u8; R], &[*const u8; 1], &mut [f32]),
-    nb: usize,
-    a: &[*const u8; R],
-    b: &[*const u8; C],
-    out: &mut [f32],
-) {
-    let mut o = [0.0f32; 2 * RM];
-    for c in (0..C).step_by(2) {
-        let w = (C - c).min(2);
-        // SAFETY: the caller's promise; o holds 2 * R floats.
-        unsafe {
-            if w == 2 {
-                two(nb, a, &[b[c], b[c + 1]], &mut o[..2 * R]);
-            } else {
-                one(nb, a, &[b[c]], &mut o[..R]);
-            }
-        }
-        for r in 0..R {
-            for j in 0..w {
-                out[r * C + c + j] = o[r * w + j];
-            }
-        }
-    }
 }
 
 /// # Safety
@@ -182,9 +163,6 @@ unsafe fn run<const R: usize, const C: usize>(
                         }
                     }
                 }
-            }
-            (QElem::Q8_0, false) if C > 2 => {
-                in_pairs::<R, C>(x86::q8_0::<R, 2>, x86::q8_0::<R, 1>, nb, a, b, out)
             }
             (QElem::Q8_0, false) => x86::q8_0(nb, a, b, out),
             (QElem::Q8_0, true) => x86::q8_0_vnni(nb, a, b, out),
