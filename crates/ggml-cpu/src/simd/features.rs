@@ -55,11 +55,8 @@ pub(crate) struct Features {
     pub avx512vl: bool,
     pub avx512dq: bool,
     pub avx512vnni: bool,
-    /// Whether one-column products prefetch the weight ahead in software and read several
-    /// stretches of it side by side (`ops::matmul`'s STREAMS): measured faster on an Intel
-    /// Xeon, slower on an AMD EPYC (Zen 3, whose hardware prefetchers keep up alone: 1.1B F16
-    /// generation -t 1 4.8 -> 6.6 t/s without them), so on for every vendor but AMD.
-    pub prefetch_streams: bool,
+    /// CPUID's vendor is AuthenticAMD (see `prefetch_rows`).
+    pub amd: bool,
     #[cfg(target_arch = "aarch64")]
     pub neon: bool,
     /// FEAT_DotProd (SDOT/UDOT), ggml's `__ARM_FEATURE_DOTPROD`.
@@ -82,7 +79,7 @@ impl Features {
             f.avx512vl = is_x86_feature_detected!("avx512vl");
             f.avx512dq = is_x86_feature_detected!("avx512dq");
             f.avx512vnni = is_x86_feature_detected!("avx512vnni");
-            f.prefetch_streams = !is_amd();
+            f.amd = is_amd();
         }
         #[cfg(target_arch = "aarch64")]
         {
@@ -131,6 +128,16 @@ impl Features {
     /// The 16-lane f16 accumulation.
     pub fn avx512_f16(&self) -> bool {
         self.avx512f && self.f16c && self.fma
+    }
+
+    /// Whether a one-column product of weight rows of `row_bytes` each prefetches the weight
+    /// ahead in software and reads several stretches of it side by side (`ops::matmul`'s
+    /// STREAMS). Measured faster on an Intel Xeon for every row size. On an AMD EPYC (Zen 3)
+    /// faster for short rows (Gemma 3 270M tg32 -t 1 26-28 -> 36-39 t/s, SmolLM2 48-52 ->
+    /// 58-75) but slower for rows of a page or more, where its hardware prefetchers keep up
+    /// alone (1.1B F16, 4 KiB rows: tg16 -t 1 4.8 -> 6.6 t/s without them).
+    pub fn prefetch_rows(&self, row_bytes: usize) -> bool {
+        !self.amd || row_bytes < 4096
     }
 
     /// The 16-lane expf (its range reduction uses AVX-512DQ).
