@@ -7,6 +7,7 @@
 use crate::fp;
 
 pub(crate) mod features;
+pub(crate) mod table_act;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod transpose;
 

@@ -4,6 +4,7 @@
 
 use super::{Node, Params};
 use crate::fp;
+use crate::simd::table_act::table_act;
 use crate::tref::split;
 use ggml::{GluOp, Type, UnaryOp};
 use std::sync::OnceLock;
@@ -56,6 +57,23 @@ fn map_rows(p: &mut Params, n: &Node, f: impl Fn(&mut [f32])) {
             a.load_row(i1, i2, i3, buf);
             f(buf);
             d.store_row(i1, i2, i3, buf);
+        }
+    }
+}
+
+/// GELU-type maps through their f16 table (`simd::table_act`), rows split across threads.
+fn map_table(p: &mut Params, n: &Node, table: &[u16], clamp: bool) {
+    let (a, d) = (n.s(0), n.dst);
+    let (r0, r1) = split(a.nrows(), p.ith, p.nth);
+    let buf = p.scratch(2 * a.ne[0]);
+    let (x, y) = buf.split_at_mut(a.ne[0]);
+    for r in r0..r1 {
+        let (i1, i2, i3) = a.unflat_row(r);
+        // SAFETY: dst has a's shape; this thread owns row r (read before it is written).
+        unsafe {
+            a.load_row(i1, i2, i3, x);
+            table_act(y, x, None, table, clamp);
+            d.store_row(i1, i2, i3, y);
         }
     }
 }
@@ -138,8 +156,8 @@ pub(crate) fn unary(p: &mut Params, n: &Node, op: UnaryOp) {
         UnaryOp::Elu => map(p, n, |x| if x > 0.0 { x } else { x.exp_m1() }),
         UnaryOp::Relu => map(p, n, |x| if x > 0.0 { x } else { 0.0 }),
         UnaryOp::Sigmoid => map(p, n, |x| 1.0 / (1.0 + (-x).exp())),
-        UnaryOp::Gelu => map(p, n, gelu),
-        UnaryOp::GeluQuick => map(p, n, gelu_quick),
+        UnaryOp::Gelu => map_table(p, n, gelu_table(), true),
+        UnaryOp::GeluQuick => map_table(p, n, gelu_quick_table(), false),
         UnaryOp::Silu => map_rows(p, n, crate::simd::silu_inplace),
         UnaryOp::HardSwish => map(p, n, |x| x * (1.0f32).min((0.0f32).max((x + 3.0) / 6.0))),
         UnaryOp::HardSigmoid => map(p, n, |x| (1.0f32).min((0.0f32).max((x + 3.0) / 6.0))),
@@ -193,6 +211,10 @@ pub(crate) fn glu(p: &mut Params, n: &Node, op: GluOp, swapped: bool) {
             };
             if op == GluOp::Swiglu {
                 crate::simd::swiglu(out, x, g);
+            } else if op == GluOp::Geglu {
+                table_act(out, x, Some(g), gelu_table(), true);
+            } else if op == GluOp::GegluQuick {
+                table_act(out, x, Some(g), gelu_quick_table(), false);
             } else {
                 for i in 0..nc {
                     out[i] = f(x[i], g[i]);
