@@ -361,9 +361,10 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // row reads STREAMS stretches of each chunk side by side (Interleave), each fetched so far
     // ahead; the several-row kernels measured no better so (Q8_0's, whose small weights stay
     // in the L3 cache, worse). Both only where the CPU's policy says they pay
-    // (simd::features' prefetch_rows).
-    let pf = crate::simd::features::cpu().prefetch_rows(arow);
-    let streamed = pf && nr1 == 1 && tile_kind.is_none() && rows4.is_none();
+    // (simd::features' prefetch_rows and stream_rows).
+    let cpu = crate::simd::features::cpu();
+    let pf = cpu.prefetch_rows(arow);
+    let streamed = pf && cpu.stream_rows() && nr1 == 1 && tile_kind.is_none() && rows4.is_none();
     let prefetch_rows = match (nr1, streamed) {
         (1, true) => PREFETCH_BYTES.div_ceil(arow.max(1)) * STREAMS,
         (1, false) if pf => PREFETCH_BYTES.div_ceil(arow.max(1)),

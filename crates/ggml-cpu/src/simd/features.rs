@@ -131,13 +131,20 @@ impl Features {
     }
 
     /// Whether a one-column product of weight rows of `row_bytes` each prefetches the weight
-    /// ahead in software and reads several stretches of it side by side (`ops::matmul`'s
-    /// STREAMS). Measured faster on an Intel Xeon for every row size. On an AMD EPYC (Zen 3)
-    /// faster for short rows (Gemma 3 270M tg32 -t 1 26-28 -> 36-39 t/s, SmolLM2 48-52 ->
-    /// 58-75) but slower for rows of a page or more, where its hardware prefetchers keep up
-    /// alone (1.1B F16, 4 KiB rows: tg16 -t 1 4.8 -> 6.6 t/s without them).
+    /// ahead in software. Measured faster on an Intel Xeon for every row size. On an AMD EPYC
+    /// (Zen 3) faster for short rows (Gemma 3 270M tg32 -t 1 26-28 -> 36-39 t/s, SmolLM2
+    /// 48-52 -> 58-75) but slower for rows of a page or more, where its hardware prefetchers
+    /// keep up alone (1.1B F16, 4 KiB rows: tg16 -t 1 4.8 -> 6.6 t/s without them).
     pub fn prefetch_rows(&self, row_bytes: usize) -> bool {
         !self.amd || row_bytes < 4096
+    }
+
+    /// Whether a one-column product taken row by row reads several stretches of the weight
+    /// side by side (`ops::matmul`'s STREAMS): faster on the Xeon; on the EPYC no better (the
+    /// reference q4_k_m model, whose Q6_K output matrix goes row by row: tg -t 1 / -t 2 0.65 /
+    /// 0.70 of llama.cpp with them, 0.65-0.77 / 0.97-1.01 without them; noisy host).
+    pub fn stream_rows(&self) -> bool {
+        !self.amd
     }
 
     /// The 16-lane expf (its range reduction uses AVX-512DQ).
