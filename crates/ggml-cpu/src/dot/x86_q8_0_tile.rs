@@ -7,15 +7,8 @@
 //! f32(dx) * f32(dy) (F16C converts exactly) times the exact i32 sum, fused into one 8-lane
 //! accumulator, then the tile's horizontal sum.
 
+use super::x86::hsum_ps as hsum;
 use std::arch::x86_64::*;
-
-#[inline(always)]
-unsafe fn hsum(v: __m256) -> f32 {
-    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    _mm_cvtss_f32(s)
-}
 
 /// out[r * C + c] = dot(a[r], b[c]) over `nb` Q8_0 blocks, for C of 1 or 2.
 ///

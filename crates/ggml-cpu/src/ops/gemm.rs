@@ -537,6 +537,16 @@ mod tests {
         wide
     }
 
+    /// k halves in [-1, 1], a different run for each seed.
+    fn halves(k: usize, seed: usize) -> Vec<u16> {
+        (0..k)
+            .map(|i| {
+                let x = ((i * 7919 + seed * 104729) % 2003) as f32 / 1001.0 - 1.0;
+                crate::fp::f32_to_f16(x)
+            })
+            .collect()
+    }
+
     #[test]
     fn wide_f16_tiles_equal_the_narrow_ones() {
         if !wide_available(Elem::F16) {
@@ -544,14 +554,7 @@ mod tests {
         }
         // k with a tail past the last 16 (the scalar steps too)
         for k in [16usize, 16 * 37, 16 * 5 + 7] {
-            let v = |seed: usize| -> Vec<u16> {
-                (0..k)
-                    .map(|i| {
-                        let x = ((i * 7919 + seed * 104729) % 2003) as f32 / 1001.0 - 1.0;
-                        crate::fp::f32_to_f16(x)
-                    })
-                    .collect()
-            };
+            let v = |seed: usize| halves(k, seed);
             let rows: Vec<Vec<u16>> = (0..RM).map(v).collect();
             let cols: Vec<Vec<u16>> = (0..RN_WIDE).map(|c| v(100 + c)).collect();
             let ap: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr() as *const u8);
@@ -581,14 +584,7 @@ mod tests {
         }
         // k with no whole step, one step, many, and a tail past the last 8
         for k in [0usize, 5, 8, 8 * 37, 8 * 5 + 7, 2048] {
-            let v = |seed: usize| -> Vec<u16> {
-                (0..k)
-                    .map(|i| {
-                        let x = ((i * 7919 + seed * 104729) % 2003) as f32 / 1001.0 - 1.0;
-                        crate::fp::f32_to_f16(x)
-                    })
-                    .collect()
-            };
+            let v = |seed: usize| halves(k, seed);
             let rows: Vec<Vec<u16>> = (0..RM).map(v).collect();
             let cols: Vec<Vec<u16>> = (0..RN).map(|c| v(100 + c)).collect();
             let ap: [*const u8; RM] = std::array::from_fn(|r| rows[r].as_ptr() as *const u8);
