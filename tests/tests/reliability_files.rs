@@ -115,15 +115,26 @@ fn leftovers(dir: &Path, name: &str) -> Vec<String> {
     v
 }
 
-/// Starts `exe` with stderr to `log` (a pipe could fill and stall it).
+/// Starts `exe` with stderr to `log` (a pipe could fill and stall it), SIGINT and SIGTERM at
+/// their default disposition: the tools keep an inherited ignore (a background job's), so a
+/// test suite started in the background would otherwise see them run on through the signal.
 fn spawn(exe: &Path, args: &[&str], log: &Path) -> Child {
-    Command::new(exe)
-        .args(args)
+    use std::os::unix::process::CommandExt;
+    let mut c = Command::new(exe);
+    c.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(File::create(log).unwrap())
-        .spawn()
-        .expect("spawn")
+        .stderr(File::create(log).unwrap());
+    // SAFETY: between fork and exec the closure only calls signal(2), which is
+    // async-signal-safe, and allocates nothing.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    c.spawn().expect("spawn")
 }
 
 /// Waits until `dir/name.tmp<pid>` holds at least `min` bytes: the run is mid-write.
