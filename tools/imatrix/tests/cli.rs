@@ -404,7 +404,8 @@ fn ctrl_c_leaves_no_output_and_no_temporary() {
     // a long text: the run takes far longer than the wait below
     let t = std::fs::read_to_string(dir.join("text.txt")).unwrap();
     std::fs::write(dir.join("long.txt"), t.repeat(40)).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_llama-imatrix"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_llama-imatrix"));
+    child
         .current_dir(&dir)
         .args(["-m", model.to_str().unwrap(), "-f", "long.txt", "-c", "128"])
         .args([
@@ -418,9 +419,18 @@ fn ctrl_c_leaves_no_output_and_no_temporary() {
             "i.gguf",
         ])
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        .stderr(std::process::Stdio::piped());
+    // SIGINT at its default disposition: the tool keeps an inherited ignore (a background
+    // job's), so a suite started in the background would see it run on through the signal.
+    // SAFETY: between fork and exec the closure only calls signal(2), async-signal-safe.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        child.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = child.spawn().unwrap();
     // wait for the first saved chunk, then interrupt
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while !dir.join("i.gguf").exists() && std::time::Instant::now() < deadline {
