@@ -272,7 +272,7 @@ mod tests {
         let dot = super::super::x86::avx2_kernel(ty).expect("AVX2 kernel");
         for c in 0..C {
             let mut four = [0.0f32; 4];
-            if let Some((rows4, _)) = crate::dot::rows4_kernel(ty) {
+            if let Some((rows4, _)) = crate::dot::rows4_kernel(ty, rows[0].len()) {
                 // SAFETY: as above (AVX2 comes with AVX-512 here).
                 unsafe { rows4(nb, &a, b[c], &mut four) };
             } else {

@@ -290,9 +290,8 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     #[cfg(target_arch = "x86_64")]
     let rows4 = tiled_iq
         .is_none()
-        .then(|| crate::dot::rows4_kernel(a.ty))
-        .flatten()
-        .filter(|_| rows_side_by_side(a.ty, arow));
+        .then(|| crate::dot::rows4_kernel(a.ty, arow))
+        .flatten();
     #[cfg(not(target_arch = "x86_64"))]
     let rows4: Option<(
         unsafe fn(usize, &[*const u8; 4], *const u8, &mut [f32; 4]),
@@ -605,17 +604,6 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         }
         ch = p.counter.fetch_add(1, Ordering::Relaxed);
     }
-}
-
-/// Whether a one-column product of `ty` rows of `bytes` each may read four rows side by side
-/// (`dot::rows4_kernel`). The AVX2 F16 kernel reads four separate pages at once where a row
-/// is a page or less; on the AMD EPYC (Zen 3) that stream measured slower than one row after
-/// another (1.1B shape, -t 1: 2048-wide rows 12.4 GB/s four at a time, 15.3 one by one;
-/// 5632-wide rows 16.2 and 15.2), so AVX2 takes such rows one at a time.
-#[cfg(target_arch = "x86_64")]
-fn rows_side_by_side(ty: Type, bytes: usize) -> bool {
-    let f = crate::simd::features::cpu();
-    !(ty == Type::F16 && !f.avx512f && bytes <= 4096)
 }
 
 /// Experts as {K, M, n_as}, b {K, ne11, ne12}, ids {n_ids, ne12}: dst[:, id, t] =

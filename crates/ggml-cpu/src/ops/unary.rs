@@ -111,31 +111,9 @@ fn gelu_quick_table() -> &'static [u16] {
     T.get_or_init(|| table(gelu_quick_f32))
 }
 
-/// ggml_vec_gelu_f32 with GGML_GELU_FP16.
-#[inline]
-pub(crate) fn gelu(x: f32) -> f32 {
-    if x <= -10.0 {
-        0.0
-    } else if x >= 10.0 {
-        x
-    } else {
-        fp::f16_to_f32(gelu_table()[fp::f32_to_f16(x) as usize])
-    }
-}
-
-#[inline]
-pub(crate) fn gelu_quick(x: f32) -> f32 {
-    fp::f16_to_f32(gelu_quick_table()[fp::f32_to_f16(x) as usize])
-}
-
 #[inline]
 pub(crate) fn gelu_erf(x: f32) -> f32 {
     0.5 * x * (1.0 + libm::erff(x * SQRT_2_INV))
-}
-
-#[inline]
-pub(crate) fn silu(x: f32) -> f32 {
-    x / (1.0 + (-x).exp())
 }
 
 pub(crate) fn unary(p: &mut Params, n: &Node, op: UnaryOp) {
@@ -166,28 +144,9 @@ pub(crate) fn unary(p: &mut Params, n: &Node, op: UnaryOp) {
     }
 }
 
-fn glu_fn(op: GluOp) -> fn(f32, f32) -> f32 {
-    match op {
-        GluOp::Reglu => |x, g| if x > 0.0 { x * g } else { 0.0 },
-        GluOp::Geglu => |x, g| {
-            if x <= -10.0 {
-                0.0
-            } else if x >= 10.0 {
-                x * g
-            } else {
-                gelu(x) * g
-            }
-        },
-        GluOp::Swiglu => |x, g| silu(x) * g,
-        GluOp::GegluErf => |x, g| gelu_erf(x) * g,
-        GluOp::GegluQuick => |x, g| gelu_quick(x) * g,
-    }
-}
-
 /// The activation applied to x times the gate g. Without src 1, x and g are the two halves of
 /// each row of src 0 (x first unless swapped).
 pub(crate) fn glu(p: &mut Params, n: &Node, op: GluOp, swapped: bool) {
-    let f = glu_fn(op);
     let a = n.s(0);
     let b = n.src[1];
     let d = n.dst;
@@ -209,15 +168,19 @@ pub(crate) fn glu(p: &mut Params, n: &Node, op: GluOp, swapped: bool) {
                 None if swapped => (&xa[nc..2 * nc], &xa[..nc]),
                 None => (&xa[..nc], &xa[nc..2 * nc]),
             };
-            if op == GluOp::Swiglu {
-                crate::simd::swiglu(out, x, g);
-            } else if op == GluOp::Geglu {
-                table_act(out, x, Some(g), gelu_table(), true);
-            } else if op == GluOp::GegluQuick {
-                table_act(out, x, Some(g), gelu_quick_table(), false);
-            } else {
-                for i in 0..nc {
-                    out[i] = f(x[i], g[i]);
+            match op {
+                GluOp::Swiglu => crate::simd::swiglu(out, x, g),
+                GluOp::Geglu => table_act(out, x, Some(g), gelu_table(), true),
+                GluOp::GegluQuick => table_act(out, x, Some(g), gelu_quick_table(), false),
+                GluOp::Reglu => {
+                    for i in 0..nc {
+                        out[i] = if x[i] > 0.0 { x[i] * g[i] } else { 0.0 };
+                    }
+                }
+                GluOp::GegluErf => {
+                    for i in 0..nc {
+                        out[i] = gelu_erf(x[i]) * g[i];
+                    }
                 }
             }
             d.store_row(i1, i2, i3, out);
