@@ -59,6 +59,8 @@ pub(crate) mod x86_q2k_repack;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_q4_1;
 #[cfg(target_arch = "x86_64")]
+mod x86_q6_k;
+#[cfg(target_arch = "x86_64")]
 mod x86_q8;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_q8_0_tile;

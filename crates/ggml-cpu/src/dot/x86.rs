@@ -37,7 +37,7 @@ pub(super) fn avx2_kernel(ty: Type) -> Option<Kernel> {
         Type::Q3K => super::x86_k23::q3_k_avx2,
         Type::Iq4Nl => iq4_nl_avx2,
         Type::Q5K => q5_k_avx2,
-        Type::Q6K => q6_k_avx2,
+        Type::Q6K => super::x86_q6_k::q6_k_avx2,
         _ => return None,
     })
 }
@@ -57,7 +57,7 @@ pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
         Type::Q3K => super::x86_k23::q3_k_avx512,
         Type::Iq4Nl => iq4_nl_avx2,
         Type::Q5K => q5_k_avx512,
-        Type::Q6K => q6_k_avx512,
+        Type::Q6K => super::x86_q6_k::q6_k_avx512,
         Type::Q2_0 => super::q1q2::q2_0_q8_0_fused,
         _ => return None,
     })
@@ -90,13 +90,11 @@ wrapper!(iq4_nl_avx2, iq4_nl_k2, 32, 18, 34);
 wrapper!(q5_1_avx2, q5_1_k2, 32, 24, 36);
 wrapper!(q5_1_avx512, q5_1_k512, 32, 24, 36);
 wrapper!(q4_k_avx2, q4_k_k2, 256, 144, 292);
-wrapper!(q6_k_avx2, q6_k_k2, 256, 210, 292);
 wrapper!(f32_avx512, f32_k512, 1, 4, 4);
 wrapper!(f16_avx512, f16_k512, 1, 2, 2);
 wrapper!(q8_0_avx512, q8_0_k512, 32, 34, 34);
 wrapper!(q4_0_avx512, q4_0_k512, 32, 18, 34);
 wrapper!(q4_k_avx512, q4_k_k512, 256, 144, 292);
-wrapper!(q6_k_avx512, q6_k_k512, 256, 210, 292);
 
 #[inline]
 #[target_feature(enable = "avx2,fma")]
@@ -316,7 +314,22 @@ fn unpack_q4_0(p: *const u8) -> __m256i {
 pub(super) fn h2f_f16c(p: *const u8) -> f32 {
     // SAFETY: the caller passes a pointer to 2 readable bytes.
     let h = unsafe { std::ptr::read_unaligned(p as *const u16) };
-    _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(h as i32)))
+    let f: f32;
+    // Written out because LLVM turns `_mm_cvtph_ps(_mm_cvtsi32_si128(h))` into a vpinsrw into
+    // whatever register is free, often the kernel's accumulator: each block's scale then waits
+    // for the previous block's FMA (the AVX2 Q8_0 dot product ran at 0.30 of ggml's speed).
+    // vmovd writes the whole register, so the conversion depends on h alone.
+    // SAFETY: F16C is enabled for this function; the asm touches only its two registers.
+    unsafe {
+        std::arch::asm!(
+            "vmovd {x}, {h:e}",
+            "vcvtph2ps {x}, {x}",
+            h = in(reg) h as u32,
+            x = out(xmm_reg) f,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    f
 }
 
 macro_rules! q8_0_like {
@@ -584,6 +597,7 @@ pub(crate) fn rows4_kernel(ty: Type, row_bytes: usize) -> Option<(Rows4Fn, usize
         Type::Q6K if super::x86_k512::available() => {
             Some((super::x86_k512::q6_k_rows4 as Rows4Fn, 256))
         }
+        Type::Q6K => Some((super::x86_q6_k::q6_k_rows4_k2 as Rows4Fn, 256)),
         _ => None,
     }
 }
@@ -885,77 +899,6 @@ q4_k_kernel!(
     "avx2,fma,f16c,avx512vnni,avx512vl",
     dot_u8_i8_scaled_vnni,
     bcast32
-);
-
-macro_rules! q6_k_kernel {
-    ($name:ident, $feat:literal, $dot:ident, $pair:ident) => {
-        /// # Safety
-        /// The CPU features must be available; `x`, `y` must hold `nb` blocks.
-        #[target_feature(enable = $feat)]
-        unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
-            let m4 = _mm256_set1_epi8(0x0F);
-            let m3 = _mm256_set1_epi8(0x03);
-            let (px, py) = (x.as_ptr(), y.as_ptr());
-            // ggml's float order: per block, 8 lanes of integer sums (minus their lanes of the
-            // +32 code bias) fused times d into 8 float lanes, summed last
-            let mut accf = _mm256_setzero_ps();
-            for i in 0..nb {
-                // SAFETY: block i of both operands is within the nb blocks the caller checked;
-                // every offset below stays inside its 210- or 292-byte block.
-                unsafe {
-                    let (bx, by) = (px.add(210 * i), py.add(292 * i));
-                    let sc = |j: usize| *bx.add(192 + j) as i8 as i32;
-                    // The quants are stored +32: lane l loses 32 * (scale x activation sum) of
-                    // subblocks 2l and 2l + 1.
-                    let mut bias = [0i32; 8];
-                    for (l, b) in bias.iter_mut().enumerate() {
-                        *b = 32
-                            * (sc(2 * l) * rd_i16(by, 260 + 4 * l)
-                                + sc(2 * l + 1) * rd_i16(by, 262 + 4 * l));
-                    }
-                    let mut acc = _mm256_setzero_si256();
-                    for g in 0..2 {
-                        let ql0 = load32(bx.add(64 * g));
-                        let ql1 = load32(bx.add(64 * g + 32));
-                        let qh = load32(bx.add(128 + 32 * g));
-                        let hi = |shift: i32| {
-                            let h = match shift {
-                                0 => qh,
-                                2 => _mm256_srli_epi16(qh, 2),
-                                4 => _mm256_srli_epi16(qh, 4),
-                                _ => _mm256_srli_epi16(qh, 6),
-                            };
-                            _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)
-                        };
-                        let q = [
-                            _mm256_or_si256(_mm256_and_si256(ql0, m4), hi(0)),
-                            _mm256_or_si256(_mm256_and_si256(ql1, m4), hi(2)),
-                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql0, 4), m4), hi(4)),
-                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql1, 4), m4), hi(6)),
-                        ];
-                        for (k, qk) in q.iter().enumerate() {
-                            let q8 = load32(by.add(4 + 128 * g + 32 * k));
-                            let s = $pair(sc(8 * g + 2 * k), sc(8 * g + 2 * k + 1));
-                            acc = _mm256_add_epi32(acc, $dot(*qk, q8, s));
-                        }
-                    }
-                    let acc =
-                        _mm256_sub_epi32(acc, _mm256_loadu_si256(bias.as_ptr() as *const __m256i));
-                    let d = std::ptr::read_unaligned(by as *const f32) * h2f_f16c(bx.add(208));
-                    accf = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(acc), accf);
-                }
-            }
-            hsum_ps(accf)
-        }
-    };
-}
-
-q6_k_kernel!(q6_k_k2, "avx2,fma,f16c", dot_u8_i8_scaled, pair16);
-q6_k_kernel!(
-    q6_k_k512,
-    "avx2,fma,f16c,avx512vnni,avx512vl",
-    dot_u8_i8_scaled_vnni,
-    pair32
 );
 
 /// # Safety
