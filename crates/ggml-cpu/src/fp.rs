@@ -29,6 +29,33 @@ pub(crate) fn f32_to_f16_row(src: &[f32], dst: &mut [u16]) {
     }
 }
 
+/// The f16 at `p` as f32 through F16C (exact, so `f16_to_f32`'s bits), for kernels' block
+/// scales. Written out because LLVM turns `_mm_cvtph_ps(_mm_cvtsi32_si128(h))` into a vpinsrw
+/// into whatever register is free, often a kernel's accumulator: each block's scale then
+/// waited for the previous block's FMA (the AVX2 Q8_0 dot product ran at 0.30 of ggml's
+/// speed). vmovd writes the whole register, so the conversion depends on the value alone.
+///
+/// # Safety
+/// The CPU has F16C; `p` has 2 readable bytes.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) unsafe fn f16c_at(p: *const u8) -> f32 {
+    // SAFETY: the caller vouches for the 2 bytes.
+    let h = unsafe { std::ptr::read_unaligned(p as *const u16) };
+    let f: f32;
+    // SAFETY: the caller vouches for F16C; the asm touches only its two registers.
+    unsafe {
+        std::arch::asm!(
+            "vmovd {x}, {h:e}",
+            "vcvtph2ps {x}, {x}",
+            h = in(reg) h as u32,
+            x = out(xmm_reg) f,
+            options(pure, nomem, nostack, preserves_flags),
+        );
+    }
+    f
+}
+
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;

@@ -312,24 +312,8 @@ fn unpack_q4_0(p: *const u8) -> __m256i {
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
 pub(super) fn h2f_f16c(p: *const u8) -> f32 {
-    // SAFETY: the caller passes a pointer to 2 readable bytes.
-    let h = unsafe { std::ptr::read_unaligned(p as *const u16) };
-    let f: f32;
-    // Written out because LLVM turns `_mm_cvtph_ps(_mm_cvtsi32_si128(h))` into a vpinsrw into
-    // whatever register is free, often the kernel's accumulator: each block's scale then waits
-    // for the previous block's FMA (the AVX2 Q8_0 dot product ran at 0.30 of ggml's speed).
-    // vmovd writes the whole register, so the conversion depends on h alone.
-    // SAFETY: F16C is enabled for this function; the asm touches only its two registers.
-    unsafe {
-        std::arch::asm!(
-            "vmovd {x}, {h:e}",
-            "vcvtph2ps {x}, {x}",
-            h = in(reg) h as u32,
-            x = out(xmm_reg) f,
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
-    f
+    // SAFETY: F16C is enabled for this function; the caller passes 2 readable bytes.
+    unsafe { crate::fp::f16c_at(p) }
 }
 
 macro_rules! q8_0_like {

@@ -51,7 +51,9 @@ impl Plan {
 
 #[cfg(target_arch = "x86_64")]
 fn available() -> bool {
-    crate::simd::features::cpu().avx2_fma()
+    // F16C converts the block scales (`half`)
+    let f = crate::simd::features::cpu();
+    f.avx2_fma() && f.f16c()
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -379,7 +381,6 @@ pub(crate) unsafe fn dot(plan: Plan, order: Order, nb: usize, x: *const u8, y: *
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{bias_shift, block_bytes, has_min, k3_scales, k4_scales, Order, Q8K_BYTES};
-    use crate::fp::f16_to_f32;
     use ggml::Type;
     use std::arch::x86_64::*;
 
@@ -390,7 +391,8 @@ mod x86 {
 
     #[inline(always)]
     unsafe fn half(p: *const u8) -> f32 {
-        f16_to_f32((p as *const u16).read_unaligned())
+        // (`available` found F16C)
+        crate::fp::f16c_at(p)
     }
 
     /// A Q8_K block's scale and activation sums per 16 values (16 x i16).

@@ -448,7 +448,8 @@ mod x86 {
     /// (ggml's bit conversion, which measured faster here than F16C's one-lane cvtph2ps)
     #[inline(always)]
     unsafe fn scale(p: *const u8) -> f32 {
-        crate::fp::f16_to_f32((p as *const u16).read_unaligned())
+        // (every kernel here runs only where `features` found F16C)
+        crate::fp::f16c_at(p)
     }
 
     #[inline(always)]
