@@ -581,7 +581,6 @@ pub(crate) fn rows4_kernel(ty: Type, row_bytes: usize) -> Option<(Rows4Fn, usize
         Type::Q6K if super::x86_k512::available() => {
             Some((super::x86_k512::q6_k_rows4 as Rows4Fn, 256))
         }
-        Type::Q6K => Some((super::x86_q6_k::q6_k_rows4_k2 as Rows4Fn, 256)),
         _ => None,
     }
 }

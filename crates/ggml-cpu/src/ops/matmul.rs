@@ -369,6 +369,9 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         (1, false) if pf => PREFETCH_BYTES.div_ceil(arow.max(1)),
         _ => 0,
     };
+    // quantized rows of one column: several a pass or one after another, as the CPU's policy
+    // says (F16's four-row kernel has its own rule, dot::rows4_kernel)
+    let several = nr1 != 1 || a.ty == Type::F16 || cpu.several_rows(arow);
     let mut tmp = [0.0f32; TILE];
     let mut ch = p.ith;
     while ch < nc0 * nc1 {
@@ -532,7 +535,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                         let row = |i: usize| a.row_ptr(row_at(i), i02, i03) as *const u8;
                         let walk = RowWalk {
                             base: iir0,
-                            end: e0,
+                            end: if several { e0 } else { iir0 },
                             nr0,
                             ahead: prefetch_rows,
                             arow,

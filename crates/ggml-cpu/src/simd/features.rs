@@ -139,6 +139,17 @@ impl Features {
         !self.amd || row_bytes < 4096
     }
 
+    /// Whether a one-column product of quantized weight rows of `row_bytes` each goes down the
+    /// column several rows a pass (`ops::qtile::column`, the four-row kernels) rather than row
+    /// after row. On the AMD EPYC (Zen 3) only for short rows, where one row's call and
+    /// horizontal sum weigh most; longer rows streamed faster one at a time (Gemma 3 270M
+    /// tg32 -t 1 38.9 -> 49.6 t/s: its 680-byte Q8_0 output rows 11.0 -> 16.0 GB/s, its
+    /// 1680-byte Q6_K rows 6.3 -> 15.3; the 1.1B shape q8_0 10.4 -> 12.0; but the reference
+    /// model's 272-byte Q8_0 rows 259 -> 181-215 t/s and SmolLM2's 360-byte Q4_1 rows 73 -> 54).
+    pub fn several_rows(&self, row_bytes: usize) -> bool {
+        !self.amd || row_bytes < 512
+    }
+
     /// Whether a one-column product taken row by row reads several stretches of the weight
     /// side by side (`ops::matmul`'s STREAMS): faster on the Xeon; on the EPYC no better (the
     /// reference q4_k_m model, whose Q6_K output matrix goes row by row: tg -t 1 / -t 2 0.65 /
