@@ -455,25 +455,46 @@ macro_rules! q4_1_rows4 {
             y: *const u8,
             out: &mut [f32; 4],
         ) {
+            // The four rows' scales go through F16C together: each row's d and m (adjacent
+            // halves) as one dword, the column's d and s likewise, so one conversion and two
+            // 4-lane products give every row's d * dy and m * sy, each the scalar's bits.
             let mut acc = [_mm256_setzero_ps(); 4];
-            let mut summs = [0.0f32; 4];
+            let mut summs = _mm_setzero_ps();
+            // dword r of the widened rows: d_r (even lanes), m_r (odd lanes)
+            let evens_odds = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
             for ib in 0..nb {
                 // SAFETY: block ib of every operand is within the nb blocks the caller vouches for.
                 unsafe {
                     let by = y.add(36 * ib);
-                    let (dy, sy) = (h2f_f16c(by), h2f_f16c(by.add(2)));
+                    let hy = (by as *const i32).read_unaligned();
+                    let ys = _mm_cvtph_ps(_mm_cvtsi32_si128(hy));
+                    let (dy, sy) = (_mm_broadcastss_ps(ys), _mm_permute_ps::<0x55>(ys));
                     let qy = _mm256_loadu_si256(by.add(4) as *const __m256i);
-                    for r in 0..4 {
-                        let bx = x[r].add($xs * ib);
-                        summs[r] += h2f_f16c(bx.add(2)) * sy;
-                        let d = _mm256_set1_ps(h2f_f16c(bx) * dy);
-                        let qx = $load_x(bx.add(4));
-                        acc[r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps($mul(qx, qy)), acc[r]);
+                    let bx: [*const u8; 4] = std::array::from_fn(|r| x[r].add($xs * ib));
+                    let h = |r: usize| (bx[r] as *const i32).read_unaligned();
+                    let dm = _mm256_cvtph_ps(_mm_setr_epi32(h(0), h(1), h(2), h(3)));
+                    let dm = _mm256_permutevar8x32_ps(dm, evens_odds);
+                    let d4 = _mm_mul_ps(_mm256_castps256_ps128(dm), dy);
+                    summs = _mm_add_ps(summs, _mm_mul_ps(_mm256_extractf128_ps::<1>(dm), sy));
+                    let dv = _mm256_set_m128(d4, d4);
+                    macro_rules! row {
+                        ($r:literal, $imm:literal) => {
+                            let qx = $load_x(bx[$r].add(4));
+                            let d = _mm256_permute_ps::<$imm>(dv);
+                            acc[$r] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps($mul(qx, qy)), acc[$r]);
+                        };
                     }
+                    row!(0, 0x00);
+                    row!(1, 0x55);
+                    row!(2, 0xAA);
+                    row!(3, 0xFF);
                 }
             }
+            let mut sm = [0.0f32; 4];
+            // SAFETY: sm holds 4 floats.
+            unsafe { _mm_storeu_ps(sm.as_mut_ptr(), summs) };
             for r in 0..4 {
-                out[r] = hsum_ps(acc[r]) + summs[r];
+                out[r] = hsum_ps(acc[r]) + sm[r];
             }
         }
     };
