@@ -135,8 +135,12 @@ impl Features {
     /// (Zen 3) faster for short rows (Gemma 3 270M tg32 -t 1 26-28 -> 36-39 t/s, SmolLM2
     /// 48-52 -> 58-75) but slower for rows of a page or more, where its hardware prefetchers
     /// keep up alone (1.1B F16, 4 KiB rows: tg16 -t 1 4.8 -> 6.6 t/s without them).
-    pub fn prefetch_rows(&self, row_bytes: usize) -> bool {
-        !self.amd || row_bytes < 4096
+    /// F32 weights (`f32_rows`) streamed faster there without them even in short rows (the
+    /// reference model's 151936 x 256 F32 output, 1 KiB rows: tg64 -t 1 86-91 -> 92-109 t/s),
+    /// while quantized rows of 1-2 KiB still gain (Gemma 3's 1680-byte Q6_K rows 88-95 -> 83-87
+    /// us a node; the 1.1B q8_0's 2176-byte rows tg16 -t 2 19.4-19.6 -> 20.8-21.2 t/s).
+    pub fn prefetch_rows(&self, row_bytes: usize, f32_rows: bool) -> bool {
+        !self.amd || (row_bytes < 4096 && !f32_rows)
     }
 
     /// Whether a one-column product of quantized weight rows of `row_bytes` each goes down the
