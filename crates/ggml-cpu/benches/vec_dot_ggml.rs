@@ -105,7 +105,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(4096);
-    if n == 0 || n % 256 != 0 {
+    if n == 0 || !n.is_multiple_of(256) {
         eprintln!("error: VEC_DOT_N must be a positive multiple of 256, not {n}");
         std::process::exit(1);
     }

@@ -35,7 +35,7 @@ fn scales16(sc8: __m128i, a: i64) -> __m256i {
 #[inline]
 #[target_feature(enable = "avx2")]
 fn scales32(sc8: __m128i, a: i64) -> __m256i {
-    let ctrl = _mm_set_epi64x(0, ((a + 1) * 0x0101_0101) << 32 | a * 0x0101_0101);
+    let ctrl = _mm_set_epi64x(0, (((a + 1) * 0x0101_0101) << 32) | (a * 0x0101_0101));
     _mm256_cvtepi8_epi32(_mm_shuffle_epi8(sc8, ctrl))
 }
 
