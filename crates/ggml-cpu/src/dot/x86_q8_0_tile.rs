@@ -83,7 +83,8 @@ pub(crate) unsafe fn q8_0_4xn<const C: usize>(
     const BS: usize = 34;
     let pairs = C / 2;
     let mut acc = [[_mm256_setzero_ps(); 8]; C];
-    let mut dx = [_mm_setzero_ps(); PIECE];
+    // (written before it is read, block by block, so not zeroed: 4 KiB of stores a tile)
+    let mut dx = [std::mem::MaybeUninit::<__m128>::uninit(); PIECE];
     let mut p0 = 0;
     while p0 < nb {
         let n = (nb - p0).min(PIECE);
@@ -91,12 +92,13 @@ pub(crate) unsafe fn q8_0_4xn<const C: usize>(
             let o = (p0 + i) * BS;
             let h = |r: usize| (a[r].add(o) as *const u16).read_unaligned() as u64;
             let hx = h(0) | h(1) << 16 | h(2) << 32 | h(3) << 48;
-            *d = _mm_cvtph_ps(_mm_cvtsi64_si128(hx as i64));
+            d.write(_mm_cvtph_ps(_mm_cvtsi64_si128(hx as i64)));
         }
         let ap: [*const u8; 4] = std::array::from_fn(|r| a[r].add(p0 * BS));
         for p in 0..pairs {
             let bp = [b[2 * p].add(p0 * BS), b[2 * p + 1].add(p0 * BS)];
-            pair_asm(n, &ap, &bp, dx.as_ptr(), &mut acc[p]);
+            // (dx[..n] written just above)
+            pair_asm(n, &ap, &bp, dx.as_ptr() as *const __m128, &mut acc[p]);
         }
         p0 += n;
     }
