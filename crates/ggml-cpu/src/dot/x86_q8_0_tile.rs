@@ -64,90 +64,38 @@ pub(crate) unsafe fn q8_0_4xc<const C: usize>(
     }
 }
 
-/// Blocks of one pass of `q8_0_4xn`: its row scales are converted once for every column pair.
-const PIECE: usize = 256;
-
-/// out[r * C + c] = dot(a[r], b[c]) over `nb` Q8_0 blocks, `q8_0_4xc`'s cells to the bit: the
-/// four rows' scales are widened once per block (not once per column pair) and the columns go
-/// in pairs through `pair_asm` (an odd last one through `q8_0_4xc::<1>`).
+/// `q8_0_4xc::<2>`'s cells with its loop in assembly: its eight sums, two columns, their
+/// scales and the i16 ones fill 13 of the 16 registers, and LLVM's schedule of the intrinsics
+/// kept one sum on the stack (a store and a load in its chain every block).
 ///
 /// # Safety
-/// As for `q8_0_4xc`; out holds 4 * C floats.
+/// As for `q8_0_4xc`, with two columns; out holds 8 floats.
 #[target_feature(enable = "avx2,fma,f16c")]
-pub(crate) unsafe fn q8_0_4xn<const C: usize>(
-    nb: usize,
-    a: &[*const u8; 4],
-    b: &[*const u8; C],
-    out: &mut [f32],
-) {
-    const BS: usize = 34;
-    let pairs = C / 2;
-    let mut acc = [[_mm256_setzero_ps(); 8]; C];
-    // (written before it is read, block by block, so not zeroed: 4 KiB of stores a tile)
-    let mut dx = [std::mem::MaybeUninit::<__m128>::uninit(); PIECE];
-    let mut p0 = 0;
-    while p0 < nb {
-        let n = (nb - p0).min(PIECE);
-        for (i, d) in dx[..n].iter_mut().enumerate() {
-            let o = (p0 + i) * BS;
-            let h = |r: usize| (a[r].add(o) as *const u16).read_unaligned() as u64;
-            let hx = h(0) | h(1) << 16 | h(2) << 32 | h(3) << 48;
-            d.write(_mm_cvtph_ps(_mm_cvtsi64_si128(hx as i64)));
-        }
-        let ap: [*const u8; 4] = std::array::from_fn(|r| a[r].add(p0 * BS));
-        for p in 0..pairs {
-            let bp = [b[2 * p].add(p0 * BS), b[2 * p + 1].add(p0 * BS)];
-            // (dx[..n] written just above)
-            pair_asm(n, &ap, &bp, dx.as_ptr() as *const __m128, &mut acc[p]);
-        }
-        p0 += n;
-    }
-    for p in 0..pairs {
-        // sums r * 2 + j are cell (r, 2p + j)
-        for r in 0..4 {
-            for j in 0..2 {
-                out[r * C + 2 * p + j] = hsum(acc[p][2 * r + j]);
-            }
-        }
-    }
-    if C % 2 == 1 {
-        let mut o = [0.0f32; 4];
-        q8_0_4xc::<1>(nb, a, &[b[C - 1]], &mut o);
-        for r in 0..4 {
-            out[r * C + C - 1] = o[r];
-        }
-    }
-}
-
-/// Two columns of `q8_0_4xc`'s cells over `nb` blocks with its loop in assembly, the rows'
-/// widened scales read from `dx` (one 4-lane vector per block), adding into `acc` (sum
-/// 2r + j is row r, column j): its eight sums, two columns, their scales and the i16 ones fill
-/// 13 of the 16 registers, and LLVM's schedule of the intrinsics kept one sum on the stack (a
-/// store and a load in its chain every block).
-///
-/// # Safety
-/// As for `q8_0_4xc`, with two columns; dx holds nb vectors.
-#[target_feature(enable = "avx2,fma,f16c")]
-unsafe fn pair_asm(
-    nb: usize,
-    a: &[*const u8; 4],
-    b: &[*const u8; 2],
-    dx: *const __m128,
-    acc: &mut [__m256; 8],
-) {
-    let [mut c0, mut c1, mut c2, mut c3, mut c4, mut c5, mut c6, mut c7] = *acc;
+pub(crate) unsafe fn q8_0_4x2(nb: usize, a: &[*const u8; 4], b: &[*const u8; 2], out: &mut [f32]) {
+    let z = _mm256_setzero_ps();
+    let [mut c0, mut c1, mut c2, mut c3, mut c4, mut c5, mut c6, mut c7] = [z; 8];
     if nb > 0 {
         // SAFETY: every pointer covers nb blocks of 34 bytes, read at byte offsets o (the
-        // scale, 2 bytes) and o + 2 (the codes, 32 bytes) for o = 0, 34, .., 34 * (nb - 1),
-        // and dx nb vectors of 16 bytes at offsets j = 0, 16, ..; the loop writes only the
-        // named registers and flags, and no memory.
+        // scale, 2 bytes) and o + 2 (the codes, 32 bytes) for o = 0, 34, .., 34 * (nb - 1);
+        // the loop writes only the named registers and flags, and no memory.
         std::arch::asm!(
             // i16 ones
             "vpcmpeqw ymm8, ymm8, ymm8",
             "vpsrlw ymm8, ymm8, 15",
             "2:",
-            // the four rows' scales, widened beforehand
-            "vmovups xmm13, xmmword ptr [{dx} + {j}]",
+            // the four rows' scales in one quadword, widened together
+            "movzx {t:e}, word ptr [{a0} + {o}]",
+            "movzx {u:e}, word ptr [{a1} + {o}]",
+            "shl {u}, 16",
+            "or {t}, {u}",
+            "movzx {u:e}, word ptr [{a2} + {o}]",
+            "shl {u}, 32",
+            "or {t}, {u}",
+            "movzx {u:e}, word ptr [{a3} + {o}]",
+            "shl {u}, 48",
+            "or {t}, {u}",
+            "vmovq xmm13, {t}",
+            "vcvtph2ps xmm13, xmm13",
             // each column's scale times the four, in both halves
             "vpbroadcastw xmm14, word ptr [{b0} + {o}]",
             "vcvtph2ps xmm14, xmm14",
@@ -216,7 +164,6 @@ unsafe fn pair_asm(
             "vpermilps ymm15, ymm12, 0xFF",
             "vfmadd231ps ymm7, ymm15, ymm14",
             "add {o}, 34",
-            "add {j}, 16",
             "cmp {o}, {end}",
             "jb 2b",
             a0 = in(reg) a[0],
@@ -227,8 +174,8 @@ unsafe fn pair_asm(
             b1 = in(reg) b[1],
             o = inout(reg) 0usize => _,
             end = in(reg) nb * 34,
-            dx = in(reg) dx,
-            j = inout(reg) 0usize => _,
+            t = out(reg) _,
+            u = out(reg) _,
             inout("ymm0") c0,
             inout("ymm1") c1,
             inout("ymm2") c2,
@@ -248,7 +195,9 @@ unsafe fn pair_asm(
             options(nostack, readonly),
         );
     }
-    *acc = [c0, c1, c2, c3, c4, c5, c6, c7];
+    for (o, v) in out.iter_mut().zip([c0, c1, c2, c3, c4, c5, c6, c7]) {
+        *o = hsum(v);
+    }
 }
 
 #[cfg(test)]
@@ -256,12 +205,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_assembly_passes_equal_the_intrinsics() {
+    fn the_assembly_tile_equals_the_intrinsics() {
         let f = crate::simd::features::cpu();
         if !(f.avx2_fma() && f.f16c()) {
             return;
         }
-        for nb in [0usize, 1, 2, 7, 64, PIECE + 3] {
+        for nb in [0usize, 1, 2, 7, 64] {
             // blocks with scales of many exponents (and zeros), codes over -127..=127
             let block = |seed: usize, i: usize| -> Vec<u8> {
                 let e = ((seed * 31 + i * 7) % 40) as f32 * 0.37 - 6.0;
@@ -282,24 +231,10 @@ mod tests {
             let (mut got, mut want) = ([0.0f32; 8], [0.0f32; 8]);
             // SAFETY: the features hold; every pointer covers nb blocks.
             unsafe {
-                q8_0_4xn::<2>(nb, &ap, &bp, &mut got);
+                q8_0_4x2(nb, &ap, &bp, &mut got);
                 q8_0_4xc::<2>(nb, &ap, &bp, &mut want);
             }
             assert_eq!(got.map(f32::to_bits), want.map(f32::to_bits), "nb {nb}");
-            // three columns: a pair and an odd one
-            let cols3: Vec<Vec<u8>> = (0..3).map(|c| mat(20 + c)).collect();
-            let bp3: [*const u8; 3] = std::array::from_fn(|c| cols3[c].as_ptr());
-            let (mut got, mut want) = ([0.0f32; 12], [0.0f32; 12]);
-            // SAFETY: as above.
-            unsafe {
-                q8_0_4xn::<3>(nb, &ap, &bp3, &mut got);
-                q8_0_4xc::<3>(nb, &ap, &bp3, &mut want);
-            }
-            assert_eq!(
-                got.map(f32::to_bits),
-                want.map(f32::to_bits),
-                "nb {nb}, 3 columns"
-            );
         }
     }
 }

@@ -125,6 +125,39 @@ pub(crate) unsafe fn column(
     unsafe { run::<COLUMN_ROWS, 1>(e, nb, a, &[y], out) }
 }
 
+/// A 4 x C tile as passes of `two` columns (and one of `one` for an odd last column),
+/// out[r * C + c].
+///
+/// # Safety
+/// As for `tile`; the kernels run on this CPU.
+#[cfg(target_arch = "x86_64")]
+unsafe fn in_pairs<const C: usize>(
+    two: unsafe fn(usize, &[*const u8; 4], &[*const u8; 2], &mut [f32]),
+    one: unsafe fn(usize, &[*const u8; 4], &[*const u8; 1], &mut [f32]),
+    nb: usize,
+    a: &[*const u8; 4],
+    b: &[*const u8; C],
+    out: &mut [f32],
+) {
+    let mut o = [0.0f32; 8];
+    for c in (0..C).step_by(2) {
+        let w = (C - c).min(2);
+        // SAFETY: the caller's promise; o holds 8 floats.
+        unsafe {
+            if w == 2 {
+                two(nb, a, &[b[c], b[c + 1]], &mut o);
+            } else {
+                one(nb, a, &[b[c]], &mut o[..4]);
+            }
+        }
+        for r in 0..4 {
+            for j in 0..w {
+                out[r * C + c + j] = o[r * w + j];
+            }
+        }
+    }
+}
+
 /// # Safety
 /// As for `tile`; out holds R * C floats.
 unsafe fn run<const R: usize, const C: usize>(
@@ -148,7 +181,8 @@ unsafe fn run<const R: usize, const C: usize>(
             // for the spills)
             (QElem::Q8_0, false) if R == 4 => {
                 let a: &[*const u8; 4] = a[..].try_into().expect("four rows");
-                crate::dot::x86_q8_0_tile::q8_0_4xn::<C>(nb, a, b, out)
+                use crate::dot::x86_q8_0_tile::{q8_0_4x2, q8_0_4xc};
+                in_pairs::<C>(q8_0_4x2, q8_0_4xc::<1>, nb, a, b, out)
             }
             (QElem::Q8_0, false) => x86::q8_0(nb, a, b, out),
             (QElem::Q8_0, true) => x86::q8_0_vnni(nb, a, b, out),
