@@ -138,7 +138,7 @@ pub(crate) unsafe fn panel<const C: usize>(
                     dot = _mm512_dpbusd_epi32(dot, hi[j], bcast(18 + 4 * j));
                 }
                 let s = _mm512_sub_epi32(dot, _mm512_set1_epi32(bias[c].add(ib).read_unaligned()));
-                let dy = _mm512_set1_ps(crate::fp::f16_to_f32((yb as *const u16).read_unaligned()));
+                let dy = _mm512_set1_ps(crate::fp::f16c_at(yb));
                 acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dx, dy), acc[c]);
             }
         }
@@ -216,8 +216,7 @@ pub(crate) unsafe fn panel_avx2<const C: usize>(
                         _mm256_add_epi32(_mm256_madd_epi16(sl, ones), _mm256_madd_epi16(sh, ones));
                     let s =
                         _mm256_sub_epi32(dot, _mm256_set1_epi32(bias[c].add(ib).read_unaligned()));
-                    let dy =
-                        _mm256_set1_ps(crate::fp::f16_to_f32((yb as *const u16).read_unaligned()));
+                    let dy = _mm256_set1_ps(crate::fp::f16c_at(yb));
                     acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_mul_ps(dx, dy), acc[c]);
                 }
             }
