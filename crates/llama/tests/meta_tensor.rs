@@ -1,6 +1,7 @@
 //! `-sm tensor` end to end: a model on one meta device over N = 2, 3 and 4 fake GPUs (host
 //! memory, the CPU's kernels) gives the single-device logits within 5e-5 relative (L2) per
-//! position, the same greedy text and the same perplexity within 0.01%. Models: the reference
+//! position (1e-3 on the reference model), mean KLD under 1e-6 (the project's bound for a sum
+//! in another order), the same greedy text and the same perplexity within 0.01%. Models: the reference
 //! model, and a GQA model whose 3 KV heads divide none of 2 and 4 (over 4 devices one device
 //! holds no head at all, and over 3 one holds no FFN columns).
 
@@ -171,6 +172,35 @@ fn perplexity(logits: &[Vec<f32>], prompt: &[i32]) -> f64 {
     (nll / (prompt.len() - 1) as f64).exp()
 }
 
+/// Mean KL divergence of `got`'s next-token distributions from `want`'s (llama-perplexity's
+/// --kl-divergence: sum p_want (log p_want - log p_got)) over the positions, and the share of
+/// positions whose top token is the same.
+fn kld_and_top(got: &[Vec<f32>], want: &[Vec<f32>]) -> (f64, f64) {
+    fn log_softmax(l: &[f32]) -> Vec<f64> {
+        let max = l.iter().cloned().fold(f32::MIN, f32::max) as f64;
+        let lse = l.iter().map(|&v| (v as f64 - max).exp()).sum::<f64>().ln() + max;
+        l.iter().map(|&v| v as f64 - lse).collect()
+    }
+    fn argmax(l: &[f32]) -> usize {
+        l.iter()
+            .enumerate()
+            .fold((0, f32::MIN), |m, (i, &v)| if v > m.1 { (i, v) } else { m })
+            .0
+    }
+    let (mut kld, mut same) = (0f64, 0usize);
+    for (g, w) in got.iter().zip(want) {
+        let (lg, lw) = (log_softmax(g), log_softmax(w));
+        kld += lw
+            .iter()
+            .zip(&lg)
+            .map(|(a, b)| a.exp() * (a - b))
+            .sum::<f64>();
+        same += (argmax(g) == argmax(w)) as usize;
+    }
+    let n = want.len().max(1) as f64;
+    (kld / n, same as f64 / n)
+}
+
 /// |a - b| and |b| (L2).
 fn l2_diff(a: &[f32], b: &[f32]) -> (f64, f64) {
     let norm: f64 = b.iter().map(|&v| (v as f64).powi(2)).sum::<f64>().sqrt();
@@ -213,7 +243,18 @@ fn compare(path: &std::path::Path, prompt: &[i32], tol: f64, cross: Option<f64>)
                 "N = {n}, position {pos}: |diff| {diff} vs |logits| {norm}"
             );
         }
-        eprintln!("N = {n}: worst relative logit error {worst:.3e}");
+        // the project's bounds for a product summed in another order (F32 weights): mean KLD
+        // < 1e-6 and the same top token at >= 99.5% of the positions. Measured: 2e-14 (MoE) to
+        // 7.8e-9 (reference model), the same top token everywhere
+        let (kld, top) = kld_and_top(&got.logits, &want.logits);
+        eprintln!(
+            "N = {n}: worst relative logit error {worst:.3e}, mean KLD {kld:.3e}, same top {top}"
+        );
+        assert!(kld < 1e-6, "N = {n}: mean KLD {kld:.3e}");
+        assert!(
+            top >= 0.995,
+            "N = {n}: same top token at {top} of the positions"
+        );
         // on the GQA model the device counts agree with each other far more closely than with
         // the single device: what they share is one rounding event, not a slice that is wrong
         if let (Some(p), Some(cross)) = (&prev, cross) {
@@ -505,13 +546,26 @@ fn smollm2_real_weights_match_one_device() {
     };
     let noise = rel(&off).into_iter().fold(0f64, f64::max);
     let ppl_noise = ((perplexity(&off.logits, &prompt) - ppl_want) / ppl_want).abs();
-    eprintln!("one device, flash attention off: worst {noise:.3e}, perplexity {ppl_noise:.2e}");
+    let (kld_noise, _) = kld_and_top(&off.logits, &want.logits);
+    eprintln!(
+        "one device, flash attention off: worst {noise:.3e}, perplexity {ppl_noise:.2e}, mean KLD {kld_noise:.3e}"
+    );
     for n in [2usize, 3] {
         let names: Vec<String> = (0..n).map(|j| format!("GPU{j}")).collect();
         let refs: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
         let got = run(load(&path, &refs, true), &prompt, 4);
         let errs = rel(&got);
         let worst = errs.iter().cloned().fold(0f64, f64::max);
+        // mean KLD: measured 3.2e-3 (N = 2) and 2.8e-3 (N = 3), below the same device's with
+        // flash attention off (4.6e-3 here; llama.cpp's own -fa on vs off on this file:
+        // 4.6e-3 over gpl-3.txt, see docs/meta.md)
+        let (kld, top) = kld_and_top(&got.logits, &want.logits);
+        eprintln!("N = {n}: mean KLD {kld:.3e}, same top {top}");
+        let kld_bound = (2.0 * kld_noise).max(5e-3);
+        assert!(
+            kld <= kld_bound,
+            "N = {n}: mean KLD {kld:.3e} (bound {kld_bound:.3e})"
+        );
         let per_pos: Vec<String> = errs.iter().map(|e| format!("{e:.2e}")).collect();
         eprintln!(
             "N = {n}: relative logit error per position [{}], worst {worst:.3e}",
