@@ -429,8 +429,15 @@ macro_rules! q4_1_kernel {
                 // SAFETY: block ib of both operands is within the nb blocks the caller checked.
                 unsafe {
                     let (bx, by) = (px.add($xs * ib), py.add(36 * ib));
-                    summs += h2f_f16c(bx.add(2)) * h2f_f16c(by.add(2));
-                    let d = _mm256_set1_ps(h2f_f16c(bx) * h2f_f16c(by));
+                    // the block's (d, m) and the column's (d, s) are adjacent halves: one
+                    // conversion widens [dx, mx, dy, sy], one product gives dx * dy and
+                    // mx * sy (each the scalar's bits: the conversion is exact)
+                    let hx = (bx as *const i32).read_unaligned();
+                    let hy = (by as *const i32).read_unaligned();
+                    let s4 = _mm_cvtph_ps(_mm_insert_epi32::<1>(_mm_cvtsi32_si128(hx), hy));
+                    let p = _mm_mul_ps(s4, _mm_permute_ps::<0b01_00_11_10>(s4));
+                    summs += _mm_cvtss_f32(_mm_movehdup_ps(p));
+                    let d = _mm256_broadcastss_ps(p);
                     let qx = $load_x(bx.add(4));
                     let qy = _mm256_loadu_si256(by.add(4) as *const __m256i);
                     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps($mul(qx, qy)), acc);
