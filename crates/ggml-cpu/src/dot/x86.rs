@@ -717,44 +717,15 @@ pub(super) fn dot_u8_i8_scaled_vnni(q: __m256i, q8: __m256i, scale32: __m256i) -
     _mm256_mullo_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), q, q8), scale32)
 }
 
-/// Reads the i16 at byte offset `o` of a Q8_K block.
-///
-/// # Safety
-/// `p + o` must have 2 readable bytes.
-#[inline]
-pub(super) unsafe fn rd_i16(p: *const u8, o: usize) -> i32 {
-    // SAFETY: guaranteed by the caller.
-    unsafe { std::ptr::read_unaligned(p.add(o) as *const i16) as i32 }
-}
-
-/// Scales and mins of a Q4_K block from its 12 packed bytes (ggml's utmp unpacking).
-#[inline]
-fn k4_unpack(sc: &[u8; 12]) -> ([u8; 8], [u8; 8]) {
-    let u = |i: usize| u32::from_le_bytes([sc[4 * i], sc[4 * i + 1], sc[4 * i + 2], sc[4 * i + 3]]);
-    let (u0, u1, u2) = (u(0), u(1), u(2));
-    const M1: u32 = 0x3f3f_3f3f;
-    const M2: u32 = 0x0f0f_0f0f;
-    const M3: u32 = 0x0303_0303;
-    let s0 = u0 & M1;
-    let s1 = (u2 & M2) | (((u0 >> 6) & M3) << 4);
-    let m0 = u1 & M1;
-    let m1 = ((u2 >> 4) & M2) | (((u1 >> 6) & M3) << 4);
-    let mut scales = [0u8; 8];
-    let mut mins = [0u8; 8];
-    scales[..4].copy_from_slice(&s0.to_le_bytes());
-    scales[4..].copy_from_slice(&s1.to_le_bytes());
-    mins[..4].copy_from_slice(&m0.to_le_bytes());
-    mins[4..].copy_from_slice(&m1.to_le_bytes());
-    (scales, mins)
-}
-
 macro_rules! q4_k_kernel {
-    ($name:ident, $feat:literal, $dot:ident, $bcast:ident) => {
+    ($name:ident, $feat:literal, $dot:ident, $scale:ident) => {
         /// # Safety
         /// The CPU features must be available; `x`, `y` must hold `nb` blocks.
         #[target_feature(enable = $feat)]
         unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
             let m4 = _mm256_set1_epi8(0x0F);
+            // flips the sign of lane 1: -yd there
+            let neg1 = _mm_setr_ps(0.0, -0.0, 0.0, 0.0);
             let (px, py) = (x.as_ptr(), y.as_ptr());
             // ggml's float order: 8 lanes of d * (scaled code sums) fused per block, 4 lanes of
             // -dmin * (mins x activation sums, pairs of subblocks) likewise, lanes summed last
@@ -765,13 +736,18 @@ macro_rules! q4_k_kernel {
                 // every offset below stays inside its 144- or 292-byte block.
                 unsafe {
                     let (bx, by) = (px.add(144 * i), py.add(292 * i));
-                    let yd = std::ptr::read_unaligned(by as *const f32);
-                    let (scales, mins) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
+                    // [yd * d, -yd * dmin]: d and dmin widened together (each product the
+                    // scalar's bits: the conversion is exact, and so is the sign)
+                    let yd = _mm_broadcast_ss(&*(by as *const f32));
+                    let dm = _mm_cvtph_ps(_mm_cvtsi32_si128((bx as *const i32).read_unaligned()));
+                    let dd = _mm_mul_ps(_mm_xor_ps(yd, neg1), dm);
+                    let sm = k4_scales_mins(bx.add(4));
                     acc_m = _mm_fmadd_ps(
-                        _mm_set1_ps(-yd * h2f_f16c(bx.add(2))),
-                        _mm_cvtepi32_ps(min_pairs(&mins, by)),
+                        _mm_permute_ps::<0x55>(dd),
+                        _mm_cvtepi32_ps(min_pairs(sm, by)),
                         acc_m,
                     );
+                    let sc = _mm256_permute2x128_si256::<0x00>(sm, sm);
                     let mut acc = _mm256_setzero_si256();
                     for g in 0..4 {
                         let q4 = load32(bx.add(16 + 32 * g));
@@ -779,10 +755,10 @@ macro_rules! q4_k_kernel {
                         let hi = _mm256_and_si256(_mm256_srli_epi16(q4, 4), m4);
                         let y0 = load32(by.add(4 + 64 * g));
                         let y1 = load32(by.add(4 + 64 * g + 32));
-                        acc = _mm256_add_epi32(acc, $dot(lo, y0, $bcast(scales[2 * g] as i32)));
-                        acc = _mm256_add_epi32(acc, $dot(hi, y1, $bcast(scales[2 * g + 1] as i32)));
+                        acc = _mm256_add_epi32(acc, $dot(lo, y0, $scale(sc, 2 * g as i32)));
+                        acc = _mm256_add_epi32(acc, $dot(hi, y1, $scale(sc, 2 * g as i32 + 1)));
                     }
-                    let d = _mm256_set1_ps(yd * h2f_f16c(bx));
+                    let d = _mm256_broadcastss_ps(dd);
                     accf = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(acc), accf);
                 }
             }
@@ -793,31 +769,67 @@ macro_rules! q4_k_kernel {
     };
 }
 
-/// Lane l: mins[2l] * (sums of subblock 2l's activations) + the same for subblock 2l + 1.
+/// A Q4_K / Q5_K block's 12 packed scale bytes as 16-bit lanes: the eight scales in lanes 0..8,
+/// the eight mins in lanes 8..16 (ggml's utmp unpacking, widened as its AVX2 kernel does).
+///
+/// # Safety
+/// `sc` points at 12 readable bytes.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn k4_scales_mins(sc: *const u8) -> __m256i {
+    // SAFETY: guaranteed by the caller.
+    let u = |i: usize| unsafe { (sc.add(4 * i) as *const u32).read_unaligned() };
+    let (u0, u1, u2) = (u(0), u(1), u(2));
+    const M1: u32 = 0x3f3f_3f3f;
+    const M2: u32 = 0x0f0f_0f0f;
+    const M3: u32 = 0x0303_0303;
+    let s0 = u0 & M1;
+    let s1 = (u2 & M2) | (((u0 >> 6) & M3) << 4);
+    let m0 = u1 & M1;
+    let m1 = ((u2 >> 4) & M2) | (((u1 >> 6) & M3) << 4);
+    _mm256_cvtepu8_epi16(_mm_setr_epi32(s0 as i32, s1 as i32, m0 as i32, m1 as i32))
+}
+
+/// Lane l: mins[2l] * (sums of subblock 2l's activations) + the same for subblock 2l + 1,
+/// from `k4_scales_mins`' lanes (exact: the pair sums fit i16, the products i32).
 ///
 /// # Safety
 /// `by` points at a Q8_K block.
 #[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn min_pairs(mins: &[u8; 8], by: *const u8) -> __m128i {
-    let mut v = [0i32; 4];
-    for (l, o) in v.iter_mut().enumerate() {
-        for j in [2 * l, 2 * l + 1] {
-            // SAFETY: the bsums lie inside the block.
-            let b = unsafe { rd_i16(by, 260 + 4 * j) + rd_i16(by, 262 + 4 * j) };
-            *o += mins[j] as i32 * b;
-        }
-    }
-    _mm_loadu_si128(v.as_ptr() as *const __m128i)
+unsafe fn min_pairs(scales_mins: __m256i, by: *const u8) -> __m128i {
+    // SAFETY: the 16 bsums lie inside the block.
+    let bsums = unsafe { _mm256_loadu_si256(by.add(260) as *const __m256i) };
+    let sub = _mm_hadd_epi16(
+        _mm256_castsi256_si128(bsums),
+        _mm256_extracti128_si256::<1>(bsums),
+    );
+    _mm_madd_epi16(_mm256_extracti128_si256::<1>(scales_mins), sub)
+}
+
+/// Scale `i` of the eight 16-bit scales held in both halves of `sc`, in every 16-bit lane.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn scale16(sc: __m256i, i: i32) -> __m256i {
+    _mm256_shuffle_epi8(sc, _mm256_set1_epi16((((2 * i + 1) << 8) | (2 * i)) as i16))
+}
+
+/// The same in every 32-bit lane (the upper halves zeroed), for `vpdpbusd`'s sums.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn scale32(sc: __m256i, i: i32) -> __m256i {
+    let ctrl = (0x8080_0000u32 as i32) | ((2 * i + 1) << 8) | (2 * i);
+    _mm256_shuffle_epi8(sc, _mm256_set1_epi32(ctrl))
 }
 
 macro_rules! q5_k_kernel {
-    ($name:ident, $feat:literal, $dot:ident, $bcast:ident) => {
+    ($name:ident, $feat:literal, $dot:ident, $scale:ident) => {
         /// # Safety
         /// The CPU features must be available; `x`, `y` must hold `nb` blocks.
         #[target_feature(enable = $feat)]
         unsafe fn $name(nb: usize, x: &[u8], y: &[u8]) -> f32 {
             let m4 = _mm256_set1_epi8(0x0F);
+            let neg1 = _mm_setr_ps(0.0, -0.0, 0.0, 0.0);
             let one = _mm256_set1_epi8(1);
             let (px, py) = (x.as_ptr(), y.as_ptr());
             // ggml's float order: 8 lanes of d * (scaled code sums) fused per block, the mins
@@ -829,13 +841,16 @@ macro_rules! q5_k_kernel {
                 // every offset below stays inside its 176- or 292-byte block.
                 unsafe {
                     let (bx, by) = (px.add(176 * i), py.add(292 * i));
-                    let yd = std::ptr::read_unaligned(by as *const f32);
-                    let (scales, mins) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
-                    let mut summ = 0i32;
-                    for j in 0..8 {
-                        summ +=
-                            (rd_i16(by, 260 + 4 * j) + rd_i16(by, 262 + 4 * j)) * mins[j] as i32;
-                    }
+                    // [yd * d, -yd * dmin] as in the Q4_K kernel
+                    let yd = _mm_broadcast_ss(&*(by as *const f32));
+                    let dm = _mm_cvtph_ps(_mm_cvtsi32_si128((bx as *const i32).read_unaligned()));
+                    let dd = _mm_mul_ps(_mm_xor_ps(yd, neg1), dm);
+                    let sm = k4_scales_mins(bx.add(4));
+                    // the exact integer sum of mins x subblock sums
+                    let mp = min_pairs(sm, by);
+                    let mp = _mm_add_epi32(mp, _mm_unpackhi_epi64(mp, mp));
+                    let summ = _mm_cvtsi128_si32(_mm_add_epi32(mp, _mm_shuffle_epi32::<1>(mp)));
+                    let sc = _mm256_permute2x128_si256::<0x00>(sm, sm);
                     let qh = load32(bx.add(16));
                     let mut acc = _mm256_setzero_si256();
                     for g in 0..4 {
@@ -857,12 +872,12 @@ macro_rules! q5_k_kernel {
                         );
                         let y0 = load32(by.add(4 + 64 * g));
                         let y1 = load32(by.add(4 + 64 * g + 32));
-                        acc = _mm256_add_epi32(acc, $dot(lo, y0, $bcast(scales[2 * g] as i32)));
-                        acc = _mm256_add_epi32(acc, $dot(hi, y1, $bcast(scales[2 * g + 1] as i32)));
+                        acc = _mm256_add_epi32(acc, $dot(lo, y0, $scale(sc, 2 * g as i32)));
+                        acc = _mm256_add_epi32(acc, $dot(hi, y1, $scale(sc, 2 * g as i32 + 1)));
                     }
-                    let dmin = -yd * h2f_f16c(bx.add(2));
+                    let dmin = _mm_cvtss_f32(_mm_movehdup_ps(dd));
                     summs = (summ as f32).mul_add(dmin, summs);
-                    let d = _mm256_set1_ps(yd * h2f_f16c(bx));
+                    let d = _mm256_broadcastss_ps(dd);
                     accf = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(acc), accf);
                 }
             }
@@ -871,25 +886,13 @@ macro_rules! q5_k_kernel {
     };
 }
 
-q5_k_kernel!(q5_k_k2, "avx2,fma,f16c", dot_u8_i8_scaled, bcast16);
+q5_k_kernel!(q5_k_k2, "avx2,fma,f16c", dot_u8_i8_scaled, scale16);
 q5_k_kernel!(
     q5_k_k512,
     "avx2,fma,f16c,avx512vnni,avx512vl",
     dot_u8_i8_scaled_vnni,
-    bcast32
+    scale32
 );
-
-#[inline]
-#[target_feature(enable = "avx2")]
-fn bcast16(v: i32) -> __m256i {
-    _mm256_set1_epi16(v as i16)
-}
-
-#[inline]
-#[target_feature(enable = "avx2")]
-fn bcast32(v: i32) -> __m256i {
-    _mm256_set1_epi32(v)
-}
 
 /// Scale vector for Q6_K: the low 16 bytes of a 32-lane vector use `a`, the high 16 use `b`.
 #[inline]
@@ -904,12 +907,12 @@ pub(super) fn pair32(a: i32, b: i32) -> __m256i {
     _mm256_set_m128i(_mm_set1_epi32(b), _mm_set1_epi32(a))
 }
 
-q4_k_kernel!(q4_k_k2, "avx2,fma,f16c", dot_u8_i8_scaled, bcast16);
+q4_k_kernel!(q4_k_k2, "avx2,fma,f16c", dot_u8_i8_scaled, scale16);
 q4_k_kernel!(
     q4_k_k512,
     "avx2,fma,f16c,avx512vnni,avx512vl",
     dot_u8_i8_scaled_vnni,
-    bcast32
+    scale32
 );
 
 /// # Safety
