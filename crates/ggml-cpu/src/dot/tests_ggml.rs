@@ -46,8 +46,11 @@ pub(super) const CASE_TYPES: [(Type, &str, usize, usize); 28] = [
     (Type::Q6K, "q6_K_q8_K", 256, 210),
 ];
 
-/// How many of `CASE_TYPES` (the first ones) tests/fixtures/vec-dot-avx2 was recorded for.
-const AVX2_FIXTURE_TYPES: usize = 14;
+/// How many of `CASE_TYPES` (the first ones) tests/fixtures/vec-dot-avx2 has generic bits
+/// for: the rows of the types after them were recorded from another build of the same source
+/// (see the fixture's README), whose AVX2 kernels give the first build's bits on every type
+/// but whose generic code GCC contracted differently.
+const AVX2_GENERIC_TYPES: usize = 14;
 
 /// Element counts of the cases: many blocks, and an odd count of MXFP4 blocks (its tail); the
 /// float types get 7 more elements in the second (the scalar loop after ggml's SIMD one).
@@ -175,10 +178,15 @@ fn compare(
             );
         }
     }
+    let names: Vec<&str> = CASE_TYPES
+        .iter()
+        .filter(|t| types.contains(&t.0))
+        .map(|t| t.1)
+        .collect();
     assert_eq!(
         checked,
-        rec.len(),
-        "every case recorded in {fixture} is checked"
+        rec.iter().filter(|r| names.contains(&r.0.as_str())).count(),
+        "every case recorded in {fixture} for these types is checked"
     );
     assert!(bad.is_empty(), "results differ from llama.cpp:\n{bad}");
 }
@@ -203,7 +211,7 @@ fn avx2_kernels_give_ggml_avx2_bits() {
     // (ggml has no AVX2 Q2_0 kernel: for it both columns hold the generic result)
     compare(
         "vec-dot-avx2/results.txt",
-        &first_types(AVX2_FIXTURE_TYPES),
+        &first_types(CASE_TYPES.len()),
         level_kernel(SimdLevel::Avx2),
         |r| r.2,
         |_| 0,
@@ -260,7 +268,7 @@ fn scalar_kernels_give_ggml_generic_bits() {
     };
     compare(
         "vec-dot-avx2/results.txt",
-        &first_types(AVX2_FIXTURE_TYPES),
+        &first_types(AVX2_GENERIC_TYPES),
         level_kernel(SimdLevel::Scalar),
         |r| r.3,
         ulps,

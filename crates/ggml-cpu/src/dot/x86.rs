@@ -268,14 +268,16 @@ unsafe fn bf16_k2(n: usize, x: &[u8], y: &[u8]) -> f32 {
         }
         i += 32;
     }
-    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
-    let mut sum = hsum_ps(s);
+    // ggml's reduction: (c1 + c3) + (c2 + c4), then the lanes
+    let s = _mm256_add_ps(_mm256_add_ps(acc[0], acc[2]), _mm256_add_ps(acc[1], acc[3]));
+    // ggml sums in a double (ggml_float): the vector part, then each tail product
+    let mut sum = hsum_ps(s) as f64;
     while i < n {
         let (a, b) = (rd16(x, 2 * i), rd16(y, 2 * i));
-        sum += f32::from_bits((a as u32) << 16) * f32::from_bits((b as u32) << 16);
+        sum += (f32::from_bits((a as u32) << 16) * f32::from_bits((b as u32) << 16)) as f64;
         i += 1;
     }
-    sum
+    sum as f32
 }
 
 /// Sum over 32 lanes of x*y as 8 i32 (pairs of i16 products; |x|,|y| <= 127 cannot saturate).
@@ -893,13 +895,6 @@ q5_k_kernel!(
     dot_u8_i8_scaled_vnni,
     scale32
 );
-
-/// Scale vector for Q6_K: the low 16 bytes of a 32-lane vector use `a`, the high 16 use `b`.
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(super) fn pair16(a: i32, b: i32) -> __m256i {
-    _mm256_set_m128i(_mm_set1_epi16(b as i16), _mm_set1_epi16(a as i16))
-}
 
 #[inline]
 #[target_feature(enable = "avx2")]
