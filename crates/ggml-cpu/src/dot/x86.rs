@@ -1087,6 +1087,45 @@ fn reduce_f32x16(acc: &[__m512; 4]) -> f32 {
 mod order_tests {
     use super::*;
 
+    /// The K-quant scale broadcasts by `pshufb` (scale16 for the AVX2 kernels, scale32 for the
+    /// VNNI ones, which only an AVX-512 CPU runs) equal plain broadcasts of each scale.
+    #[test]
+    fn pshufb_scale_broadcasts_equal_set1() {
+        if !is_x86_feature_detected!("avx2") {
+            return;
+        }
+        #[target_feature(enable = "avx2")]
+        fn check() {
+            let sc: [i16; 8] = [0, 1, 17, 31, 63, 5, 40, 62];
+            let mut both = [0i16; 16];
+            both[..8].copy_from_slice(&sc);
+            both[8..].copy_from_slice(&sc);
+            // SAFETY: both holds 32 bytes.
+            let v = unsafe { _mm256_loadu_si256(both.as_ptr() as *const __m256i) };
+            let bytes = |x: __m256i| {
+                let mut b = [0u8; 32];
+                // SAFETY: b holds 32 bytes.
+                unsafe { _mm256_storeu_si256(b.as_mut_ptr() as *mut __m256i, x) };
+                b
+            };
+            for (i, &s) in sc.iter().enumerate() {
+                let i = i as i32;
+                assert_eq!(
+                    bytes(scale16(v, i)),
+                    bytes(_mm256_set1_epi16(s)),
+                    "scale16 {i}"
+                );
+                assert_eq!(
+                    bytes(scale32(v, i)),
+                    bytes(_mm256_set1_epi32(s as i32)),
+                    "scale32 {i}"
+                );
+            }
+        }
+        // SAFETY: AVX2 was detected above.
+        unsafe { check() }
+    }
+
     /// ggml_vec_dot_f16's AVX2 order written out lane by lane: four 8-lane accumulators fused
     /// over 32 values a step, GGML_F32x8_REDUCE, then the tail added in double.
     fn f16_dot_in_ggml_order(x: &[u16], y: &[u16]) -> f32 {
