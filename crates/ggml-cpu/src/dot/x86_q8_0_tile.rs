@@ -72,6 +72,62 @@ pub(crate) unsafe fn q8_0_4xc<const C: usize>(
 /// As for `q8_0_4xc`, with two columns; out holds 8 floats.
 #[target_feature(enable = "avx2,fma,f16c")]
 pub(crate) unsafe fn q8_0_4x2(nb: usize, a: &[*const u8; 4], b: &[*const u8; 2], out: &mut [f32]) {
+    // SAFETY: the caller's promise.
+    let c = unsafe { sums_4x2(nb, a, b) };
+    for (o, v) in out.iter_mut().zip(c) {
+        *o = hsum(v);
+    }
+}
+
+/// `q8_0_4x2` storing each column's four cells as one vector at `dst[c]` (rows r..r + 4 of
+/// an f32 column): the four horizontal sums taken together, each in `hsum`'s order.
+///
+/// # Safety
+/// As for `q8_0_4x2`; each dst[c] has 4 writable floats.
+#[target_feature(enable = "avx2,fma,f16c")]
+pub(crate) unsafe fn q8_0_4x2_to(
+    nb: usize,
+    a: &[*const u8; 4],
+    b: &[*const u8; 2],
+    dst: [*mut f32; 2],
+) {
+    // SAFETY: the caller's promise.
+    let [c0, c1, c2, c3, c4, c5, c6, c7] = unsafe { sums_4x2(nb, a, b) };
+    // SAFETY: the caller's promise.
+    unsafe {
+        _mm_storeu_ps(dst[0], hsum4(c0, c2, c4, c6));
+        _mm_storeu_ps(dst[1], hsum4(c1, c3, c5, c7));
+    }
+}
+
+/// [hsum(a), hsum(b), hsum(c), hsum(d)] with every sum in `hsum`'s order: lo + hi, then
+/// (s0 + s2) + (s1 + s3).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn hsum4(a: __m256, b: __m256, c: __m256, d: __m256) -> __m128 {
+    // [s_a | s_b] and [s_c | s_d]: each lane lo_i + hi_i
+    let ab = _mm256_add_ps(
+        _mm256_permute2f128_ps::<0x20>(a, b),
+        _mm256_permute2f128_ps::<0x31>(a, b),
+    );
+    let cd = _mm256_add_ps(
+        _mm256_permute2f128_ps::<0x20>(c, d),
+        _mm256_permute2f128_ps::<0x31>(c, d),
+    );
+    // per half: [s0 + s2 of a|b, of c|d, s1 + s3 of a|b, of c|d]
+    let t = _mm256_add_ps(_mm256_unpacklo_ps(ab, cd), _mm256_unpackhi_ps(ab, cd));
+    // lanes 0, 1 of each half: (s0 + s2) + (s1 + s3) of a|b and c|d
+    let u = _mm256_add_ps(t, _mm256_permute_ps::<0b01_00_11_10>(t));
+    _mm_unpacklo_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps::<1>(u))
+}
+
+/// The eight 8-lane sums of `q8_0_4x2`, cell (r, c) at 2r + c.
+///
+/// # Safety
+/// As for `q8_0_4x2`.
+#[inline]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn sums_4x2(nb: usize, a: &[*const u8; 4], b: &[*const u8; 2]) -> [__m256; 8] {
     let z = _mm256_setzero_ps();
     let [mut c0, mut c1, mut c2, mut c3, mut c4, mut c5, mut c6, mut c7] = [z; 8];
     if nb > 0 {
@@ -195,9 +251,7 @@ pub(crate) unsafe fn q8_0_4x2(nb: usize, a: &[*const u8; 4], b: &[*const u8; 2],
             options(nostack, readonly),
         );
     }
-    for (o, v) in out.iter_mut().zip([c0, c1, c2, c3, c4, c5, c6, c7]) {
-        *o = hsum(v);
-    }
+    [c0, c1, c2, c3, c4, c5, c6, c7]
 }
 
 #[cfg(test)]
@@ -235,6 +289,22 @@ mod tests {
                 q8_0_4xc::<2>(nb, &ap, &bp, &mut want);
             }
             assert_eq!(got.map(f32::to_bits), want.map(f32::to_bits), "nb {nb}");
+            // the same cells stored column by column
+            let mut cols_out = [[0.0f32; 4]; 2];
+            // SAFETY: as above; each column holds 4 floats.
+            unsafe {
+                let dst = [cols_out[0].as_mut_ptr(), cols_out[1].as_mut_ptr()];
+                q8_0_4x2_to(nb, &ap, &bp, dst);
+            }
+            for r in 0..4 {
+                for c in 0..2 {
+                    assert_eq!(
+                        cols_out[c][r].to_bits(),
+                        want[2 * r + c].to_bits(),
+                        "nb {nb}"
+                    );
+                }
+            }
         }
     }
 }

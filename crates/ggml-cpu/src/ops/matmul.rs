@@ -792,6 +792,18 @@ impl WideTile<'_> {
                 let ap: [*const u8; gemm::RM] = std::array::from_fn(|r| {
                     self.a.row_ptr(ir0 + r.min(rows - 1), i02, i03) as *const u8
                 });
+                // Q8_0's passes store their cells into dst themselves (whole row groups of
+                // contiguous f32 columns)
+                if matches!(self.kind, Wide::Q(qtile::QElem::Q8_0))
+                    && rows == gemm::RM
+                    && self.d.nb[0] == 4
+                {
+                    let dst = cols.map(|c| self.d.ptr(ir0, c.1, c.2, c.3) as *mut f32);
+                    if qtile::q8_0_to_dst::<KC>(self.k / 32, &ap, &bp, &dst) {
+                        ir0 += rows;
+                        continue;
+                    }
+                }
                 match self.kind {
                     Wide::K(kp) => {
                         let orders = cols.map(|c| kp.order(c.1, self.b_ne1));

@@ -77,6 +77,45 @@ pub(crate) unsafe fn tile<const C: usize>(
     unsafe { run::<RM, C>(e, nb, a, b, out) }
 }
 
+/// Q8_0 on AVX2 without VNNI (the passes of two columns `run` takes there): the 4 x C tile's
+/// cells stored straight into rows r..r + 4 of each column, `dst[c]`, each column's four as one
+/// vector (the same bits as `tile`). False, doing nothing, where `tile` runs another kernel.
+///
+/// # Safety
+/// As for `tile`; each dst[c] has 4 writable floats.
+pub(crate) unsafe fn q8_0_to_dst<const C: usize>(
+    nb: usize,
+    a: &[*const u8; RM],
+    b: &[*const u8; C],
+    dst: &[*mut f32; C],
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (avx2, vnni) = features();
+        if !avx2 || vnni || !C.is_multiple_of(2) || RM != 4 {
+            return false;
+        }
+        let a: &[*const u8; 4] = a[..].try_into().expect("four rows");
+        for c in (0..C).step_by(2) {
+            // SAFETY: the caller's promise; the features were checked above.
+            unsafe {
+                crate::dot::x86_q8_0_tile::q8_0_4x2_to(
+                    nb,
+                    a,
+                    &[b[c], b[c + 1]],
+                    [dst[c], dst[c + 1]],
+                )
+            };
+        }
+        true
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (nb, a, b, dst);
+        false
+    }
+}
+
 /// Columns one pass of the AVX-512 Q8_0 tile takes (three registers of two cells per row).
 pub(crate) const Q8_0_ZMM_COLS: usize = 6;
 
