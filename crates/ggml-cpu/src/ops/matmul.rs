@@ -450,8 +450,9 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                         None => gemm::tile_wide(el, k, &ap, &bp, &mut out),
                                     }
                                     for (c, col) in cols.iter().enumerate() {
+                                        let base = d.ptr(ir0, col.1, col.2, col.3);
                                         for r in 0..rows {
-                                            (d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)
+                                            (base.wrapping_add(r * d.nb[0]) as *mut f32)
                                                 .write_unaligned(out[r * W + c]);
                                         }
                                     }
@@ -489,8 +490,9 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                         }
                                     }
                                     for (c, col) in cols.iter().enumerate() {
+                                        let base = d.ptr(ir0, col.1, col.2, col.3);
                                         for r in 0..rows {
-                                            (d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)
+                                            (base.wrapping_add(r * d.nb[0]) as *mut f32)
                                                 .write_unaligned(out[r * gemm::RN + c]);
                                         }
                                     }
@@ -812,8 +814,9 @@ impl WideTile<'_> {
                     Wide::Q(q) => qtile::tile(q, self.k / 32, &ap, &bp, out),
                 }
                 for (c, col) in cols.iter().enumerate() {
+                    let base = self.d.ptr(ir0, col.1, col.2, col.3);
                     for r in 0..rows {
-                        (self.d.ptr(ir0 + r, col.1, col.2, col.3) as *mut f32)
+                        (base.wrapping_add(r * self.d.nb[0]) as *mut f32)
                             .write_unaligned(out[r * KC + c]);
                     }
                 }
