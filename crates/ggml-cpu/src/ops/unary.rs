@@ -155,6 +155,36 @@ pub(crate) fn glu(p: &mut Params, n: &Node, op: GluOp, swapped: bool) {
     let buf = p.scratch(a.ne[0] + nc * 2);
     let (xa, rest) = buf.split_at_mut(a.ne[0]);
     let (gb, out) = rest.split_at_mut(nc);
+    // SWIGLU of F32 rows of adjacent elements, x and the gate in two tensors: straight from
+    // the sources into dst (the same products, without the row copies)
+    let f32_rows = |t: &crate::tref::TRef| t.ty == ggml::Type::F32 && t.nb[0] == 4;
+    if let (GluOp::Swiglu, Some(b)) = (op, b) {
+        if f32_rows(&a) && f32_rows(&b) && f32_rows(&d) {
+            let (mut i1, mut i2, mut i3) = d.unflat_row(r0);
+            for _ in r0..r1 {
+                // SAFETY: a and b have one row of at least nc adjacent f32 per dst row; this
+                // thread owns dst row (i1, i2, i3), which an in-place GLU reads element by
+                // element before writing it.
+                unsafe {
+                    let x = std::slice::from_raw_parts(a.row_ptr(i1, i2, i3) as *const f32, nc);
+                    let g = std::slice::from_raw_parts(b.row_ptr(i1, i2, i3) as *const f32, nc);
+                    crate::simd::swiglu(&mut out[..nc], x, g);
+                    let dst = d.row_ptr(i1, i2, i3) as *mut f32;
+                    std::ptr::copy_nonoverlapping(out.as_ptr(), dst, nc);
+                }
+                i1 += 1;
+                if i1 == d.ne[1] {
+                    i1 = 0;
+                    i2 += 1;
+                    if i2 == d.ne[2] {
+                        i2 = 0;
+                        i3 += 1;
+                    }
+                }
+            }
+            return;
+        }
+    }
     for r in r0..r1 {
         let (i1, i2, i3) = d.unflat_row(r);
         // SAFETY: a (and b) have one row per dst row; this thread owns dst row r.
