@@ -96,6 +96,18 @@ impl TRef {
         (i1, i2, i3)
     }
 
+    /// Steps (i1, i2, i3) to the next row in `unflat_row`'s order (no divisions).
+    #[inline(always)]
+    pub fn next_row(&self, (i1, i2, i3): (usize, usize, usize)) -> (usize, usize, usize) {
+        if i1 + 1 < self.ne[1] {
+            (i1 + 1, i2, i3)
+        } else if i2 + 1 < self.ne[2] {
+            (0, i2 + 1, i3)
+        } else {
+            (0, 0, i3 + 1)
+        }
+    }
+
     /// The bytes of a row whose elements are adjacent (or whole blocks for quantized types).
     ///
     /// # Safety

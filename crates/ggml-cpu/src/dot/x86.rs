@@ -780,16 +780,8 @@ macro_rules! q4_k_kernel {
 #[target_feature(enable = "avx2")]
 unsafe fn k4_scales_mins(sc: *const u8) -> __m256i {
     // SAFETY: guaranteed by the caller.
-    let u = |i: usize| unsafe { (sc.add(4 * i) as *const u32).read_unaligned() };
-    let (u0, u1, u2) = (u(0), u(1), u(2));
-    const M1: u32 = 0x3f3f_3f3f;
-    const M2: u32 = 0x0f0f_0f0f;
-    const M3: u32 = 0x0303_0303;
-    let s0 = u0 & M1;
-    let s1 = (u2 & M2) | (((u0 >> 6) & M3) << 4);
-    let m0 = u1 & M1;
-    let m1 = ((u2 >> 4) & M2) | (((u1 >> 6) & M3) << 4);
-    _mm256_cvtepu8_epi16(_mm_setr_epi32(s0 as i32, s1 as i32, m0 as i32, m1 as i32))
+    let (s, m) = super::x86_k512::k4_unpack(unsafe { &*(sc as *const [u8; 12]) });
+    _mm256_cvtepu8_epi16(_mm_set_epi64x(m as i64, s as i64))
 }
 
 /// Lane l: mins[2l] * (sums of subblock 2l's activations) + the same for subblock 2l + 1,

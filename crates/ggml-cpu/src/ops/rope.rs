@@ -140,15 +140,7 @@ pub(crate) fn rope(p: &mut Params, n: &Node, rp: &RopeParams) {
                 d.store_row(i1, i2, i3, y);
             }
         }
-        i1 += 1;
-        if i1 == a.ne[1] {
-            i1 = 0;
-            i2 += 1;
-            if i2 == a.ne[2] {
-                i2 = 0;
-                i3 += 1;
-            }
-        }
+        (i1, i2, i3) = a.next_row((i1, i2, i3));
     }
 }
 

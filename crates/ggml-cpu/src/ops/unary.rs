@@ -172,15 +172,7 @@ pub(crate) fn glu(p: &mut Params, n: &Node, op: GluOp, swapped: bool) {
                     let dst = d.row_ptr(i1, i2, i3) as *mut f32;
                     std::ptr::copy_nonoverlapping(out.as_ptr(), dst, nc);
                 }
-                i1 += 1;
-                if i1 == d.ne[1] {
-                    i1 = 0;
-                    i2 += 1;
-                    if i2 == d.ne[2] {
-                        i2 = 0;
-                        i3 += 1;
-                    }
-                }
+                (i1, i2, i3) = d.next_row((i1, i2, i3));
             }
             return;
         }
