@@ -163,8 +163,8 @@ pub(crate) fn glu(p: &mut Params, n: &Node, op: GluOp, swapped: bool) {
             let (mut i1, mut i2, mut i3) = d.unflat_row(r0);
             for _ in r0..r1 {
                 // SAFETY: a and b have one row of at least nc adjacent f32 per dst row; this
-                // thread owns dst row (i1, i2, i3), which an in-place GLU reads element by
-                // element before writing it.
+                // thread owns dst row (i1, i2, i3). The result goes through scratch, so an
+                // in-place GLU (dst over a or b) has read both rows before dst is written.
                 unsafe {
                     let x = std::slice::from_raw_parts(a.row_ptr(i1, i2, i3) as *const f32, nc);
                     let g = std::slice::from_raw_parts(b.row_ptr(i1, i2, i3) as *const f32, nc);
