@@ -452,20 +452,22 @@ pub(crate) unsafe fn packed_gemv<const P: usize>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
+        // a panel is one stretch of nb * PACKED_BLOCK_BYTES bytes, streamed like a row that long
+        let pf = crate::simd::features::cpu().prefetch_rows(nb * PACKED_BLOCK_BYTES, false);
         // SAFETY: the caller's promise.
         unsafe {
             match (isa, e) {
                 (PanelIsa::Vnni, QElem::Q4_0Repacked) => {
-                    x86::packed_gemv::<false, P>(nb, panels, y, sums, out)
+                    x86::packed_gemv::<false, P>(nb, panels, y, sums, out, pf)
                 }
                 (PanelIsa::Vnni, QElem::Iq4NlRepacked) => {
-                    x86::packed_gemv::<true, P>(nb, panels, y, sums, out)
+                    x86::packed_gemv::<true, P>(nb, panels, y, sums, out, pf)
                 }
                 (PanelIsa::Avx2, QElem::Q4_0Repacked) => {
-                    x86::packed_gemv_avx2::<false, P>(nb, panels, y, sums, out)
+                    x86::packed_gemv_avx2::<false, P>(nb, panels, y, sums, out, pf)
                 }
                 (PanelIsa::Avx2, QElem::Iq4NlRepacked) => {
-                    x86::packed_gemv_avx2::<true, P>(nb, panels, y, sums, out)
+                    x86::packed_gemv_avx2::<true, P>(nb, panels, y, sums, out, pf)
                 }
                 _ => unreachable!("panels are for the repacked 4-bit types"),
             }

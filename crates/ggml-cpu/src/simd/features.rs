@@ -139,6 +139,11 @@ impl Features {
     /// reference model's 151936 x 256 F32 output, 1 KiB rows: tg64 -t 1 86-91 -> 92-109 t/s),
     /// while quantized rows of 1-2 KiB still gain (Gemma 3's 1680-byte Q6_K rows 88-95 -> 83-87
     /// us a node; the 1.1B q8_0's 2176-byte rows tg16 -t 2 19.4-19.6 -> 20.8-21.2 t/s).
+    /// CPU_REPACK's Q4_0 / IQ4_NL nibble panels (`ops::qtile::packed_gemv`) count as rows of a
+    /// panel's length (18 KiB at 2048 wide): without the prefetches the 1.1B q4_0 tg32 went
+    /// from 22-24 to 31-35 t/s at -t 2 and 14-17 to 22 at -t 1 (three alternated rounds).
+    /// Repacked Q4_K's 8-row gemv (`dot::x86_k4x8::gemv8`) keeps its prefetches: without them
+    /// the 1.1B q4_k_m tg32 fell from 25 to 22-24 t/s (-t 2) and 14-18 to 12-13.5 (-t 1).
     pub fn prefetch_rows(&self, row_bytes: usize, f32_rows: bool) -> bool {
         !self.amd || (row_bytes < 4096 && !f32_rows)
     }

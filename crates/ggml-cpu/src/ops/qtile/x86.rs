@@ -326,6 +326,7 @@ pub unsafe fn packed_gemv<const NL: bool, const P: usize>(
     y: *const u8,
     sums: *const u8,
     out: &mut [[f32; 16]; P],
+    prefetch: bool,
 ) {
     let low = _mm512_set1_epi8(0x0F);
     let kv: [u8; 16] = std::array::from_fn(|i| (ggml::quants::KVALUES_IQ4NL[i] as i16 + 128) as u8);
@@ -341,8 +342,10 @@ pub unsafe fn packed_gemv<const NL: bool, const P: usize>(
         let dy = _mm512_set1_ps((sb.add(4) as *const f32).read_unaligned());
         for (q, &panel) in panels.iter().enumerate() {
             let p = panel.add(ib * super::PACKED_BLOCK_BYTES);
-            for l in 0..3 {
-                _mm_prefetch::<_MM_HINT_T0>(p.add(PREFETCH + 128 * l) as *const i8);
+            if prefetch {
+                for l in 0..3 {
+                    _mm_prefetch::<_MM_HINT_T0>(p.add(PREFETCH + 128 * l) as *const i8);
+                }
             }
             // (the block sum is exact in i32, so the order of its steps does not matter)
             let mut s = s0;
@@ -498,6 +501,7 @@ pub unsafe fn packed_gemv_avx2<const NL: bool, const P: usize>(
     y: *const u8,
     sums: *const u8,
     out: &mut [[f32; 16]; P],
+    prefetch: bool,
 ) {
     let table = iq4nl_table();
     let mut acc = [[_mm256_setzero_ps(); 2]; P];
@@ -511,8 +515,10 @@ pub unsafe fn packed_gemv_avx2<const NL: bool, const P: usize>(
         let dy = _mm256_set1_ps((sb.add(4) as *const f32).read_unaligned());
         for (q, &panel) in panels.iter().enumerate() {
             let p = panel.add(ib * super::PACKED_BLOCK_BYTES);
-            for l in 0..3 {
-                _mm_prefetch::<_MM_HINT_T0>(p.add(PREFETCH + 128 * l) as *const i8);
+            if prefetch {
+                for l in 0..3 {
+                    _mm_prefetch::<_MM_HINT_T0>(p.add(PREFETCH + 128 * l) as *const i8);
+                }
             }
             for (h, a) in acc[q].iter_mut().enumerate() {
                 let w = half_block::<NL>(p, h, table);
