@@ -96,9 +96,11 @@ wrapper!(q8_0_avx512, q8_0_k512, 32, 34, 34);
 wrapper!(q4_0_avx512, q4_0_k512, 32, 18, 34);
 wrapper!(q4_k_avx512, q4_k_k512, 256, 144, 292);
 
+/// The 8 lanes' sum in ggml's `hsum_float_8` order (lo + hi, then pairs): every AVX2 kernel's
+/// last step, so every one takes it from here.
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-pub(super) fn hsum_ps(v: __m256) -> f32 {
+pub(crate) fn hsum_ps(v: __m256) -> f32 {
     let lo = _mm256_castps256_ps128(v);
     let hi = _mm256_extractf128_ps(v, 1);
     let s = _mm_add_ps(lo, hi);

@@ -171,15 +171,8 @@ pub(crate) unsafe fn tile_wide_b32(
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::{RM, RN};
+    use crate::dot::x86::hsum_ps as hsum;
     use std::arch::x86_64::*;
-
-    #[inline(always)]
-    unsafe fn hsum(v: __m256) -> f32 {
-        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-        let s = _mm_add_ss(s, _mm_movehdup_ps(s));
-        _mm_cvtss_f32(s)
-    }
 
     macro_rules! tile_impl {
         ($name:ident, $feat:literal, $load:expr, $scalar:expr) => {

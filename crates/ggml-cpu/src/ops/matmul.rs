@@ -116,6 +116,30 @@ impl RowWalk {
     }
 }
 
+/// Stores the first `rows` rows of a register tile: cell (r, c) = out[r * C + c] goes to dst
+/// row ir0 + r of column cols[c] (b_row's (pointer, i11, i12, i13)), each column's address
+/// taken once.
+///
+/// # Safety
+/// Each (ir0 + r, cols[c]) is a cell of d that belongs to the caller's chunk; out holds
+/// rows * C floats.
+#[inline(always)]
+unsafe fn store_tile<const C: usize>(
+    d: &TRef,
+    ir0: usize,
+    rows: usize,
+    cols: &[(*const u8, usize, usize, usize); C],
+    out: &[f32],
+) {
+    for (c, col) in cols.iter().enumerate() {
+        let base = d.ptr(ir0, col.1, col.2, col.3);
+        for r in 0..rows {
+            // SAFETY: the caller's promise; dst rows are nb[0] bytes apart.
+            unsafe { (base.wrapping_add(r * d.nb[0]) as *mut f32).write_unaligned(out[r * C + c]) };
+        }
+    }
+}
+
 /// Which register tile a matmul's chunks use for groups of columns.
 #[derive(Clone, Copy)]
 enum Tile {
@@ -449,13 +473,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                         Some(b32) => gemm::tile_wide_b32(k, &ap, b32, &mut out),
                                         None => gemm::tile_wide(el, k, &ap, &bp, &mut out),
                                     }
-                                    for (c, col) in cols.iter().enumerate() {
-                                        let base = d.ptr(ir0, col.1, col.2, col.3);
-                                        for r in 0..rows {
-                                            (base.wrapping_add(r * d.nb[0]) as *mut f32)
-                                                .write_unaligned(out[r * W + c]);
-                                        }
-                                    }
+                                    store_tile(&d, ir0, rows, &cols, &out);
                                 }
                                 ir0 += rows;
                             }
@@ -489,13 +507,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                             ktile::tile(kp, k / 256, &ap, &bp, &orders, &mut out)
                                         }
                                     }
-                                    for (c, col) in cols.iter().enumerate() {
-                                        let base = d.ptr(ir0, col.1, col.2, col.3);
-                                        for r in 0..rows {
-                                            (base.wrapping_add(r * d.nb[0]) as *mut f32)
-                                                .write_unaligned(out[r * gemm::RN + c]);
-                                        }
-                                    }
+                                    store_tile(&d, ir0, rows, &cols, &out);
                                 }
                                 ir0 += rows;
                             }
@@ -813,13 +825,7 @@ impl WideTile<'_> {
                     }
                     Wide::Q(q) => qtile::tile(q, self.k / 32, &ap, &bp, out),
                 }
-                for (c, col) in cols.iter().enumerate() {
-                    let base = self.d.ptr(ir0, col.1, col.2, col.3);
-                    for r in 0..rows {
-                        (base.wrapping_add(r * self.d.nb[0]) as *mut f32)
-                            .write_unaligned(out[r * KC + c]);
-                    }
-                }
+                store_tile(self.d, ir0, rows, &cols, out);
             }
             ir0 += rows;
         }

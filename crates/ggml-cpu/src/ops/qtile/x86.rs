@@ -1,7 +1,7 @@
 //! The x86 register tiles of `ops::qtile`: AVX2 and AVX-512 VNNI kernels for Q8_0, Q4_0,
 //! Q5_0 and the repacked Q4_0 / IQ4_NL panels, each cell in the dot product's order.
 
-use crate::dot::x86::unpack_q5_0;
+use crate::dot::x86::{hsum_ps as hsum, unpack_q5_0};
 use std::arch::x86_64::*;
 
 /// (ggml's bit conversion, which measured faster here than F16C's one-lane cvtph2ps)
@@ -9,14 +9,6 @@ use std::arch::x86_64::*;
 unsafe fn scale(p: *const u8) -> f32 {
     // (every kernel here runs only where `features` found F16C)
     crate::fp::f16c_at(p)
-}
-
-#[inline(always)]
-unsafe fn hsum(v: __m256) -> f32 {
-    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    _mm_cvtss_f32(s)
 }
 
 #[inline(always)]
@@ -269,9 +261,7 @@ pub unsafe fn packed_tile<const NL: bool, const C: usize>(
         if C == 1 {
             // one column streams the weight: fetch ahead across page boundaries, which
             // the hardware prefetcher does not cross
-            for l in 0..3 {
-                _mm_prefetch::<_MM_HINT_T0>(p.add(PREFETCH + 128 * l) as *const i8);
-            }
+            fetch_ahead(p);
         }
         // quant byte i holds element i (low nibble) and element i + 16 (high nibble):
         // dword j's low nibbles meet y's dword j, its high nibbles y's dword j + 4; the
@@ -343,9 +333,7 @@ pub unsafe fn packed_gemv<const NL: bool, const P: usize>(
         for (q, &panel) in panels.iter().enumerate() {
             let p = panel.add(ib * super::PACKED_BLOCK_BYTES);
             if prefetch {
-                for l in 0..3 {
-                    _mm_prefetch::<_MM_HINT_T0>(p.add(PREFETCH + 128 * l) as *const i8);
-                }
+                fetch_ahead(p);
             }
             // (the block sum is exact in i32, so the order of its steps does not matter)
             let mut s = s0;
@@ -374,6 +362,16 @@ pub unsafe fn packed_gemv<const NL: bool, const P: usize>(
 
 /// How far ahead of its block the one-column kernel fetches the weight.
 const PREFETCH: usize = 2048;
+
+/// Fetches the panel block PREFETCH bytes on from the block at p (its 288 bytes in three
+/// lines; a prefetch is a hint and never faults, whatever the address).
+#[inline(always)]
+fn fetch_ahead(p: *const u8) {
+    for l in 0..3 {
+        // SAFETY: SSE is part of x86-64; a prefetch reads nothing the program sees.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(PREFETCH + 128 * l) as *const i8) };
+    }
+}
 
 /// # Safety
 /// AVX2 and F16C; as for `super::col_sums`; bias is 8 or 128.
@@ -516,9 +514,7 @@ pub unsafe fn packed_gemv_avx2<const NL: bool, const P: usize>(
         for (q, &panel) in panels.iter().enumerate() {
             let p = panel.add(ib * super::PACKED_BLOCK_BYTES);
             if prefetch {
-                for l in 0..3 {
-                    _mm_prefetch::<_MM_HINT_T0>(p.add(PREFETCH + 128 * l) as *const i8);
-                }
+                fetch_ahead(p);
             }
             for (h, a) in acc[q].iter_mut().enumerate() {
                 let w = half_block::<NL>(p, h, table);
