@@ -1,5 +1,6 @@
 //! The CPU backend: computes a whole graph on a persistent thread pool, one barrier between
-//! nodes, with an abort check after every node.
+//! nodes (none between small row-wise nodes that thread 0 runs alone), with an abort check
+//! after every node.
 
 use crate::ops::{self, Params};
 use crate::placement;
@@ -102,40 +103,46 @@ impl CpuBackend {
         let times: Mutex<Vec<(TensorId, Duration)>> = Mutex::new(Vec::new());
         let setup = t_setup.map(|t| t.elapsed());
         let t_graph = t_setup.map(|_| Instant::now());
+        let plan = plan(ctx, nodes, nth);
         let job = |ith: usize, nth: usize, barrier: &crate::pool::SpinBarrier| {
             let timed = profiling && ith == 0;
             let mut mine = Vec::new();
             SCRATCH.with(|s| {
                 let mut scratch = s.borrow_mut();
-                for &id in nodes {
-                    let t = &ctx[id];
-                    if ops::is_noop(t) {
-                        continue;
-                    }
+                for step in &plan {
                     let t0 = timed.then(Instant::now);
-                    let mut p = Params::new(
-                        ith,
-                        nth,
-                        wdata as *mut u8,
-                        wsize,
-                        barrier,
-                        &mut scratch,
-                        &error,
-                        &counter,
-                    );
-                    ops::compute(&mut p, ctx, id);
-                    if ith == 0 {
-                        if let Some(cb) = &abort {
-                            if cb() {
-                                aborted.store(true, Ordering::Relaxed);
+                    // after an abort thread 0 runs no more solo nodes: it goes straight on to
+                    // the next barrier, where every thread stops (a shared node always follows
+                    // a barrier, so an abort never reaches one)
+                    let run = !step.solo || (ith == 0 && !aborted.load(Ordering::Relaxed));
+                    if run {
+                        let mut p = Params::new(
+                            if step.solo { 0 } else { ith },
+                            if step.solo { 1 } else { nth },
+                            wdata as *mut u8,
+                            wsize,
+                            barrier,
+                            &mut scratch,
+                            &error,
+                            &counter,
+                        );
+                        ops::compute(&mut p, ctx, step.id);
+                        if ith == 0 {
+                            if let Some(cb) = &abort {
+                                if cb() {
+                                    aborted.store(true, Ordering::Relaxed);
+                                }
                             }
                         }
                     }
-                    barrier.wait(nth);
-                    if let Some(t0) = t0 {
-                        mine.push((id, t0.elapsed()));
+                    if step.barrier {
+                        barrier.wait(nth);
                     }
-                    if aborted.load(Ordering::Relaxed) || barrier.is_poisoned() {
+                    if let Some(t0) = t0 {
+                        mine.push((step.id, t0.elapsed()));
+                    }
+                    // only after a barrier: every thread leaves at the same node
+                    if step.barrier && (aborted.load(Ordering::Relaxed) || barrier.is_poisoned()) {
                         break;
                     }
                 }
@@ -187,6 +194,35 @@ impl Drop for CpuBackend {
             eprint!("{}", p.report());
         }
     }
+}
+
+/// One node of the graph as the threads step through it.
+struct Step {
+    id: TensorId,
+    /// run by thread 0 alone (ops::solo)
+    solo: bool,
+    /// whether the threads meet after it: not between two solo nodes (thread 0 runs both in
+    /// order), nor after the last node (the pool waits for every thread anyway)
+    barrier: bool,
+}
+
+fn plan(ctx: &Context, nodes: &[TensorId], nth: usize) -> Vec<Step> {
+    let mut steps: Vec<Step> = nodes
+        .iter()
+        .filter(|&&id| !ops::is_noop(&ctx[id]))
+        .map(|&id| Step {
+            id,
+            solo: nth > 1 && ops::solo(&ctx[id]),
+            barrier: true,
+        })
+        .collect();
+    for k in 0..steps.len() {
+        steps[k].barrier = match steps.get(k + 1) {
+            Some(next) => !(steps[k].solo && next.solo),
+            None => false,
+        };
+    }
+    steps
 }
 
 thread_local! {
@@ -262,5 +298,59 @@ impl Backend for CpuBackend {
     }
     fn set_abort_callback(&mut self, cb: Option<Arc<dyn Fn() -> bool + Send + Sync>>) {
         self.abort = cb;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ggml::Type;
+
+    #[test]
+    fn threads_meet_only_where_a_node_is_shared() {
+        let mut ctx = Context::new();
+        let x = ctx.new_tensor_1d(Type::F32, 64);
+        let w = ctx.new_tensor_2d(Type::F32, 64, 64);
+        let big = ctx.new_tensor_1d(Type::F32, 100_000);
+        let a = ctx.add(x, x);
+        let v = ctx.reshape_1d(a, 64);
+        let b = ctx.add(v, x);
+        let m = ctx.mul_mat(w, b);
+        let c = ctx.add(m, m);
+        let d = ctx.add(big, big);
+        let e = ctx.add(c, c);
+        let nodes = [a, v, b, m, c, d, e];
+        let shape = |nth| {
+            plan(&ctx, &nodes, nth)
+                .iter()
+                .map(|s| (s.id, s.solo, s.barrier))
+                .collect::<Vec<_>>()
+        };
+        // the view computes nothing; the small additions run on thread 0, the product and the
+        // large addition on every thread, with a barrier on each side of them
+        assert_eq!(
+            shape(2),
+            vec![
+                (a, true, false),
+                (b, true, true),
+                (m, false, true),
+                (c, true, true),
+                (d, false, true),
+                (e, true, false),
+            ]
+        );
+        // one thread: nothing is solo, every node but the last ends at a barrier (a no-op
+        // there)
+        assert_eq!(
+            shape(1),
+            vec![
+                (a, false, true),
+                (b, false, true),
+                (m, false, true),
+                (c, false, true),
+                (d, false, true),
+                (e, false, false),
+            ]
+        );
     }
 }

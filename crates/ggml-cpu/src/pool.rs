@@ -20,17 +20,30 @@ pub(crate) fn idle_spins(poll: u32) -> u32 {
 
 /// A reusable barrier for the threads of one job (sense by generation count).
 pub(crate) struct SpinBarrier {
-    arrived: AtomicUsize,
-    generation: AtomicUsize,
+    arrived: CacheLine<AtomicUsize>,
+    /// on a line of its own, as ggml keeps n_barrier_passed: the waiters spin on it without
+    /// taking the line the arrivals increment
+    generation: CacheLine<AtomicUsize>,
     /// Set when a thread of the job panicked: waits return at once so no thread hangs.
     poisoned: AtomicBool,
+}
+
+/// A value alone on a 64-byte cache line.
+#[repr(align(64))]
+struct CacheLine<T>(T);
+
+impl<T> std::ops::Deref for CacheLine<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 impl SpinBarrier {
     fn new() -> SpinBarrier {
         SpinBarrier {
-            arrived: AtomicUsize::new(0),
-            generation: AtomicUsize::new(0),
+            arrived: CacheLine(AtomicUsize::new(0)),
+            generation: CacheLine(AtomicUsize::new(0)),
             poisoned: AtomicBool::new(false),
         }
     }

@@ -117,6 +117,38 @@ pub(crate) fn is_noop(t: &Tensor) -> bool {
     t.op.is_view() || t.op.is_none() || t.is_empty()
 }
 
+/// Elements up to which a row-wise node runs on thread 0 alone: splitting it saves less time
+/// than the barrier that the split needs (a barrier round trip costs about as much as one
+/// thread normalising or rotating a few thousand floats).
+const SOLO_MAX_ELEMENTS: i64 = 4096;
+
+/// Whether a node is small enough to run on thread 0 alone (with nth = 1), so that a run of
+/// such nodes needs no barrier between them. Only ops whose rows are computed independently of
+/// the thread split qualify (no work buffer, no barrier inside, no shared counter): their
+/// results are the same bits on one thread as on many.
+pub(crate) fn solo(t: &Tensor) -> bool {
+    let rowwise = matches!(
+        t.op,
+        Op::Dup
+            | Op::Cont
+            | Op::Cpy
+            | Op::Add
+            | Op::Sub
+            | Op::Mul
+            | Op::Div
+            | Op::Scale { .. }
+            | Op::Unary(_)
+            | Op::Glu { .. }
+            | Op::Norm { .. }
+            | Op::RmsNorm { .. }
+            | Op::GetRows
+            | Op::SetRows
+            | Op::SoftMax { .. }
+            | Op::Rope(_)
+    );
+    rowwise && t.nelements() <= SOLO_MAX_ELEMENTS
+}
+
 /// Bytes of shared work memory a node needs with `nth` threads.
 pub(crate) fn work_size(ctx: &Context, id: TensorId, nth: usize) -> usize {
     let t = &ctx[id];
