@@ -270,10 +270,21 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     let brow = tr.vec_dot_type.row_size(k as i64);
 
     let wdata = p.wdata;
+    // one matrix of columns (the usual case) needs no divisions per tile: at a few hundred
+    // cycles a tile, a dozen of them weighed a tenth of an F32 tile's time
+    let flat = b.ne[2] == 1 && b.ne[3] == 1;
+    let same_matrix = |ir1: usize, w: usize| flat || ir1 / b.ne[1] == (ir1 + w - 1) / b.ne[1];
+    let a_mat = |i12: usize, i13: usize| if flat { (0, 0) } else { (i12 / r2, i13 / r3) };
     let b_row = |ir1: usize| -> (*const u8, usize, usize, usize) {
-        let i11 = ir1 % b.ne[1];
-        let i12 = (ir1 / b.ne[1]) % b.ne[2];
-        let i13 = ir1 / (b.ne[1] * b.ne[2]);
+        let (i11, i12, i13) = if flat {
+            (ir1, 0, 0)
+        } else {
+            (
+                ir1 % b.ne[1],
+                (ir1 / b.ne[1]) % b.ne[2],
+                ir1 / (b.ne[1] * b.ne[2]),
+            )
+        };
         let ptr = match conv {
             // SAFETY: the converted rows are laid out in flat row order.
             Some(rs) => unsafe { wdata.add(ir1 * rs) as *const u8 },
@@ -445,12 +456,9 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                     // AVX-512 F16: RN_WIDE columns of the same matrix in the wide tile
                     if let Some(Tile::Float(el)) = tile_kind {
                         const W: usize = gemm::RN_WIDE;
-                        if gemm::wide_available(el)
-                            && ir1 + W <= e1
-                            && ir1 / b.ne[1] == (ir1 + W - 1) / b.ne[1]
-                        {
+                        if gemm::wide_available(el) && ir1 + W <= e1 && same_matrix(ir1, W) {
                             let cols: [_; W] = std::array::from_fn(|c| b_row(ir1 + c));
-                            let (i02, i03) = (cols[0].2 / r2, cols[0].3 / r3);
+                            let (i02, i03) = a_mat(cols[0].2, cols[0].3);
                             let bp = cols.map(|c| c.0);
                             // the columns widened to f32 (convert_src1), when they were
                             let b32 = widen.then(|| {
@@ -483,9 +491,9 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                     }
                     // RN columns of the same matrix go through the register tile
                     if let Some(kind) = tile_kind {
-                        if ir1 + gemm::RN <= e1 && ir1 / b.ne[1] == (ir1 + gemm::RN - 1) / b.ne[1] {
+                        if ir1 + gemm::RN <= e1 && same_matrix(ir1, gemm::RN) {
                             let cols = [b_row(ir1), b_row(ir1 + 1), b_row(ir1 + 2)];
-                            let (i02, i03) = (cols[0].2 / r2, cols[0].3 / r3);
+                            let (i02, i03) = a_mat(cols[0].2, cols[0].3);
                             let bp = [cols[0].0, cols[1].0, cols[2].0];
                             let mut ir0 = iir0;
                             let mut out = [0.0f32; gemm::RM * gemm::RN];
@@ -516,7 +524,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                         }
                     }
                     let (bp, i11, i12, i13) = b_row(ir1);
-                    let (i02, i03) = (i12 / r2, i13 / r3);
+                    let (i02, i03) = a_mat(i12, i13);
                     // a column left over from the float tiles: the tile with that column in
                     // every slot, so its cells sum in the tiles' (tinyBLAS's) order too
                     if let Some(Tile::Float(el)) = tile_kind {

@@ -154,14 +154,18 @@ impl Features {
     /// horizontal sum weigh most; longer rows streamed faster one at a time (Gemma 3 270M
     /// tg32 -t 1 38.9 -> 49.6 t/s: its 680-byte Q8_0 output rows 11.0 -> 16.0 GB/s, its
     /// 1680-byte Q6_K rows 6.3 -> 15.3; the 1.1B shape q8_0 10.4 -> 12.0; but the reference
-    /// model's 272-byte Q8_0 rows 259 -> 181-215 t/s). Q4_1 and Q5_1 (whose one-row kernel
-    /// widens a block's four scales in one conversion) go row by row at every length there:
+    /// model's 272-byte Q8_0 rows 259 -> 181-215 t/s; SmolLM2's 360-byte Q4_1 rows 73 -> 54).
+    /// On an AMD EPYC with AVX-512 VNNI (Zen 4), whose several-row kernels for Q8_0, Q4_1 and
+    /// Q5_1 are the eight-row `dot::x86_rows8` ones, those types go row by row at every length:
     /// SmolLM2's 360-byte Q4_1 rows, tg128 -t 1 83-92 -> 111-113 t/s and -t 2 132-134 ->
-    /// 158-178 (its 576 x 1536 products 69-75 -> 48 us at -t 1), where an older measurement,
-    /// before the row prefetches changed, had found the opposite.
+    /// 158-178 (its 576 x 1536 products 69-75 -> 48 us at -t 1); the reference model's
+    /// 272-byte Q8_0 output rows 2.8-3.2 -> 2.3-2.5 ms at -t 1 (tg128 268-305 -> 340-359 t/s)
+    /// and 1.3-1.7 -> 1.1-1.5 ms at -t 2. Its Q5_0 rows (Gemma 3's 440 bytes) and K-quant
+    /// rows measured faster several at a time, as on Zen 3.
     pub fn several_rows(&self, ty: ggml::Type, row_bytes: usize) -> bool {
-        let q4_1_like = matches!(ty, ggml::Type::Q4_1 | ggml::Type::Q5_1);
-        !self.amd || (row_bytes < 512 && !q4_1_like)
+        use ggml::Type::{Q4_1, Q5_1, Q8_0};
+        let one_by_one = matches!(ty, Q4_1 | Q5_1 | Q8_0) && self.avx512_dot();
+        !self.amd || (row_bytes < 512 && !one_by_one)
     }
 
     /// Whether a one-column product taken row by row reads several stretches of the weight
