@@ -397,7 +397,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // in the L3 cache, worse). Both only where the CPU's policy says they pay
     // (simd::features' prefetch_rows and stream_rows).
     let cpu = crate::simd::features::cpu();
-    let pf = cpu.prefetch_rows(arow, a.ty == Type::F32);
+    let pf = cpu.prefetch_rows(a.ty, arow);
     let streamed = pf && cpu.stream_rows() && nr1 == 1 && tile_kind.is_none() && rows4.is_none();
     let prefetch_rows = match (nr1, streamed) {
         (1, true) => PREFETCH_BYTES.div_ceil(arow.max(1)) * STREAMS,

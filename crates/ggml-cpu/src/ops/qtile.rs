@@ -453,7 +453,8 @@ pub(crate) unsafe fn packed_gemv<const P: usize>(
     #[cfg(target_arch = "x86_64")]
     {
         // a panel is one stretch of nb * PACKED_BLOCK_BYTES bytes, streamed like a row that long
-        let pf = crate::simd::features::cpu().prefetch_rows(nb * PACKED_BLOCK_BYTES, false);
+        let pf =
+            crate::simd::features::cpu().prefetch_rows(ggml::Type::Q4_0, nb * PACKED_BLOCK_BYTES);
         // SAFETY: the caller's promise.
         unsafe {
             match (isa, e) {

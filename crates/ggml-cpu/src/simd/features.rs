@@ -135,7 +135,7 @@ impl Features {
     /// (Zen 3) faster for short rows (Gemma 3 270M tg32 -t 1 26-28 -> 36-39 t/s, SmolLM2
     /// 48-52 -> 58-75) but slower for rows of a page or more, where its hardware prefetchers
     /// keep up alone (1.1B F16, 4 KiB rows: tg16 -t 1 4.8 -> 6.6 t/s without them).
-    /// F32 weights (`f32_rows`) streamed faster there without them even in short rows (the
+    /// F32 weights streamed faster there without them even in short rows (the
     /// reference model's 151936 x 256 F32 output, 1 KiB rows: tg64 -t 1 86-91 -> 92-109 t/s),
     /// while quantized rows of 1-2 KiB still gain (Gemma 3's 1680-byte Q6_K rows 88-95 -> 83-87
     /// us a node; the 1.1B q8_0's 2176-byte rows tg16 -t 2 19.4-19.6 -> 20.8-21.2 t/s).
@@ -144,8 +144,19 @@ impl Features {
     /// from 22-24 to 31-35 t/s at -t 2 and 14-17 to 22 at -t 1 (three alternated rounds).
     /// Repacked Q4_K's 8-row gemv (`dot::x86_k4x8::gemv8`) keeps its prefetches: without them
     /// the 1.1B q4_k_m tg32 fell from 25 to 22-24 t/s (-t 2) and 14-18 to 12-13.5 (-t 1).
-    pub fn prefetch_rows(&self, row_bytes: usize, f32_rows: bool) -> bool {
-        !self.amd || (row_bytes < 4096 && !f32_rows)
+    /// On an AMD EPYC with AVX-512 VNNI (Zen 4) only Q4_0 / Q5_0 rows (the four-row
+    /// `ops::qtile::column` passes, and the repacked nibble panels) keep them: without them
+    /// Gemma 3's 440-byte Q5_0 rows fell from 17 to 12-13 GB/s at -t 2, while the rows taken
+    /// one by one and the K-quant passes gained (SmolLM2 tg128 -t 1 92-99 -> 104-109 t/s,
+    /// Gemma 3's 1680-byte Q6_K rows 15-17 -> 17.5-22 GB/s at -t 1, the reference q4_k_m
+    /// model's tg128 491-497 -> 527-564 at -t 1 and 742-767 -> 798-963 at -t 2).
+    pub fn prefetch_rows(&self, ty: ggml::Type, row_bytes: usize) -> bool {
+        use ggml::Type::{F32, Q4_0, Q5_0};
+        if !self.amd {
+            return true;
+        }
+        let zen4_keeps = !self.avx512_dot() || matches!(ty, Q4_0 | Q5_0);
+        row_bytes < 4096 && ty != F32 && zen4_keeps
     }
 
     /// Whether a one-column product of quantized weight rows of `row_bytes` each goes down the
