@@ -595,18 +595,16 @@ q4_1_tile!(
 /// four calls of the AVX2 (or AVX-512: the integer sums are exact either way) dot product.
 pub(crate) type Rows4Fn = unsafe fn(usize, &[*const u8; 4], *const u8, &mut [f32; 4]);
 
-/// The kernel and its block length, for weight rows of `row_bytes` each. AVX2's F16 kernel
-/// reads four separate pages at once where a row is a page or less; on the AMD EPYC (Zen 3)
-/// that measured slower than one row after another (1.1B shape, -t 1: 2048-wide rows 12.4
-/// GB/s four at a time, 15.3 one by one; 5632-wide rows 16.2 and 15.2), so it takes only
-/// longer rows.
+/// The kernel and its block length, for weight rows of `row_bytes` each (F16's four-row
+/// kernels only where `simd::features`' f16_rows4 says they pay).
 pub(crate) fn rows4_kernel(ty: Type, row_bytes: usize) -> Option<(Rows4Fn, usize)> {
     if !has_avx2() {
         return None;
     }
     match ty {
+        Type::F16 if !crate::simd::features::cpu().f16_rows4(row_bytes) => None,
         Type::F16 if has_avx512() => Some((f16_rows4_k512 as Rows4Fn, 1)),
-        Type::F16 if row_bytes > 4096 => Some((f16_rows4_k2 as Rows4Fn, 1)),
+        Type::F16 => Some((f16_rows4_k2 as Rows4Fn, 1)),
         Type::Q4_1 => Some((q4_1_rows4_k2 as Rows4Fn, 32)),
         Type::Q5_1 => Some((q5_1_rows4_k2 as Rows4Fn, 32)),
         // (the AVX2 dot product's bits, so also what an AVX2-only CPU would give)

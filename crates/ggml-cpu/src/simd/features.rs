@@ -179,6 +179,22 @@ impl Features {
         !self.amd || (row_bytes < 512 && !one_by_one)
     }
 
+    /// Whether a one-column product of F16 rows of `row_bytes` each takes them four at a time
+    /// (`dot::rows4_kernel`'s F16 kernels) rather than one after another. The AVX2 kernel
+    /// reads four separate pages at once where a row is a page or less; on the AMD EPYC
+    /// (Zen 3) that measured slower than one row after another (1.1B shape, -t 1: 2048-wide
+    /// rows 12.4 GB/s four at a time, 15.3 one by one; 5632-wide rows 16.2 and 15.2), so it
+    /// takes only longer rows. On the EPYC with AVX-512 (Zen 4) the four-row AVX-512 kernel
+    /// halved the 1.1B f16 generation (tg16 -t 1 6.1-6.7 t/s four at a time, 11.4-12.6 one by
+    /// one; -t 2 10.2-12.9 and 20.9-21.8), so rows go one by one there at every length.
+    pub fn f16_rows4(&self, row_bytes: usize) -> bool {
+        if self.amd {
+            !self.avx512_dot() && row_bytes > 4096
+        } else {
+            self.avx512_dot() || row_bytes > 4096
+        }
+    }
+
     /// Whether a one-column product taken row by row reads several stretches of the weight
     /// side by side (`ops::matmul`'s STREAMS): faster on the Xeon; on the EPYC no better (the
     /// reference q4_k_m model, whose Q6_K output matrix goes row by row: tg -t 1 / -t 2 0.65 /
