@@ -405,7 +405,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         _ => 0,
     };
     // quantized rows of one column: several a pass or one after another, as the CPU's policy
-    // says (F16's four-row kernel has its own rule, dot::rows4_kernel)
+    // says (F16's four-row kernels have their own rule, simd::features' f16_rows4)
     let several = nr1 != 1 || a.ty == Type::F16 || cpu.several_rows(a.ty, arow);
     let mut tmp = [0.0f32; TILE];
     let mut ch = p.ith;
