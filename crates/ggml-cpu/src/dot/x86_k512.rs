@@ -107,10 +107,12 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
     let offs = rows8::row_offsets(x);
     let mut acc = _mm256_setzero_ps();
     let mut acc_min = _mm256_setzero_ps();
+    let prefetch = crate::simd::features::cpu().q4_k_gemv_prefetch();
     for ib in 0..nb {
         // the rows' blocks PREFETCH_BLOCKS on (in CPU_REPACK one 1152-byte stretch, running on
-        // into the next group's): the hardware prefetcher alone left these loads stalling
-        for row in x {
+        // into the next group's): the hardware prefetcher alone left these loads stalling,
+        // where the CPU's policy says so
+        for row in x.iter().take(if prefetch { 8 } else { 0 }) {
             let ahead = row.wrapping_add(stride * (ib + PREFETCH_BLOCKS));
             for off in (0..144).step_by(64) {
                 // (a prefetch is a hint and never faults, whatever the address)

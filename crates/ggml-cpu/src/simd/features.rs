@@ -195,6 +195,15 @@ impl Features {
         }
     }
 
+    /// Whether the AVX-512 eight-row Q4_K gemv (`dot::x86_k512::q4_k_gemv8_strided`, CPU_REPACK's
+    /// Q4_K weights) prefetches its rows' blocks ahead. On the AMD EPYC with AVX-512 (Zen 4)
+    /// it streams faster without: 1.1B q4_k_m tg32 -t 1 25.7-28.2 -> 28.4-31.5 t/s in five
+    /// alternated pairs (-t 2 within the noise, 34-53 either way; Gemma 3 and the reference
+    /// q4_k_m model, whose Q4_K weights mostly stay in cache, unchanged).
+    pub fn q4_k_gemv_prefetch(&self) -> bool {
+        !(self.amd && self.avx512_dot())
+    }
+
     /// Whether a one-column product taken row by row reads several stretches of the weight
     /// side by side (`ops::matmul`'s STREAMS): faster on the Xeon; on the EPYC no better (the
     /// reference q4_k_m model, whose Q6_K output matrix goes row by row: tg -t 1 / -t 2 0.65 /
