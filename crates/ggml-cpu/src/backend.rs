@@ -207,22 +207,19 @@ struct Step {
 }
 
 fn plan(ctx: &Context, nodes: &[TensorId], nth: usize) -> Vec<Step> {
-    let mut steps: Vec<Step> = nodes
+    let ids: Vec<TensorId> = nodes
         .iter()
-        .filter(|&&id| !ops::is_noop(&ctx[id]))
-        .map(|&id| Step {
-            id,
-            solo: nth > 1 && ops::solo(&ctx[id]),
-            barrier: true,
-        })
+        .copied()
+        .filter(|&id| !ops::is_noop(&ctx[id]))
         .collect();
-    for k in 0..steps.len() {
-        steps[k].barrier = match steps.get(k + 1) {
-            Some(next) => !(steps[k].solo && next.solo),
-            None => false,
-        };
-    }
-    steps
+    let solo = |k: usize| nth > 1 && ops::solo(&ctx[ids[k]]);
+    (0..ids.len())
+        .map(|k| Step {
+            id: ids[k],
+            solo: solo(k),
+            barrier: k + 1 < ids.len() && !(solo(k) && solo(k + 1)),
+        })
+        .collect()
 }
 
 thread_local! {

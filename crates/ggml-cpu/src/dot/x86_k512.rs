@@ -112,11 +112,13 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
         // the rows' blocks PREFETCH_BLOCKS on (in CPU_REPACK one 1152-byte stretch, running on
         // into the next group's): the hardware prefetcher alone left these loads stalling,
         // where the CPU's policy says so
-        for row in x.iter().take(if prefetch { 8 } else { 0 }) {
-            let ahead = row.wrapping_add(stride * (ib + PREFETCH_BLOCKS));
-            for off in (0..144).step_by(64) {
-                // (a prefetch is a hint and never faults, whatever the address)
-                _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(off) as *const i8);
+        if prefetch {
+            for row in x {
+                let ahead = row.wrapping_add(stride * (ib + PREFETCH_BLOCKS));
+                for off in (0..144).step_by(64) {
+                    // (a prefetch is a hint and never faults, whatever the address)
+                    _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(off) as *const i8);
+                }
             }
         }
         // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;

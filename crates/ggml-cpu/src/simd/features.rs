@@ -155,7 +155,7 @@ impl Features {
         if !self.amd {
             return true;
         }
-        let zen4_keeps = !self.avx512_dot() || matches!(ty, Q4_0 | Q5_0);
+        let zen4_keeps = !self.amd_avx512() || matches!(ty, Q4_0 | Q5_0);
         row_bytes < 4096 && ty != F32 && zen4_keeps
     }
 
@@ -175,7 +175,7 @@ impl Features {
     /// rows measured faster several at a time, as on Zen 3.
     pub fn several_rows(&self, ty: ggml::Type, row_bytes: usize) -> bool {
         use ggml::Type::{Q4_1, Q5_1, Q8_0};
-        let one_by_one = matches!(ty, Q4_1 | Q5_1 | Q8_0) && self.avx512_dot();
+        let one_by_one = matches!(ty, Q4_1 | Q5_1 | Q8_0) && self.amd_avx512();
         !self.amd || (row_bytes < 512 && !one_by_one)
     }
 
@@ -188,11 +188,7 @@ impl Features {
     /// halved the 1.1B f16 generation (tg16 -t 1 6.1-6.7 t/s four at a time, 11.4-12.6 one by
     /// one; -t 2 10.2-12.9 and 20.9-21.8), so rows go one by one there at every length.
     pub fn f16_rows4(&self, row_bytes: usize) -> bool {
-        if self.amd {
-            !self.avx512_dot() && row_bytes > 4096
-        } else {
-            self.avx512_dot() || row_bytes > 4096
-        }
+        !self.amd_avx512() && (self.avx512_dot() || row_bytes > 4096)
     }
 
     /// Whether the AVX-512 eight-row Q4_K gemv (`dot::x86_k512::q4_k_gemv8_strided`, CPU_REPACK's
@@ -201,7 +197,13 @@ impl Features {
     /// alternated pairs (-t 2 within the noise, 34-53 either way; Gemma 3 and the reference
     /// q4_k_m model, whose Q4_K weights mostly stay in cache, unchanged).
     pub fn q4_k_gemv_prefetch(&self) -> bool {
-        !(self.amd && self.avx512_dot())
+        !self.amd_avx512()
+    }
+
+    /// An AMD EPYC with the AVX-512 dot products (Zen 4 class): the CPU the Zen 4 rules above
+    /// were measured on, apart from Zen 3's AVX2-only EPYC.
+    fn amd_avx512(&self) -> bool {
+        self.amd && self.avx512_dot()
     }
 
     /// Whether a one-column product taken row by row reads several stretches of the weight
