@@ -188,6 +188,12 @@ impl HostBuffer {
         // page up front and make context creation slow.
         if size >= ANON_MAP_MIN {
             let mut map = memmap2::MmapMut::map_anon(size).ok()?;
+            // 2 MiB pages where the kernel leaves them to madvise (THP "madvise"): the weights a
+            // token streams through once (CPU_REPACK's copies) cross a 4 KiB page every few
+            // blocks, each a TLB miss and a new start for the hardware prefetcher. A hint: a
+            // kernel without it maps small pages as before.
+            #[cfg(target_os = "linux")]
+            let _ = map.advise(memmap2::Advice::HugePage);
             let ptr = map.as_mut_ptr() as usize;
             return Some(HostBuffer {
                 ptr,
