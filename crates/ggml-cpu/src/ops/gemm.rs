@@ -367,7 +367,7 @@ mod x86 {
     }
 
     macro_rules! tile_wide_512 {
-        ($name:ident, $load_a:expr, $scalar_a:expr, $load_b:expr, $scalar_b:expr) => {
+        ($name:ident, $load_a:expr, $scalar_a:expr, $load_b:expr, $scalar_b:expr, $asm_steps:expr) => {
             /// The RM x RN tile for RN_WIDE columns (a's and b's elements read by their own
             /// loads): each cell the same FMA chain and final sum.
             ///
@@ -383,6 +383,12 @@ mod x86 {
                 const N: usize = super::RN_WIDE;
                 let mut acc = [_mm512_setzero_ps(); RM * N];
                 let mut i = 0;
+                if let Some(steps) = $asm_steps {
+                    // SAFETY: the caller's promise: every pointer covers k >= 16 * (k / 16)
+                    // elements.
+                    unsafe { steps(k / 16, a, b, &mut acc) };
+                    i = k / 16 * 16;
+                }
                 while i + 16 <= k {
                     let av: [__m512; RM] = std::array::from_fn(|r| $load_a(a[r], i));
                     for c in 0..N {
@@ -469,19 +475,145 @@ mod x86 {
         }
     }
 
+    /// The FMA steps of a wide tile (16 elements each), written as `asm!` with 24 sums.
+    type WideSteps =
+        unsafe fn(usize, &[*const u8; RM], &[*const u8; super::RN_WIDE], &mut [__m512; 24]);
+
+    /// The wide F16 tile's steps in assembly, its B loads given (`vcvtph2ps` of halves or
+    /// `vmovups` of floats into zmm28): the intrinsics' loop needs 29 of the 32 vector
+    /// registers (24 sums, 4 converted weight vectors, a column) and LLVM scheduled it with
+    /// four sums on the stack, a store and a load in their chains every step. Each sum is the
+    /// intrinsics' chain: sum = a x b + sum in k order.
+    macro_rules! wide_f16_steps {
+        ($name:ident, $bload:literal, $bscale:literal) => {
+            /// # Safety
+            /// AVX-512 F; every a[r] covers 16 * steps halves, every b[c] 16 * steps elements.
+            #[target_feature(enable = "avx512f")]
+            unsafe fn $name(
+                steps: usize,
+                a: &[*const u8; RM],
+                b: &[*const u8; super::RN_WIDE],
+                acc: &mut [__m512; 24],
+            ) {
+                if steps == 0 {
+                    return;
+                }
+                let [mut c0, mut c1, mut c2, mut c3, mut c4, mut c5] = [acc[0]; 6];
+                let [mut c6, mut c7, mut c8, mut c9, mut c10, mut c11] = [acc[0]; 6];
+                let [mut c12, mut c13, mut c14, mut c15, mut c16, mut c17] = [acc[0]; 6];
+                let [mut c18, mut c19, mut c20, mut c21, mut c22, mut c23] = [acc[0]; 6];
+                // SAFETY: the loop reads 32 bytes of each a[r] and 16 elements of each b[c]
+                // at element offsets 0, 16, .., 16 * (steps - 1), within the caller's promise;
+                // it touches only the named registers and flags.
+                unsafe {
+                    std::arch::asm!(
+                        "2:",
+                        "vcvtph2ps zmm24, ymmword ptr [{a0} + {i}*2]",
+                        "vcvtph2ps zmm25, ymmword ptr [{a1} + {i}*2]",
+                        "vcvtph2ps zmm26, ymmword ptr [{a2} + {i}*2]",
+                        "vcvtph2ps zmm27, ymmword ptr [{a3} + {i}*2]",
+                        concat!($bload, " zmm28, ", "[{b0} + {i}*", $bscale, "]"),
+                        "vfmadd231ps zmm0, zmm24, zmm28",
+                        "vfmadd231ps zmm6, zmm25, zmm28",
+                        "vfmadd231ps zmm12, zmm26, zmm28",
+                        "vfmadd231ps zmm18, zmm27, zmm28",
+                        concat!($bload, " zmm28, ", "[{b1} + {i}*", $bscale, "]"),
+                        "vfmadd231ps zmm1, zmm24, zmm28",
+                        "vfmadd231ps zmm7, zmm25, zmm28",
+                        "vfmadd231ps zmm13, zmm26, zmm28",
+                        "vfmadd231ps zmm19, zmm27, zmm28",
+                        concat!($bload, " zmm28, ", "[{b2} + {i}*", $bscale, "]"),
+                        "vfmadd231ps zmm2, zmm24, zmm28",
+                        "vfmadd231ps zmm8, zmm25, zmm28",
+                        "vfmadd231ps zmm14, zmm26, zmm28",
+                        "vfmadd231ps zmm20, zmm27, zmm28",
+                        concat!($bload, " zmm28, ", "[{b3} + {i}*", $bscale, "]"),
+                        "vfmadd231ps zmm3, zmm24, zmm28",
+                        "vfmadd231ps zmm9, zmm25, zmm28",
+                        "vfmadd231ps zmm15, zmm26, zmm28",
+                        "vfmadd231ps zmm21, zmm27, zmm28",
+                        concat!($bload, " zmm28, ", "[{b4} + {i}*", $bscale, "]"),
+                        "vfmadd231ps zmm4, zmm24, zmm28",
+                        "vfmadd231ps zmm10, zmm25, zmm28",
+                        "vfmadd231ps zmm16, zmm26, zmm28",
+                        "vfmadd231ps zmm22, zmm27, zmm28",
+                        concat!($bload, " zmm28, ", "[{b5} + {i}*", $bscale, "]"),
+                        "vfmadd231ps zmm5, zmm24, zmm28",
+                        "vfmadd231ps zmm11, zmm25, zmm28",
+                        "vfmadd231ps zmm17, zmm26, zmm28",
+                        "vfmadd231ps zmm23, zmm27, zmm28",
+                        "add {i}, 16",
+                        "cmp {i}, {end}",
+                        "jb 2b",
+                        a0 = in(reg) a[0],
+                        a1 = in(reg) a[1],
+                        a2 = in(reg) a[2],
+                        a3 = in(reg) a[3],
+                        b0 = in(reg) b[0],
+                        b1 = in(reg) b[1],
+                        b2 = in(reg) b[2],
+                        b3 = in(reg) b[3],
+                        b4 = in(reg) b[4],
+                        b5 = in(reg) b[5],
+                        i = inout(reg) 0usize => _,
+                        end = in(reg) steps * 16,
+                        inout("zmm0") c0,
+                        inout("zmm1") c1,
+                        inout("zmm2") c2,
+                        inout("zmm3") c3,
+                        inout("zmm4") c4,
+                        inout("zmm5") c5,
+                        inout("zmm6") c6,
+                        inout("zmm7") c7,
+                        inout("zmm8") c8,
+                        inout("zmm9") c9,
+                        inout("zmm10") c10,
+                        inout("zmm11") c11,
+                        inout("zmm12") c12,
+                        inout("zmm13") c13,
+                        inout("zmm14") c14,
+                        inout("zmm15") c15,
+                        inout("zmm16") c16,
+                        inout("zmm17") c17,
+                        inout("zmm18") c18,
+                        inout("zmm19") c19,
+                        inout("zmm20") c20,
+                        inout("zmm21") c21,
+                        inout("zmm22") c22,
+                        inout("zmm23") c23,
+                        out("zmm24") _,
+                        out("zmm25") _,
+                        out("zmm26") _,
+                        out("zmm27") _,
+                        out("zmm28") _,
+                        options(nostack, readonly),
+                    );
+                }
+                *acc = [
+                    c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15, c16,
+                    c17, c18, c19, c20, c21, c22, c23,
+                ];
+            }
+        };
+    }
+    wide_f16_steps!(wide_steps_f16, "vcvtph2ps", "2");
+    wide_f16_steps!(wide_steps_f16_b32, "vmovups", "4");
+
     tile_wide_512!(
         tile_f16_avx512_wide,
         load_f16_512,
         scalar_f16,
         load_f16_512,
-        scalar_f16
+        scalar_f16,
+        Some(wide_steps_f16 as WideSteps)
     );
     tile_wide_512!(
         tile_f32_avx512_wide,
         load_f32_512,
         scalar_f32,
         load_f32_512,
-        scalar_f32
+        scalar_f32,
+        None::<WideSteps>
     );
     // F16 weights times columns already widened to f32: only the weight is converted
     tile_wide_512!(
@@ -489,7 +621,8 @@ mod x86 {
         load_f16_512,
         scalar_f16,
         load_f32_512,
-        scalar_f32
+        scalar_f32,
+        Some(wide_steps_f16_b32 as WideSteps)
     );
 
     tile_impl_512!(tile_f32_avx512, "avx512f", load_f32_512, scalar_f32);
