@@ -212,12 +212,15 @@ fn plan(ctx: &Context, nodes: &[TensorId], nth: usize) -> Vec<Step> {
         .copied()
         .filter(|&id| !ops::is_noop(&ctx[id]))
         .collect();
-    let solo = |k: usize| nth > 1 && ops::solo(&ctx[ids[k]]);
+    let solo: Vec<bool> = ids
+        .iter()
+        .map(|&id| nth > 1 && ops::solo(&ctx[id]))
+        .collect();
     (0..ids.len())
         .map(|k| Step {
             id: ids[k],
-            solo: solo(k),
-            barrier: k + 1 < ids.len() && !(solo(k) && solo(k + 1)),
+            solo: solo[k],
+            barrier: k + 1 < ids.len() && !(solo[k] && solo[k + 1]),
         })
         .collect()
 }
