@@ -63,6 +63,8 @@ mod x86_q6_k;
 #[cfg(target_arch = "x86_64")]
 mod x86_q8;
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_q8_0_rows;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_q8_0_tile;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_rows8;

@@ -407,6 +407,19 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // quantized rows of one column: several a pass or one after another, as the CPU's policy
     // says (F16's four-row kernels have their own rule, simd::features' f16_rows4)
     let several = nr1 != 1 || a.ty == Type::F16 || cpu.several_rows(a.ty, arow);
+    // Q8_0 rows of one column one after another: x86_q8_0_rows' loop (the same bits)
+    #[cfg(target_arch = "x86_64")]
+    if a.ty == Type::Q8_0
+        && tr.vec_dot_type == Type::Q8_0
+        && nr1 == 1
+        && !several
+        && prefetch_rows == 0
+        && d.nb[0] == 4
+        && crate::dot::x86_k512::available()
+    {
+        q8_0_column(p, &a, &d, b_row(0).0, nc0, dr0);
+        return;
+    }
     let mut tmp = [0.0f32; TILE];
     let mut ch = p.ith;
     while ch < nc0 * nc1 {
@@ -628,6 +641,33 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
             iir1 += tcols;
         }
         ch = p.counter.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// One Q8_0 column (generation) times the Q8_0 weight rows of chunks of `dr0` rows, each
+/// chunk's rows one after another (`dot::x86_q8_0_rows`: the dot product's bits, the column's
+/// scales and sums made once per thread rather than once per row).
+#[cfg(target_arch = "x86_64")]
+fn q8_0_column(p: &mut Params, a: &TRef, d: &TRef, y: *const u8, nc0: usize, dr0: usize) {
+    use crate::dot::x86_q8_0_rows as q8r;
+    let (nr0, nb) = (a.ne[1], a.ne[0] / 32);
+    let counter = p.counter;
+    let mut ch = p.ith;
+    let prep = p.scratch(q8r::PREP_SLOTS * nb);
+    // SAFETY: AVX-512 VNNI is present (the caller checked); y is one Q8_0 row of nb blocks.
+    unsafe { q8r::prep(nb, y, prep) };
+    while ch < nc0 {
+        let (s, e) = (ch * dr0, ((ch + 1) * dr0).min(nr0));
+        if s < e {
+            // SAFETY: rows s..e of matrix 0 of a exist, nb blocks each, nb[1] bytes apart;
+            // their cells of dst column 0 are adjacent f32 (nb[0] == 4, the caller checked)
+            // and belong to this chunk alone.
+            unsafe {
+                let out = std::slice::from_raw_parts_mut(d.ptr(s, 0, 0, 0) as *mut f32, e - s);
+                q8r::rows(nb, a.row_ptr(s, 0, 0), a.nb[1], y, prep, out);
+            }
+        }
+        ch = counter.fetch_add(1, Ordering::Relaxed);
     }
 }
 
