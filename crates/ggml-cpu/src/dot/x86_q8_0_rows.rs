@@ -30,11 +30,11 @@ pub(crate) unsafe fn prep(nb: usize, y: *const u8, prep: &mut [f32]) {
     assert!(prep.len() >= PREP_SLOTS * nb);
     let (scales, starts) = prep.split_at_mut(nb);
     let c80 = _mm256_set1_epi8(0x80u8 as i8);
-    for b in 0..nb {
+    for (b, scale) in scales.iter_mut().enumerate() {
         // SAFETY: block b of y is readable (the caller's promise); starts holds 8 * nb slots.
         unsafe {
             let by = y.add(34 * b);
-            scales[b] = super::x86::h2f_f16c(by);
+            *scale = super::x86::h2f_f16c(by);
             let q = _mm256_loadu_si256(by.add(2) as *const __m256i);
             // 128 x (sum of 4 codes), negated
             let s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), c80, q);
@@ -54,11 +54,11 @@ unsafe fn row(nb: usize, x: *const u8, y: *const u8, prep: &[f32]) -> __m256 {
     let c80 = _mm256_set1_epi8(0x80u8 as i8);
     let (scales, starts) = prep.split_at(nb);
     let mut acc = _mm256_setzero_ps();
-    for b in 0..nb {
+    for (b, &dy) in scales.iter().enumerate() {
         // SAFETY: block b of x and y is readable; starts holds 8 i32 per block.
         unsafe {
             let bx = x.add(34 * b);
-            let d = _mm256_set1_ps(super::x86::h2f_f16c(bx) * scales[b]);
+            let d = _mm256_set1_ps(super::x86::h2f_f16c(bx) * dy);
             let qx = _mm256_xor_si256(_mm256_loadu_si256(bx.add(2) as *const __m256i), c80);
             let qy = _mm256_loadu_si256(y.add(34 * b + 2) as *const __m256i);
             let st = _mm256_loadu_si256(starts.as_ptr().add(8 * b) as *const __m256i);
