@@ -109,6 +109,36 @@ pub(crate) fn hsum_ps(v: __m256) -> f32 {
     _mm_cvtss_f32(s)
 }
 
+/// Eight rows' horizontal sums, row r in lane r, each as `hsum_ps` adds it: (lo + hi), then
+/// lane i + lane i + 2, then lane 0 + lane 1.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) fn hsum8(a: &[__m256; 8]) -> __m256 {
+    let half = |x: __m256, y: __m256| {
+        _mm256_add_ps(
+            _mm256_permute2f128_ps::<0x20>(x, y),
+            _mm256_permute2f128_ps::<0x31>(x, y),
+        )
+    };
+    // [r0 | r1], [r2 | r3], ... four lanes each
+    let (p0, p1) = (half(a[0], a[1]), half(a[2], a[3]));
+    let (p2, p3) = (half(a[4], a[5]), half(a[6], a[7]));
+    let pairs = |x: __m256, y: __m256| {
+        _mm256_add_ps(
+            _mm256_shuffle_ps::<0x44>(x, y),
+            _mm256_shuffle_ps::<0xEE>(x, y),
+        )
+    };
+    // [r0 r0 r2 r2 | r1 r1 r3 r3], [r4 r4 r6 r6 | r5 r5 r7 r7]
+    let (q0, q1) = (pairs(p0, p1), pairs(p2, p3));
+    // [r0 r2 r4 r6 | r1 r3 r5 r7]
+    let t = _mm256_add_ps(
+        _mm256_shuffle_ps::<0x88>(q0, q1),
+        _mm256_shuffle_ps::<0xDD>(q0, q1),
+    );
+    _mm256_permutevar8x32_ps(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
+}
+
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) fn hsum_epi32(v: __m256i) -> i32 {

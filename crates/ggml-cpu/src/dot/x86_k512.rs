@@ -209,6 +209,55 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
 /// `available()`; each x[r] points at `nb` Q6_K blocks (210 bytes), `y` at nb Q8_K blocks.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
 pub(crate) unsafe fn q6_k_rows4(nb: usize, x: &[*const u8; 4], y: *const u8, out: &mut [f32; 4]) {
+    // SAFETY: the caller's promise.
+    let acc = unsafe { q6_k_rows_n::<4>(nb, x, y) };
+    for r in 0..4 {
+        out[r] = hsum_ps(acc[r]);
+    }
+}
+
+/// out[i] = ggml's AVX2 q6_K dot product (bit for bit) of the row at `x + i * stride` and
+/// column `y`: all the rows in one call, eight a pass (each block's activations loaded once
+/// for the eight, their horizontal sums together), without a call and a store through the
+/// caller's loop per pass.
+///
+/// # Safety
+/// `available()`; each of the out.len() rows holds `nb` Q6_K blocks, `y` nb Q8_K blocks.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn q6_k_rows(
+    nb: usize,
+    x: *const u8,
+    stride: usize,
+    y: *const u8,
+    out: &mut [f32],
+) {
+    let mut groups = out.chunks_exact_mut(8);
+    let mut r = 0;
+    for g in &mut groups {
+        let rows: [*const u8; 8] = std::array::from_fn(|i| x.wrapping_add((r + i) * stride));
+        // SAFETY: rows r..r + 8 exist (the caller's promise); g holds 8 floats.
+        unsafe {
+            _mm256_storeu_ps(
+                g.as_mut_ptr(),
+                super::x86::hsum8(&q6_k_rows_n::<8>(nb, &rows, y)),
+            )
+        };
+        r += 8;
+    }
+    for o in groups.into_remainder() {
+        // SAFETY: as above, row r exists.
+        *o = hsum_ps(unsafe { q6_k_rows_n::<1>(nb, &[x.wrapping_add(r * stride)], y) }[0]);
+        r += 1;
+    }
+}
+
+/// The 8-lane float sums of R Q6_K rows (before `hsum_ps`), in ggml's AVX2 order.
+///
+/// # Safety
+/// As for `q6_k_rows4`, with R rows.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+unsafe fn q6_k_rows_n<const R: usize>(nb: usize, x: &[*const u8; R], y: *const u8) -> [__m256; R] {
     let m4 = _mm512_set1_epi8(0x0F);
     let m3 = _mm512_set1_epi8(0x03);
     // ggml's 32-byte vector k of half g takes scale 8g + 2k in its low 16 bytes and 8g + 2k + 1
@@ -219,7 +268,7 @@ pub(crate) unsafe fn q6_k_rows4(nb: usize, x: &[*const u8; 4], y: *const u8, out
         // SAFETY: w holds 32 i16.
         unsafe { _mm512_loadu_si512(w.as_ptr() as *const __m512i) }
     });
-    let mut accf = [_mm256_setzero_ps(); 4];
+    let mut accf = [_mm256_setzero_ps(); R];
     for ib in 0..nb {
         // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
         // every offset below stays inside its 210- or 292-byte block.
@@ -230,7 +279,7 @@ pub(crate) unsafe fn q6_k_rows4(nb: usize, x: &[*const u8; 4], y: *const u8, out
             let yv: [__m512i; 4] =
                 std::array::from_fn(|v| _mm512_loadu_si512(by.add(4 + 64 * v) as *const __m512i));
             let bsums = _mm256_loadu_si256(by.add(260) as *const __m256i);
-            for r in 0..4 {
+            for r in 0..R {
                 let bx = x[r].add(210 * ib);
                 let sc8 = _mm_loadu_si128(bx.add(192) as *const __m128i);
                 let sc16 = _mm256_cvtepi8_epi16(sc8);
@@ -273,9 +322,7 @@ pub(crate) unsafe fn q6_k_rows4(nb: usize, x: &[*const u8; 4], y: *const u8, out
             }
         }
     }
-    for r in 0..4 {
-        out[r] = hsum_ps(accf[r]);
-    }
+    accf
 }
 
 /// The headers of four Q5_K blocks (one per row r; the type begins with d, dmin and the 12

@@ -15,7 +15,7 @@
 
 use std::arch::x86_64::*;
 
-use super::x86::hsum_ps;
+use super::x86::{hsum8, hsum_ps};
 
 /// f32 slots of `prep` per block: the scale, then eight i32 start values.
 pub(crate) const PREP_SLOTS: usize = 9;
@@ -67,36 +67,6 @@ unsafe fn row(nb: usize, x: *const u8, y: *const u8, prep: &[f32]) -> __m256 {
         }
     }
     acc
-}
-
-/// Eight rows' horizontal sums, row r in lane r, each as `hsum_ps` adds it: (lo + hi), then
-/// lane i + lane i + 2, then lane 0 + lane 1.
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(crate) fn hsum8(a: &[__m256; 8]) -> __m256 {
-    let half = |x: __m256, y: __m256| {
-        _mm256_add_ps(
-            _mm256_permute2f128_ps::<0x20>(x, y),
-            _mm256_permute2f128_ps::<0x31>(x, y),
-        )
-    };
-    // [r0 | r1], [r2 | r3], ... four lanes each
-    let (p0, p1) = (half(a[0], a[1]), half(a[2], a[3]));
-    let (p2, p3) = (half(a[4], a[5]), half(a[6], a[7]));
-    let pairs = |x: __m256, y: __m256| {
-        _mm256_add_ps(
-            _mm256_shuffle_ps::<0x44>(x, y),
-            _mm256_shuffle_ps::<0xEE>(x, y),
-        )
-    };
-    // [r0 r0 r2 r2 | r1 r1 r3 r3], [r4 r4 r6 r6 | r5 r5 r7 r7]
-    let (q0, q1) = (pairs(p0, p1), pairs(p2, p3));
-    // [r0 r2 r4 r6 | r1 r3 r5 r7]
-    let t = _mm256_add_ps(
-        _mm256_shuffle_ps::<0x88>(q0, q1),
-        _mm256_shuffle_ps::<0xDD>(q0, q1),
-    );
-    _mm256_permutevar8x32_ps(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
 }
 
 /// out[i] = the Q8_0 dot product of the row at `x + i * stride` and column `y` (`prep`'s).

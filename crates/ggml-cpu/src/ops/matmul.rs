@@ -407,18 +407,13 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // quantized rows of one column: several a pass or one after another, as the CPU's policy
     // says (F16's four-row kernels have their own rule, simd::features' f16_rows4)
     let several = nr1 != 1 || a.ty == Type::F16 || cpu.several_rows(a.ty, arow);
-    // Q8_0 rows of one column one after another: x86_q8_0_rows' loop (the same bits)
+    // one column's rows in one call per chunk where such a kernel exists (the same bits)
     #[cfg(target_arch = "x86_64")]
-    if a.ty == Type::Q8_0
-        && tr.vec_dot_type == Type::Q8_0
-        && nr1 == 1
-        && !several
-        && prefetch_rows == 0
-        && d.nb[0] == 4
-        && crate::dot::x86_k512::available()
-    {
-        q8_0_column(p, &a, &d, b_row(0).0, nc0, dr0);
-        return;
+    if nr1 == 1 && prefetch_rows == 0 && d.nb[0] == 4 {
+        if let Some(kind) = ColumnRows::of(a.ty, tr.vec_dot_type, several) {
+            column_rows(p, kind, &a, &d, b_row(0).0, nc0, dr0);
+            return;
+        }
     }
     let mut tmp = [0.0f32; TILE];
     let mut ch = p.ith;
@@ -644,27 +639,73 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     }
 }
 
-/// One Q8_0 column (generation) times the Q8_0 weight rows of chunks of `dr0` rows, each
-/// chunk's rows one after another (`dot::x86_q8_0_rows`: the dot product's bits, the column's
-/// scales and sums made once per thread rather than once per row).
+/// Kernels that take a chunk of one column's consecutive weight rows in one call: no call,
+/// closure and store through mul_mat's row loop per row or pass, and eight rows' horizontal
+/// sums together.
 #[cfg(target_arch = "x86_64")]
-fn q8_0_column(p: &mut Params, a: &TRef, d: &TRef, y: *const u8, nc0: usize, dr0: usize) {
+#[derive(Clone, Copy)]
+enum ColumnRows {
+    /// `dot::x86_q8_0_rows`: row after row (where the CPU's policy takes Q8_0 rows one by one).
+    Q8_0,
+    /// `dot::x86_k512::q6_k_rows`: eight rows a pass, block by block (where the policy takes
+    /// Q6_K rows several at a time: short rows).
+    Q6K,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl ColumnRows {
+    fn of(ty: Type, vdt: Type, several: bool) -> Option<Self> {
+        if !crate::dot::x86_k512::available() {
+            return None;
+        }
+        match (ty, vdt) {
+            (Type::Q8_0, Type::Q8_0) if !several => Some(Self::Q8_0),
+            (Type::Q6K, Type::Q8K) if several => Some(Self::Q6K),
+            _ => None,
+        }
+    }
+}
+
+/// One column (generation) times the weight rows of chunks of `dr0` rows, each chunk in one
+/// call of `kind`'s kernel.
+#[cfg(target_arch = "x86_64")]
+fn column_rows(
+    p: &mut Params,
+    kind: ColumnRows,
+    a: &TRef,
+    d: &TRef,
+    y: *const u8,
+    nc0: usize,
+    dr0: usize,
+) {
     use crate::dot::x86_q8_0_rows as q8r;
-    let (nr0, nb) = (a.ne[1], a.ne[0] / 32);
+    let (nr0, k) = (a.ne[1], a.ne[0]);
     let counter = p.counter;
     let mut ch = p.ith;
-    let prep = p.scratch(q8r::PREP_SLOTS * nb);
-    // SAFETY: AVX-512 VNNI is present (the caller checked); y is one Q8_0 row of nb blocks.
-    unsafe { q8r::prep(nb, y, prep) };
+    // Q8_0: the column's scales and sums, made once per thread
+    let prep: &[f32] = match kind {
+        ColumnRows::Q8_0 => {
+            let buf = p.scratch(q8r::PREP_SLOTS * (k / 32));
+            // SAFETY: AVX-512 VNNI is present (ColumnRows::of); y is one Q8_0 row of k values.
+            unsafe { q8r::prep(k / 32, y, buf) };
+            buf
+        }
+        ColumnRows::Q6K => &[],
+    };
     while ch < nc0 {
         let (s, e) = (ch * dr0, ((ch + 1) * dr0).min(nr0));
         if s < e {
-            // SAFETY: rows s..e of matrix 0 of a exist, nb blocks each, nb[1] bytes apart;
-            // their cells of dst column 0 are adjacent f32 (nb[0] == 4, the caller checked)
-            // and belong to this chunk alone.
+            // SAFETY: rows s..e of matrix 0 of a exist, k values each, nb[1] bytes apart, and y
+            // is one row of the kernel's activation type (mul_mat's conversion); their cells of
+            // dst column 0 are adjacent f32 (nb[0] == 4, the caller checked) and belong to this
+            // chunk alone.
             unsafe {
                 let out = std::slice::from_raw_parts_mut(d.ptr(s, 0, 0, 0) as *mut f32, e - s);
-                q8r::rows(nb, a.row_ptr(s, 0, 0), a.nb[1], y, prep, out);
+                let x = a.row_ptr(s, 0, 0) as *const u8;
+                match kind {
+                    ColumnRows::Q8_0 => q8r::rows(k / 32, x, a.nb[1], y, prep, out),
+                    ColumnRows::Q6K => crate::dot::x86_k512::q6_k_rows(k / 256, x, a.nb[1], y, out),
+                }
             }
         }
         ch = counter.fetch_add(1, Ordering::Relaxed);

@@ -32,8 +32,8 @@
 //! `dot::x86_k512`'s Q3_K/Q5_K/Q6_K tiles and multi-row mat-vecs, the 16-row gemms of
 //! `dot::x86_k4x16` (repacked Q4_K), `dot::x86_kt16` (tiled K-quants) and `dot::x86_q0x16`
 //! (Q8_0/Q4_0/Q5_0), `dot::x86_mxfp4_repack`'s VNNI panels (repacked MXFP4), the eight-row
-//! Q8_0/Q4_1 mat-vecs of `dot::x86_rows8`, `ops::gemm`'s
-//! 4 x 6 F16 tile) are new kernels for llama.cpp's orders, not new orders: they compute each
+//! Q8_0/Q4_1 mat-vecs of `dot::x86_rows8`, the Q8_0 row loop of `dot::x86_q8_0_rows`,
+//! `ops::gemm`'s 4 x 6 F16 tile) are new kernels for llama.cpp's orders, not new orders: they compute each
 //! block's integer sum, which is exact, with other instructions, and keep every output cell's
 //! chain of float operations, so they give the same digits (each has a test against the kernel
 //! it replaces). Not llama.cpp's digits: the scalar kernels of a CPU without AVX2/FMA, which
@@ -172,7 +172,8 @@ impl Features {
     /// 158-178 (its 576 x 1536 products 69-75 -> 48 us at -t 1); the reference model's
     /// 272-byte Q8_0 output rows 2.8-3.2 -> 2.3-2.5 ms at -t 1 (tg128 268-305 -> 340-359 t/s)
     /// and 1.3-1.7 -> 1.1-1.5 ms at -t 2. Its Q5_0 rows (Gemma 3's 440 bytes) and K-quant
-    /// rows measured faster several at a time, as on Zen 3.
+    /// rows measured faster several at a time, as on Zen 3. (Q8_0 rows one by one now go
+    /// through `dot::x86_q8_0_rows`' loop: the same 272-byte rows 2.1 -> 1.5 ms at -t 1.)
     pub fn several_rows(&self, ty: ggml::Type, row_bytes: usize) -> bool {
         use ggml::Type::{Q4_1, Q5_1, Q8_0};
         let one_by_one = matches!(ty, Q4_1 | Q5_1 | Q8_0) && self.amd_avx512();
