@@ -932,8 +932,31 @@ q4_k_kernel!(
     scale32
 );
 
+/// out[i] = the F32 dot product (`f32_k512`, same bits) of the row of `n` values at
+/// `x + i * stride` and `y`: one column's rows in one call, without a call, a size check and
+/// a store through mul_mat's row loop per row.
+///
+/// # Safety
+/// AVX-512F must be available; `y` and each of the out.len() rows hold `n` f32.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn f32_rows_k512(
+    n: usize,
+    x: *const u8,
+    stride: usize,
+    y: *const u8,
+    out: &mut [f32],
+) {
+    // SAFETY: the caller's promise.
+    let y = unsafe { std::slice::from_raw_parts(y, 4 * n) };
+    for (i, o) in out.iter_mut().enumerate() {
+        // SAFETY: the caller's promise: row i holds n f32.
+        *o = unsafe { f32_k512(n, std::slice::from_raw_parts(x.add(i * stride), 4 * n), y) };
+    }
+}
+
 /// # Safety
 /// AVX-512F must be available; `x` and `y` must hold `n` f32.
+#[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn f32_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
     let (px, py) = (x.as_ptr() as *const f32, y.as_ptr() as *const f32);

@@ -650,6 +650,8 @@ enum ColumnRows {
     /// `dot::x86_k512::q6_k_rows`: eight rows a pass, block by block (where the policy takes
     /// Q6_K rows several at a time: short rows).
     Q6K,
+    /// `dot::x86::f32_rows_k512`: row after row.
+    F32,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -661,6 +663,7 @@ impl ColumnRows {
         match (ty, vdt) {
             (Type::Q8_0, Type::Q8_0) if !several => Some(Self::Q8_0),
             (Type::Q6K, Type::Q8K) if several => Some(Self::Q6K),
+            (Type::F32, Type::F32) if !several => Some(Self::F32),
             _ => None,
         }
     }
@@ -690,7 +693,7 @@ fn column_rows(
             unsafe { q8r::prep(k / 32, y, buf) };
             buf
         }
-        ColumnRows::Q6K => &[],
+        ColumnRows::Q6K | ColumnRows::F32 => &[],
     };
     while ch < nc0 {
         let (s, e) = (ch * dr0, ((ch + 1) * dr0).min(nr0));
@@ -705,6 +708,7 @@ fn column_rows(
                 match kind {
                     ColumnRows::Q8_0 => q8r::rows(k / 32, x, a.nb[1], y, prep, out),
                     ColumnRows::Q6K => crate::dot::x86_k512::q6_k_rows(k / 256, x, a.nb[1], y, out),
+                    ColumnRows::F32 => crate::dot::x86::f32_rows_k512(k, x, a.nb[1], y, out),
                 }
             }
         }
