@@ -120,7 +120,8 @@ pub(crate) fn wide_available(e: Elem) -> bool {
 }
 
 /// As `tile` for RN_WIDE columns (every cell's bits those `tile` gives it: each cell is its
-/// own chain of FMAs and its own final sum, whatever the tile's shape).
+/// own chain of FMAs and its own final sum, whatever the tile's shape), but column by column:
+/// cell (r, c) at out[c * RM + r], so each column's RM rows leave as one store.
 ///
 /// # Safety
 /// `wide_available(e)` must hold; every a[r] and b[c] points at k readable elements of `e`.
@@ -146,7 +147,8 @@ pub(crate) unsafe fn tile_wide(
 }
 
 /// `tile_wide` for F16 weights and columns already widened to f32 (exactly: every half is a
-/// float), so the tile converts only the weight's vectors; each cell's bits are `tile`'s.
+/// float), so the tile converts only the weight's vectors; each cell's bits are `tile`'s
+/// (cell (r, c) at out[c * RM + r], as `tile_wide`).
 ///
 /// # Safety
 /// `wide_available(Elem::F16)` must hold; every a[r] points at k readable halves and every
@@ -410,7 +412,7 @@ mod x86 {
                         for j in i..k {
                             s += $scalar_a(a[r], j) * $scalar_b(b[c], j);
                         }
-                        out[r * N + c] = s;
+                        out[c * RM + r] = s;
                     }
                 }
             }
@@ -459,15 +461,18 @@ mod x86 {
         )
     }
 
-    /// out[c] = `_mm512_reduce_add_ps(acc[c])` bit for bit, for 24 cells.
+    /// The 24 cells of a wide tile (acc[r * RN_WIDE + c]) column by column: out[c * RM + r] =
+    /// `_mm512_reduce_add_ps(acc[r * RN_WIDE + c])` bit for bit.
     ///
     /// # Safety
     /// AVX-512 F; out points at 24 writable floats.
     #[inline]
     #[target_feature(enable = "avx512f")]
     pub(super) unsafe fn reduce24(acc: &[__m512; 24], out: *mut f32) {
-        let lo: [__m512; 16] = std::array::from_fn(|c| acc[c]);
-        let hi: [__m512; 16] = std::array::from_fn(|c| acc.get(16 + c).copied().unwrap_or(acc[0]));
+        const N: usize = super::RN_WIDE;
+        let cell = |j: usize| acc[(j % RM) * N + j / RM];
+        let lo: [__m512; 16] = std::array::from_fn(cell);
+        let hi: [__m512; 16] = std::array::from_fn(|j| cell(16 + j % 8));
         // SAFETY: out covers 24 floats: 16, then the first 8 of the second vector.
         unsafe {
             _mm512_storeu_ps(out, reduce16(&lo));
@@ -700,9 +705,12 @@ mod tests {
                 std::array::from_fn(|c| _mm512_loadu_ps(lanes.as_ptr().add(16 * c)));
             let mut got = [0.0f32; 24];
             x86::reduce24(&acc, got.as_mut_ptr());
-            for c in 0..24 {
-                let want = _mm512_reduce_add_ps(acc[c]);
-                assert_eq!(got[c].to_bits(), want.to_bits(), "cell {c}");
+            for r in 0..RM {
+                for c in 0..RN_WIDE {
+                    let want = _mm512_reduce_add_ps(acc[r * RN_WIDE + c]);
+                    let got = got[c * RM + r];
+                    assert_eq!(got.to_bits(), want.to_bits(), "cell ({r}, {c})");
+                }
             }
         }
     }
@@ -746,7 +754,7 @@ mod tests {
             // SAFETY: as above (available(e) holds where wide_available does).
             unsafe { tile(e, k, ap, &[bp[c]; RN], &mut narrow) };
             for r in 0..RM {
-                let (got, want) = (wide[r * RN_WIDE + c], narrow[r * RN]);
+                let (got, want) = (wide[c * RM + r], narrow[r * RN]);
                 assert_eq!(got.to_bits(), want.to_bits(), "k {k} r {r} c {c}");
             }
         }

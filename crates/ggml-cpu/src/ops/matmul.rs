@@ -140,6 +140,36 @@ unsafe fn store_tile<const C: usize>(
     }
 }
 
+/// `store_tile` for a tile stored column by column (cell (r, c) = out[c * gemm::RM + r], as
+/// the wide float tiles leave it): where dst's rows are adjacent floats, each column's rows
+/// are one copy.
+///
+/// # Safety
+/// As for `store_tile`; rows <= gemm::RM and out holds gemm::RM * C floats.
+#[inline(always)]
+unsafe fn store_tile_by_column<const C: usize>(
+    d: &TRef,
+    ir0: usize,
+    rows: usize,
+    cols: &[(*const u8, usize, usize, usize); C],
+    out: &[f32],
+) {
+    for (c, col) in cols.iter().enumerate() {
+        let base = d.ptr(ir0, col.1, col.2, col.3);
+        let cell = &out[c * gemm::RM..c * gemm::RM + rows];
+        if d.nb[0] == 4 {
+            // SAFETY: the caller's promise: rows ir0..ir0 + rows of this column are dst's
+            // adjacent floats and belong to the caller's chunk.
+            unsafe { std::ptr::copy_nonoverlapping(cell.as_ptr(), base as *mut f32, rows) };
+            continue;
+        }
+        for (r, v) in cell.iter().enumerate() {
+            // SAFETY: the caller's promise; dst rows are nb[0] bytes apart.
+            unsafe { (base.wrapping_add(r * d.nb[0]) as *mut f32).write_unaligned(*v) };
+        }
+    }
+}
+
 /// Which register tile a matmul's chunks use for groups of columns.
 #[derive(Clone, Copy)]
 enum Tile {
@@ -489,7 +519,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                         Some(b32) => gemm::tile_wide_b32(k, &ap, b32, &mut out),
                                         None => gemm::tile_wide(el, k, &ap, &bp, &mut out),
                                     }
-                                    store_tile(&d, ir0, rows, &cols, &out);
+                                    store_tile_by_column(&d, ir0, rows, &cols, &out);
                                 }
                                 ir0 += rows;
                             }
@@ -953,6 +983,62 @@ mod tests {
             assert_eq!((w.row(s.wrapping_sub(1)), w.row(e)), (s.wrapping_sub(1), e));
             let off = Interleave::new(s, e, false);
             assert!((s..e).all(|i| off.row(i) == i));
+        }
+    }
+
+    /// Float weights times many columns in tinyBLAS's shapes (the wide AVX-512 tiles where
+    /// present, stored column by column, then the narrow ones for the columns left): every
+    /// cell the bits of the narrow tile of its row and column.
+    #[test]
+    fn float_tile_cells_land_in_their_row_and_column() {
+        use super::gemm;
+        let (k, rows, cols) = (64usize, 44usize, 23usize);
+        assert!(gemm::tinyblas_shape(rows, k, cols));
+        for (ty, el) in [(Type::F32, gemm::Elem::F32), (Type::F16, gemm::Elem::F16)] {
+            if !gemm::available(el) {
+                eprintln!("skipped {ty}: no float tile on this CPU");
+                continue;
+            }
+            for threads in [1, 2] {
+                let mut ctx = Context::new();
+                let w = ctx.new_tensor_2d(ty, k as i64, rows as i64);
+                let b = ctx.new_tensor_2d(ty, k as i64, cols as i64);
+                let out = ctx.mul_mat(w, b);
+                let cpu = crate::device().buffer_type();
+                let _buf = ggml::alloc::alloc_ctx_tensors(&mut ctx, &cpu).expect("alloc");
+                let rb = ty.row_size(k as i64);
+                let fill = |n: usize, seed: usize| -> Vec<u8> {
+                    let mut v = vec![0u8; n * rb];
+                    for r in 0..n {
+                        let x: Vec<f32> = (0..k)
+                            .map(|i| (((i * 7 + r * 13 + seed) % 29) as f32 - 14.0) / 9.0)
+                            .collect();
+                        ggml::quants::quantize_row_ref(ty, &x, &mut v[r * rb..(r + 1) * rb]);
+                    }
+                    v
+                };
+                let (wp, bp) = (fill(rows, 0), fill(cols, 5));
+                set_tensor(&ctx[w], &wp, 0).expect("set w");
+                set_tensor(&ctx[b], &bp, 0).expect("set b");
+                let mut g = Graph::new(ctx);
+                g.build_forward_expand(out);
+                assert!(crate::compute_graph(&g, threads).is_success());
+                let got = tensor_to_f32(&g.ctx[out]).expect("out");
+                for r in 0..rows {
+                    for c in 0..cols {
+                        let ap = [wp[r * rb..].as_ptr(); gemm::RM];
+                        let col = [bp[c * rb..].as_ptr(); gemm::RN];
+                        let mut cell = [0.0f32; gemm::RM * gemm::RN];
+                        // SAFETY: available(el) holds; every pointer covers k elements.
+                        unsafe { gemm::tile(el, k, &ap, &col, &mut cell) };
+                        assert_eq!(
+                            got[c * rows + r].to_bits(),
+                            cell[0].to_bits(),
+                            "{ty}, {threads} threads: cell ({r}, {c})"
+                        );
+                    }
+                }
+            }
         }
     }
 
