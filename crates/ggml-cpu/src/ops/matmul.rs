@@ -116,13 +116,15 @@ impl RowWalk {
     }
 }
 
-/// Stores the first `rows` rows of a register tile: cell (r, c) = out[r * C + c] goes to dst
-/// row ir0 + r of column cols[c] (b_row's (pointer, i11, i12, i13)), each column's address
-/// taken once.
+/// Stores the first `rows` rows of a register tile: cell (r, c) = out[r * C + c] (or, for a
+/// tile left column by column as the wide float tiles leave it, out[c * gemm::RM + r]) goes
+/// to dst row ir0 + r of column cols[c] (b_row's (pointer, i11, i12, i13)), each column's
+/// address taken once; a column's rows left together are one copy where dst's rows are
+/// adjacent floats.
 ///
 /// # Safety
 /// Each (ir0 + r, cols[c]) is a cell of d that belongs to the caller's chunk; out holds
-/// rows * C floats.
+/// rows * C floats (gemm::RM * C by column, rows <= gemm::RM).
 #[inline(always)]
 unsafe fn store_tile<const C: usize>(
     d: &TRef,
@@ -130,42 +132,25 @@ unsafe fn store_tile<const C: usize>(
     rows: usize,
     cols: &[(*const u8, usize, usize, usize); C],
     out: &[f32],
+    by_column: bool,
 ) {
     for (c, col) in cols.iter().enumerate() {
         let base = d.ptr(ir0, col.1, col.2, col.3);
-        for r in 0..rows {
-            // SAFETY: the caller's promise; dst rows are nb[0] bytes apart.
-            unsafe { (base.wrapping_add(r * d.nb[0]) as *mut f32).write_unaligned(out[r * C + c]) };
-        }
-    }
-}
-
-/// `store_tile` for a tile stored column by column (cell (r, c) = out[c * gemm::RM + r], as
-/// the wide float tiles leave it): where dst's rows are adjacent floats, each column's rows
-/// are one copy.
-///
-/// # Safety
-/// As for `store_tile`; rows <= gemm::RM and out holds gemm::RM * C floats.
-#[inline(always)]
-unsafe fn store_tile_by_column<const C: usize>(
-    d: &TRef,
-    ir0: usize,
-    rows: usize,
-    cols: &[(*const u8, usize, usize, usize); C],
-    out: &[f32],
-) {
-    for (c, col) in cols.iter().enumerate() {
-        let base = d.ptr(ir0, col.1, col.2, col.3);
-        let cell = &out[c * gemm::RM..c * gemm::RM + rows];
-        if d.nb[0] == 4 {
+        if by_column && d.nb[0] == 4 {
+            let cell = &out[c * gemm::RM..c * gemm::RM + rows];
             // SAFETY: the caller's promise: rows ir0..ir0 + rows of this column are dst's
             // adjacent floats and belong to the caller's chunk.
             unsafe { std::ptr::copy_nonoverlapping(cell.as_ptr(), base as *mut f32, rows) };
             continue;
         }
-        for (r, v) in cell.iter().enumerate() {
+        for r in 0..rows {
+            let v = if by_column {
+                out[c * gemm::RM + r]
+            } else {
+                out[r * C + c]
+            };
             // SAFETY: the caller's promise; dst rows are nb[0] bytes apart.
-            unsafe { (base.wrapping_add(r * d.nb[0]) as *mut f32).write_unaligned(*v) };
+            unsafe { (base.wrapping_add(r * d.nb[0]) as *mut f32).write_unaligned(v) };
         }
     }
 }
@@ -519,7 +504,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                         Some(b32) => gemm::tile_wide_b32(k, &ap, b32, &mut out),
                                         None => gemm::tile_wide(el, k, &ap, &bp, &mut out),
                                     }
-                                    store_tile_by_column(&d, ir0, rows, &cols, &out);
+                                    store_tile(&d, ir0, rows, &cols, &out, true);
                                 }
                                 ir0 += rows;
                             }
@@ -553,7 +538,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                             ktile::tile(kp, k / 256, &ap, &bp, &orders, &mut out)
                                         }
                                     }
-                                    store_tile(&d, ir0, rows, &cols, &out);
+                                    store_tile(&d, ir0, rows, &cols, &out, false);
                                 }
                                 ir0 += rows;
                             }
@@ -948,7 +933,7 @@ impl WideTile<'_> {
                     }
                     Wide::Q(q) => qtile::tile(q, self.k / 32, &ap, &bp, out),
                 }
-                store_tile(self.d, ir0, rows, &cols, out);
+                store_tile(self.d, ir0, rows, &cols, out, false);
             }
             ir0 += rows;
         }
