@@ -139,6 +139,32 @@ pub(crate) fn hsum8(a: &[__m256; 8]) -> __m256 {
     _mm256_permutevar8x32_ps(t, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7))
 }
 
+/// out[i] for a run of one column's rows, eight at a time: `eight(r)` gives rows r..r + 8's
+/// 8-lane sums (added by `hsum8`), `one(r)` row r's for the rows left (added by `hsum_ps`).
+/// Inlined into its callers, whose target features the closures share.
+///
+/// # Safety
+/// AVX2 is available; the closures' own promises hold for every r they get.
+#[inline(always)]
+pub(crate) unsafe fn by_eight(
+    out: &mut [f32],
+    mut eight: impl FnMut(usize) -> [__m256; 8],
+    mut one: impl FnMut(usize) -> __m256,
+) {
+    let mut groups = out.chunks_exact_mut(8);
+    let mut r = 0;
+    for g in &mut groups {
+        // SAFETY: AVX2 (the caller's promise); g holds 8 floats.
+        unsafe { _mm256_storeu_ps(g.as_mut_ptr(), hsum8(&eight(r))) };
+        r += 8;
+    }
+    for o in groups.into_remainder() {
+        // SAFETY: AVX2 (the caller's promise).
+        *o = unsafe { hsum_ps(one(r)) };
+        r += 1;
+    }
+}
+
 #[inline]
 #[target_feature(enable = "avx2")]
 pub(super) fn hsum_epi32(v: __m256i) -> i32 {

@@ -231,23 +231,17 @@ pub(crate) unsafe fn q6_k_rows(
     y: *const u8,
     out: &mut [f32],
 ) {
-    let mut groups = out.chunks_exact_mut(8);
-    let mut r = 0;
-    for g in &mut groups {
-        let rows: [*const u8; 8] = std::array::from_fn(|i| x.wrapping_add((r + i) * stride));
-        // SAFETY: rows r..r + 8 exist (the caller's promise); g holds 8 floats.
-        unsafe {
-            _mm256_storeu_ps(
-                g.as_mut_ptr(),
-                super::x86::hsum8(&q6_k_rows_n::<8>(nb, &rows, y)),
-            )
-        };
-        r += 8;
-    }
-    for o in groups.into_remainder() {
-        // SAFETY: as above, row r exists.
-        *o = hsum_ps(unsafe { q6_k_rows_n::<1>(nb, &[x.wrapping_add(r * stride)], y) }[0]);
-        r += 1;
+    // SAFETY: AVX2 is enabled here; every row r the loop asks for exists (the caller's promise).
+    unsafe {
+        super::x86::by_eight(
+            out,
+            |r| {
+                let rows: [*const u8; 8] =
+                    std::array::from_fn(|i| x.wrapping_add((r + i) * stride));
+                q6_k_rows_n::<8>(nb, &rows, y)
+            },
+            |r| q6_k_rows_n::<1>(nb, &[x.wrapping_add(r * stride)], y)[0],
+        )
     }
 }
 

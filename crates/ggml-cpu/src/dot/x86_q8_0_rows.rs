@@ -15,7 +15,7 @@
 
 use std::arch::x86_64::*;
 
-use super::x86::{hsum8, hsum_ps};
+use super::x86::by_eight;
 
 /// f32 slots of `prep` per block: the scale, then eight i32 start values.
 pub(crate) const PREP_SLOTS: usize = 9;
@@ -84,20 +84,13 @@ pub(crate) unsafe fn rows(
     out: &mut [f32],
 ) {
     assert!(prep.len() >= PREP_SLOTS * nb);
-    let mut groups = out.chunks_exact_mut(8);
-    let mut r = 0;
-    for g in &mut groups {
-        // SAFETY: rows r..r + 8 exist (the caller's promise).
-        let acc: [__m256; 8] =
-            std::array::from_fn(|i| unsafe { row(nb, x.add((r + i) * stride), y, prep) });
-        // SAFETY: g holds 8 floats.
-        unsafe { _mm256_storeu_ps(g.as_mut_ptr(), hsum8(&acc)) };
-        r += 8;
-    }
-    for o in groups.into_remainder() {
-        // SAFETY: as above, row r exists.
-        *o = hsum_ps(unsafe { row(nb, x.add(r * stride), y, prep) });
-        r += 1;
+    // SAFETY: AVX2 is enabled here; every row r the loop asks for exists (the caller's promise).
+    unsafe {
+        by_eight(
+            out,
+            |r| std::array::from_fn(|i| row(nb, x.add((r + i) * stride), y, prep)),
+            |r| row(nb, x.add(r * stride), y, prep),
+        )
     }
 }
 

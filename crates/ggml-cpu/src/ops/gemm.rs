@@ -503,10 +503,13 @@ mod x86 {
                 if steps == 0 {
                     return;
                 }
-                let [mut c0, mut c1, mut c2, mut c3, mut c4, mut c5] = [acc[0]; 6];
-                let [mut c6, mut c7, mut c8, mut c9, mut c10, mut c11] = [acc[0]; 6];
-                let [mut c12, mut c13, mut c14, mut c15, mut c16, mut c17] = [acc[0]; 6];
-                let [mut c18, mut c19, mut c20, mut c21, mut c22, mut c23] = [acc[0]; 6];
+                // (the sums go on from acc's, whatever the caller started them at)
+                let [
+                    mut c0, mut c1, mut c2, mut c3, mut c4, mut c5,
+                    mut c6, mut c7, mut c8, mut c9, mut c10, mut c11,
+                    mut c12, mut c13, mut c14, mut c15, mut c16, mut c17,
+                    mut c18, mut c19, mut c20, mut c21, mut c22, mut c23,
+                ] = *acc;
                 // SAFETY: the loop reads 32 bytes of each a[r] and 16 elements of each b[c]
                 // at element offsets 0, 16, .., 16 * (steps - 1), within the caller's promise;
                 // it touches only the named registers and flags.
