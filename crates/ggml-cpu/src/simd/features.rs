@@ -192,13 +192,26 @@ impl Features {
         !self.amd_avx512() && (self.avx512_dot() || row_bytes > 4096)
     }
 
-    /// Whether the AVX-512 eight-row Q4_K gemv (`dot::x86_k512::q4_k_gemv8_strided`, CPU_REPACK's
-    /// Q4_K weights) prefetches its rows' blocks ahead. On the AMD EPYC with AVX-512 (Zen 4)
-    /// it streams faster without: 1.1B q4_k_m tg32 -t 1 25.7-28.2 -> 28.4-31.5 t/s in five
-    /// alternated pairs (-t 2 within the noise, 34-53 either way; Gemma 3 and the reference
-    /// q4_k_m model, whose Q4_K weights mostly stay in cache, unchanged).
-    pub fn q4_k_gemv_prefetch(&self) -> bool {
-        !self.amd_avx512()
+    /// How far ahead, and into which cache, the AVX-512 eight-row Q4_K gemv
+    /// (`dot::x86_k512::q4_k_gemv8_strided`, CPU_REPACK's Q4_K weights) prefetches its rows'
+    /// blocks. On the AMD EPYC with AVX-512 (Zen 4) into L2 only, 16 blocks (18 KiB) ahead: the
+    /// 1.1B q4_k_m's 5632-wide Q4_K rows 316-338 -> 248-258 us a node at -t 1 (2048-wide ones
+    /// unchanged at 255-280), tg16 -t 1 34.6-35.8 -> 35.5-36.9 t/s in three alternated pairs;
+    /// into L1 at that distance 360-440 us (it evicts the rows in use), and without prefetches
+    /// the earlier 1.1B q4_k_m tg32 -t 1 was faster than with the L1 ones 4 blocks ahead
+    /// (25.7-28.2 -> 28.4-31.5 t/s). Elsewhere 4 blocks ahead into L1, as measured before.
+    pub fn q4_k_gemv_prefetch(&self) -> Ahead {
+        if self.amd_avx512() {
+            Ahead {
+                blocks: 16,
+                to_l2: true,
+            }
+        } else {
+            Ahead {
+                blocks: 4,
+                to_l2: false,
+            }
+        }
     }
 
     /// An AMD EPYC with the AVX-512 dot products (Zen 4 class): the CPU the Zen 4 rules above
@@ -219,6 +232,13 @@ impl Features {
     pub fn avx512_exp(&self) -> bool {
         self.avx512f && self.avx512dq && self.fma
     }
+}
+
+/// A prefetch policy: this many blocks ahead, into L2 only or into L1.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ahead {
+    pub blocks: usize,
+    pub to_l2: bool,
 }
 
 /// Whether CPUID names the vendor AuthenticAMD.
