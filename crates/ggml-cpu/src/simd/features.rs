@@ -214,6 +214,22 @@ impl Features {
         }
     }
 
+    /// How many bytes ahead the AVX-512 F32 row loop of one column (`dot::x86::f32_rows_k512`)
+    /// prefetches each row's lines into L2; 0: none. On the AMD EPYC with AVX-512 (Zen 4) one
+    /// page: the reference model's 151936 x 256 F32 output (1 KiB rows, read from the file's
+    /// map) 6.3-6.8 -> 5.5-5.6 ms a node at -t 1 in three alternated rounds, where 1-3 KiB
+    /// and 5-6 KiB ahead measured 5.7-6.5 and 6.1-7.0, and tg64 -t 1 130-145 -> 154-165 t/s
+    /// (llama.cpp 134-141 in the same rounds; -t 2 166-178 -> 189-206 in two of three).
+    /// (F16 rows measured slower with such prefetches: the 1.1B f16's 4 KiB rows, one row
+    /// ahead into L2, 850-900 -> 1030 us a 2048 x 5632 node.) The loop runs only there.
+    pub fn f32_rows_ahead(&self) -> usize {
+        if self.amd_avx512() {
+            4096
+        } else {
+            0
+        }
+    }
+
     /// An AMD EPYC with the AVX-512 dot products (Zen 4 class): the CPU the Zen 4 rules above
     /// were measured on, apart from Zen 3's AVX2-only EPYC.
     fn amd_avx512(&self) -> bool {
