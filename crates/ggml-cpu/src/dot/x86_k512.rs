@@ -1,8 +1,8 @@
 //! AVX-512 VNNI kernels for the one-column K-quant products (token generation): several
 //! weight rows per pass share the activation loads, and 64-byte registers with integer sums
 //! times subblock scales in vpmaddwd / vpdpwssd (codes x activations first, by vpdpbusd or
-//! maddubs) replace the 32-byte dpbusd + mullo sequence. Only the exact integer parts are computed
-//! differently; every float step is the one of the kernel the results must match:
+//! maddubs) replace the 32-byte dpbusd + mullo sequence. Only the exact integer parts are
+//! computed differently; every float step is the one of the kernel the results must match:
 //!
 //! - `q4_k_gemv8`: llama.cpp's repacked q4_K_8x8 gemv (`ktile::Order::RepackGemv`), per row
 //!   acc = fma(f32(S), dx * dy, acc) and acc_min = fma(f32(M), dmin * dy, acc_min) per block.
