@@ -11,6 +11,33 @@ pub(crate) mod table_act;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod transpose;
 
+/// Asks for the cache lines of `len` bytes at `p`, into L2 only (`to_l2`) or into L1 too (a
+/// hint: never faults, even out of bounds).
+#[inline(always)]
+pub(crate) fn prefetch_lines(p: *const u8, len: usize, to_l2: bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0, _MM_HINT_T1};
+        let mut off = 0;
+        while off < len {
+            let line = p.wrapping_add(off) as *const i8;
+            // SAFETY: prefetch is a hint that does not access memory architecturally.
+            unsafe {
+                if to_l2 {
+                    _mm_prefetch::<_MM_HINT_T1>(line);
+                } else {
+                    _mm_prefetch::<_MM_HINT_T0>(line);
+                }
+            }
+            off += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (p, len, to_l2);
+    }
+}
+
 /// y[i] = f16(y[i] + x[i] * v)
 pub(crate) fn mad_f16(y: &mut [u16], x: &[u16], v: f32) {
     let n = y.len().min(x.len());

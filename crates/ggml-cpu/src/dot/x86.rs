@@ -975,14 +975,11 @@ pub(crate) unsafe fn f32_rows_k512(
     // SAFETY: the caller's promise.
     let y = unsafe { std::slice::from_raw_parts(y, 4 * n) };
     // each row's lines `ahead` bytes on (a page: the next rows), into L2, where the CPU's
-    // policy says so (a prefetch is a hint and never faults, whatever the address)
+    // policy says so
     let ahead = crate::simd::features::cpu().f32_rows_ahead();
     for (i, o) in out.iter_mut().enumerate() {
         if ahead > 0 {
-            let at = x.wrapping_add(i * stride + ahead);
-            for off in (0..4 * n).step_by(64) {
-                _mm_prefetch::<_MM_HINT_T1>(at.wrapping_add(off) as *const i8);
-            }
+            crate::simd::prefetch_lines(x.wrapping_add(i * stride + ahead), 4 * n, true);
         }
         // SAFETY: the caller's promise: row i holds n f32.
         *o = unsafe { f32_k512(n, std::slice::from_raw_parts(x.add(i * stride), 4 * n), y) };

@@ -149,17 +149,9 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
     for ib in 0..nb {
         // the blocks `ahead.blocks` on, as the one 8 * 144-byte stretch of a CPU_REPACK group
         // from row 0's (running on into the next group's, which the next call reads): the
-        // hardware prefetcher alone left these loads stalling. (A prefetch is a hint and never
-        // faults, whatever the address.)
+        // hardware prefetcher alone left these loads stalling
         let at = x[0].wrapping_add(stride * (ib + ahead.blocks));
-        for off in (0..8 * 144).step_by(64) {
-            let line = at.wrapping_add(off) as *const i8;
-            if ahead.to_l2 {
-                _mm_prefetch::<_MM_HINT_T1>(line);
-            } else {
-                _mm_prefetch::<_MM_HINT_T0>(line);
-            }
-        }
+        crate::simd::prefetch_lines(at, 8 * 144, ahead.to_l2);
         // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
         // every offset below stays inside its 144- or 292-byte block.
         unsafe {

@@ -63,20 +63,7 @@ impl Interleave {
 /// Asks for the cache lines of `len` bytes at `p` (a hint: never faults, even out of bounds).
 #[inline(always)]
 fn prefetch(p: *const u8, len: usize) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let mut off = 0;
-        while off < len {
-            // SAFETY: prefetch is a hint that does not access memory architecturally.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(off) as *const i8) };
-            off += 64;
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (p, len);
-    }
+    crate::simd::prefetch_lines(p, len, false);
 }
 
 /// The rows of one column's chunk that `passes` walks: `base..end` of `nr0` weight rows of
