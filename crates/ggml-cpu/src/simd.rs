@@ -38,6 +38,18 @@ pub(crate) fn prefetch_lines(p: *const u8, len: usize, to_l2: bool) {
     }
 }
 
+/// Where the `len` bytes at `p` end on a later 4 KiB page than they start, asks for the first
+/// line of the page `ahead` bytes past the one they end on, into L2 (a hint: never faults).
+/// One line a page: the page walk and the hardware prefetcher's start on that page happen
+/// before the loads reach it (the prefetcher stops at every page boundary).
+#[inline(always)]
+pub(crate) fn prefetch_page_ahead(p: *const u8, len: usize, ahead: usize) {
+    let (start, end) = (p as usize, p as usize + len);
+    if start >> 12 != end >> 12 {
+        prefetch_lines(((end & !4095) + ahead) as *const u8, 1, true);
+    }
+}
+
 /// y[i] = f16(y[i] + x[i] * v)
 pub(crate) fn mad_f16(y: &mut [u16], x: &[u16], v: f32) {
     let n = y.len().min(x.len());

@@ -12,6 +12,9 @@
 //!
 //! The rows go one after another (not block by block across rows): streaming from memory, the
 //! hardware prefetcher keeps up with one ascending stream, not with eight interleaved ones.
+//! It stops at each 4 KiB page, though: where the CPU's policy says so
+//! (`simd::features::q8_0_rows_page_ahead`), a row that ends on a new page asks for a line of
+//! the page after it first.
 
 use std::arch::x86_64::*;
 
@@ -84,14 +87,18 @@ pub(crate) unsafe fn rows(
     out: &mut [f32],
 ) {
     assert!(prep.len() >= PREP_SLOTS * nb);
-    // SAFETY: AVX2 is enabled here; every row r the loop asks for exists (the caller's promise).
-    unsafe {
-        by_eight(
-            out,
-            |r| std::array::from_fn(|i| row(nb, x.add((r + i) * stride), y, prep)),
-            |r| row(nb, x.add(r * stride), y, prep),
-        )
-    }
+    let ahead = crate::simd::features::cpu().q8_0_rows_page_ahead();
+    let one = |r: usize| {
+        let at = x.wrapping_add(r * stride);
+        if ahead > 0 {
+            crate::simd::prefetch_page_ahead(at, 34 * nb, ahead);
+        }
+        // SAFETY: AVX2 is enabled here; every row r the loop asks for exists (the caller's
+        // promise).
+        unsafe { row(nb, at, y, prep) }
+    };
+    // SAFETY: AVX2 is enabled here.
+    unsafe { by_eight(out, |r| std::array::from_fn(|i| one(r + i)), one) }
 }
 
 #[cfg(test)]

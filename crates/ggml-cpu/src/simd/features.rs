@@ -230,6 +230,21 @@ impl Features {
         }
     }
 
+    /// How many bytes past the page a row ends on the Q8_0 row loop of one column
+    /// (`dot::x86_q8_0_rows`) touches, one line a page (`simd::prefetch_page_ahead`); 0: none.
+    /// On the AMD EPYC with AVX-512 (Zen 4) one page: Gemma 3's 262144 x 640 output (680-byte
+    /// rows from the file's map, 4 KiB pages) 11.9-12.5 -> 9.5-10.4 ms a node at -t 1 and
+    /// 6.8-7.3 -> 6.5-6.7 ms at -t 2 in three alternated rounds (two pages ahead alike). The
+    /// same touch in mul_mat's one-by-one row loop: the 1.1B q4_k_m's Q6_K rows 400-435 ->
+    /// 625-675 us a 5632 x 2048 node two pages ahead, unchanged one page ahead (not kept).
+    pub fn q8_0_rows_page_ahead(&self) -> usize {
+        if self.amd_avx512() {
+            4096
+        } else {
+            0
+        }
+    }
+
     /// An AMD EPYC with the AVX-512 dot products (Zen 4 class): the CPU the Zen 4 rules above
     /// were measured on, apart from Zen 3's AVX2-only EPYC.
     fn amd_avx512(&self) -> bool {
