@@ -649,6 +649,8 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
 enum ColumnRows {
     /// `dot::x86_q8_0_rows`: row after row (where the CPU's policy takes Q8_0 rows one by one).
     Q8_0,
+    /// The same for Q5_0 rows.
+    Q5_0,
     /// `dot::x86_k512::q6_k_rows`: eight rows a pass, block by block (where the policy takes
     /// Q6_K rows several at a time: short rows).
     Q6K,
@@ -664,6 +666,7 @@ impl ColumnRows {
         }
         match (ty, vdt) {
             (Type::Q8_0, Type::Q8_0) if !several => Some(Self::Q8_0),
+            (Type::Q5_0, Type::Q8_0) if !several => Some(Self::Q5_0),
             (Type::Q6K, Type::Q8K) if several => Some(Self::Q6K),
             (Type::F32, Type::F32) if !several => Some(Self::F32),
             _ => None,
@@ -688,11 +691,15 @@ fn column_rows(
     let counter = p.counter;
     let mut ch = p.ith;
     // Q8_0: the column's scales and sums, made once per thread
+    let weights = match kind {
+        ColumnRows::Q5_0 => q8r::Weights::Q5_0,
+        _ => q8r::Weights::Q8_0,
+    };
     let prep: &[f32] = match kind {
-        ColumnRows::Q8_0 => {
+        ColumnRows::Q8_0 | ColumnRows::Q5_0 => {
             let buf = p.scratch(q8r::PREP_SLOTS * (k / 32));
             // SAFETY: AVX-512 VNNI is present (ColumnRows::of); y is one Q8_0 row of k values.
-            unsafe { q8r::prep(k / 32, y, buf) };
+            unsafe { q8r::prep(weights, k / 32, y, buf) };
             buf
         }
         ColumnRows::Q6K | ColumnRows::F32 => &[],
@@ -708,7 +715,9 @@ fn column_rows(
                 let out = std::slice::from_raw_parts_mut(d.ptr(s, 0, 0, 0) as *mut f32, e - s);
                 let x = a.row_ptr(s, 0, 0) as *const u8;
                 match kind {
-                    ColumnRows::Q8_0 => q8r::rows(k / 32, x, a.nb[1], y, prep, out),
+                    ColumnRows::Q8_0 | ColumnRows::Q5_0 => {
+                        q8r::rows(weights, k / 32, x, a.nb[1], y, prep, out)
+                    }
                     ColumnRows::Q6K => crate::dot::x86_k512::q6_k_rows(k / 256, x, a.nb[1], y, out),
                     ColumnRows::F32 => crate::dot::x86::f32_rows_k512(k, x, a.nb[1], y, out),
                 }

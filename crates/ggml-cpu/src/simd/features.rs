@@ -144,18 +144,19 @@ impl Features {
     /// from 22-24 to 31-35 t/s at -t 2 and 14-17 to 22 at -t 1 (three alternated rounds).
     /// Repacked Q4_K's 8-row gemv (`dot::x86_k4x8::gemv8`) keeps its prefetches: without them
     /// the 1.1B q4_k_m tg32 fell from 25 to 22-24 t/s (-t 2) and 14-18 to 12-13.5 (-t 1).
-    /// On an AMD EPYC with AVX-512 VNNI (Zen 4) only Q4_0 / Q5_0 rows (the four-row
+    /// On an AMD EPYC with AVX-512 VNNI (Zen 4) only Q4_0 rows (the four-row
     /// `ops::qtile::column` passes, and the repacked nibble panels) keep them: without them
-    /// Gemma 3's 440-byte Q5_0 rows fell from 17 to 12-13 GB/s at -t 2, while the rows taken
+    /// Gemma 3's 440-byte Q5_0 rows fell from 17 to 12-13 GB/s at -t 2 (in four-row passes;
+    /// they now go one by one, see `several_rows`), while the rows taken
     /// one by one and the K-quant passes gained (SmolLM2 tg128 -t 1 92-99 -> 104-109 t/s,
     /// Gemma 3's 1680-byte Q6_K rows 15-17 -> 17.5-22 GB/s at -t 1, the reference q4_k_m
     /// model's tg128 491-497 -> 527-564 at -t 1 and 742-767 -> 798-963 at -t 2).
     pub fn prefetch_rows(&self, ty: ggml::Type, row_bytes: usize) -> bool {
-        use ggml::Type::{F32, Q4_0, Q5_0};
+        use ggml::Type::{F32, Q4_0};
         if !self.amd {
             return true;
         }
-        let zen4_keeps = !self.amd_avx512() || matches!(ty, Q4_0 | Q5_0);
+        let zen4_keeps = !self.amd_avx512() || ty == Q4_0;
         row_bytes < 4096 && ty != F32 && zen4_keeps
     }
 
@@ -171,12 +172,15 @@ impl Features {
     /// SmolLM2's 360-byte Q4_1 rows, tg128 -t 1 83-92 -> 111-113 t/s and -t 2 132-134 ->
     /// 158-178 (its 576 x 1536 products 69-75 -> 48 us at -t 1); the reference model's
     /// 272-byte Q8_0 output rows 2.8-3.2 -> 2.3-2.5 ms at -t 1 (tg128 268-305 -> 340-359 t/s)
-    /// and 1.3-1.7 -> 1.1-1.5 ms at -t 2. Its Q5_0 rows (Gemma 3's 440 bytes) and K-quant
-    /// rows measured faster several at a time, as on Zen 3. (Q8_0 rows one by one now go
-    /// through `dot::x86_q8_0_rows`' loop: the same 272-byte rows 2.1 -> 1.5 ms at -t 1.)
+    /// and 1.3-1.7 -> 1.1-1.5 ms at -t 2. Its K-quant rows measured faster several at a
+    /// time, as on Zen 3. (Q8_0 rows one by one now go through `dot::x86_q8_0_rows`' loop: the
+    /// same 272-byte rows 2.1 -> 1.5 ms at -t 1; and Q5_0 rows too, which were faster in
+    /// four-row passes than through mul_mat's row loop: Gemma 3's 440-byte rows, 640 x 2048
+    /// products 80-91 -> 65-68 us at -t 1, tg64 -t 1 58-60 -> 62-66 t/s, -t 2 94-99 ->
+    /// 100-107, in three alternated rounds.)
     pub fn several_rows(&self, ty: ggml::Type, row_bytes: usize) -> bool {
-        use ggml::Type::{Q4_1, Q5_1, Q8_0};
-        let one_by_one = matches!(ty, Q4_1 | Q5_1 | Q8_0) && self.amd_avx512();
+        use ggml::Type::{Q4_1, Q5_0, Q5_1, Q8_0};
+        let one_by_one = matches!(ty, Q4_1 | Q5_1 | Q5_0 | Q8_0) && self.amd_avx512();
         !self.amd || (row_bytes < 512 && !one_by_one)
     }
 
@@ -243,6 +247,17 @@ impl Features {
         } else {
             0
         }
+    }
+
+    /// Whether the Q8_0 row loop of one column (`dot::x86_q8_0_rows`) takes row r of a chunk's
+    /// first half beside row r of its second half (two chains in flight, from two streams far
+    /// apart) rather than one row after another. On the AMD EPYC with AVX-512 (Zen 4): Gemma 3's
+    /// 262144 x 640 output 10.1 -> 8.3-8.6 ms a node at -t 1 in three alternated rounds (tg64
+    /// -t 1 62-66 -> 70-73 t/s), the 1.1B q8_0 tg16 -t 1 23.5-23.8 -> 25.8; the reference
+    /// model's 272-byte rows unchanged. Gemma 3's 440-byte Q5_0 rows measured 3-5% slower so,
+    /// and go one after another. Two adjacent rows side by side ran at half the speed.
+    pub fn q8_0_rows_in_halves(&self) -> bool {
+        self.amd_avx512()
     }
 
     /// An AMD EPYC with the AVX-512 dot products (Zen 4 class): the CPU the Zen 4 rules above
