@@ -197,8 +197,8 @@ fn tiled_iq_order_is_the_same_dot_product() {
     }
 }
 
-/// The Q6_K row loop (eight rows a pass, the rest one by one) gives each row the bits of the
-/// dot product the CPU's table uses.
+/// The Q6_K row loops (eight rows a pass, the rest one by one; and two rows a pass from the two
+/// halves) give each row the bits of the dot product the CPU's table uses.
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn q6_k_row_loop_equals_the_dot_product() {
@@ -207,7 +207,7 @@ fn q6_k_row_loop_equals_the_dot_product() {
         return;
     }
     let tr = cpu_traits(Type::Q6K);
-    for (n, nrows) in [(256, 21), (512, 8), (2048, 13)] {
+    for (n, nrows) in [(256, 21), (512, 8), (2048, 13), (2048, 1), (1536, 6)] {
         let (_, y, _) = operands(Type::Q6K, n, 3);
         let rows: Vec<u8> = (0..nrows)
             .flat_map(|r| operands(Type::Q6K, n, 40 + r as u64).0)
@@ -217,9 +217,15 @@ fn q6_k_row_loop_equals_the_dot_product() {
         // SAFETY: AVX-512 VNNI was detected; rows holds nrows rows of n / 256 blocks, rb bytes
         // apart, and y one Q8_K row of n values.
         unsafe { super::x86_k512::q6_k_rows(n / 256, rows.as_ptr(), rb, y.as_ptr(), &mut out) };
-        for (r, o) in out.iter().enumerate() {
+        let mut halves = vec![0.0f32; nrows];
+        // SAFETY: as above.
+        unsafe {
+            super::x86_k512::q6_k_rows_halves(n / 256, rows.as_ptr(), rb, y.as_ptr(), &mut halves)
+        };
+        for (r, (o, h)) in out.iter().zip(&halves).enumerate() {
             let want = (tr.vec_dot)(n, &rows[r * rb..(r + 1) * rb], &y);
             assert_eq!(o.to_bits(), want.to_bits(), "n {n} row {r}");
+            assert_eq!(h.to_bits(), want.to_bits(), "n {n} row {r}, by halves");
         }
     }
 }

@@ -258,6 +258,34 @@ pub(crate) unsafe fn q6_k_rows(
     }
 }
 
+/// `q6_k_rows` with row r of the first half of out's rows beside row r of the second (two
+/// streams far apart), rows one after another otherwise.
+///
+/// # Safety
+/// As for `q6_k_rows`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")]
+pub(crate) unsafe fn q6_k_rows_halves(
+    nb: usize,
+    x: *const u8,
+    stride: usize,
+    y: *const u8,
+    out: &mut [f32],
+) {
+    let h = out.len() / 2;
+    let (lo, hi) = out.split_at_mut(h);
+    for r in 0..h {
+        let rows = [x.wrapping_add(r * stride), x.wrapping_add((r + h) * stride)];
+        // SAFETY: rows r and r + h exist (the caller's promise).
+        let [a, b] = unsafe { q6_k_rows_n::<2>(nb, &rows, y) };
+        lo[r] = hsum_ps(a);
+        hi[r] = hsum_ps(b);
+    }
+    if hi.len() > h {
+        // SAFETY: as above, for the last row.
+        hi[h] = hsum_ps(unsafe { q6_k_rows_n::<1>(nb, &[x.wrapping_add(2 * h * stride)], y) }[0]);
+    }
+}
+
 /// The 8-lane float sums of R Q6_K rows (before `hsum_ps`), in ggml's AVX2 order.
 ///
 /// # Safety

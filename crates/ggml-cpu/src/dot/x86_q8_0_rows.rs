@@ -15,7 +15,7 @@
 //! hardware prefetcher keeps up with one ascending stream, not with eight interleaved ones (nor
 //! with two adjacent rows side by side). It stops at each 4 KiB page, though: where the CPU's
 //! policy says so (`simd::features::q8_0_rows_page_ahead`), a row that ends on a new page asks
-//! for a line of the page after it first; and where it says so (`q8_0_rows_in_halves`), Q8_0
+//! for a line of the page after it first; and where it says so (`rows_in_halves`), Q8_0
 //! rows go two at a time from the two halves of the caller's rows, two streams far apart.
 
 use std::arch::x86_64::*;
@@ -134,7 +134,8 @@ pub(crate) unsafe fn rows(
     prep: &[f32],
     out: &mut [f32],
 ) {
-    let halves = w == Weights::Q8_0 && crate::simd::features::cpu().q8_0_rows_in_halves();
+    let halves =
+        w == Weights::Q8_0 && crate::simd::features::cpu().rows_in_halves(ggml::Type::Q8_0);
     // SAFETY: the caller's promise.
     unsafe {
         match w {

@@ -598,8 +598,8 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
                                 qtile::column(q, k / 32, ap, bp, out);
                             });
                         }
-                        // types with a four-row kernel (dot::rows4_kernel) likewise (each row its own
-                        // chain in the dot product's order)
+                        // types with a four-row kernel (dot::rows4_kernel) likewise (each row its
+                        // own chain in the dot product's order)
                         if let (None, Some((f, qk))) = (tile_kind, rows4) {
                             walk.passes::<{ gemm::RM }>(&mut ir0, row, &mut tmp, |ap, out| {
                                 f(k / qk, ap, bp, out);
@@ -656,6 +656,9 @@ enum ColumnRows {
     Q6K,
     /// `dot::x86::f32_rows_k512`: row after row.
     F32,
+    /// `dot::x86_k512::q6_k_rows_halves`: two rows a pass from the two halves of the chunk
+    /// (where the policy takes Q6_K rows one by one, and so).
+    Q6KHalves,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -664,10 +667,12 @@ impl ColumnRows {
         if !crate::dot::x86_k512::available() {
             return None;
         }
+        let cpu = crate::simd::features::cpu();
         match (ty, vdt) {
             (Type::Q8_0, Type::Q8_0) if !several => Some(Self::Q8_0),
             (Type::Q5_0, Type::Q8_0) if !several => Some(Self::Q5_0),
             (Type::Q6K, Type::Q8K) if several => Some(Self::Q6K),
+            (Type::Q6K, Type::Q8K) if cpu.rows_in_halves(ty) => Some(Self::Q6KHalves),
             (Type::F32, Type::F32) if !several => Some(Self::F32),
             _ => None,
         }
@@ -702,7 +707,7 @@ fn column_rows(
             unsafe { q8r::prep(weights, k / 32, y, buf) };
             buf
         }
-        ColumnRows::Q6K | ColumnRows::F32 => &[],
+        ColumnRows::Q6K | ColumnRows::F32 | ColumnRows::Q6KHalves => &[],
     };
     while ch < nc0 {
         let (s, e) = (ch * dr0, ((ch + 1) * dr0).min(nr0));
@@ -719,6 +724,9 @@ fn column_rows(
                         q8r::rows(weights, k / 32, x, a.nb[1], y, prep, out)
                     }
                     ColumnRows::Q6K => crate::dot::x86_k512::q6_k_rows(k / 256, x, a.nb[1], y, out),
+                    ColumnRows::Q6KHalves => {
+                        crate::dot::x86_k512::q6_k_rows_halves(k / 256, x, a.nb[1], y, out)
+                    }
                     ColumnRows::F32 => crate::dot::x86::f32_rows_k512(k, x, a.nb[1], y, out),
                 }
             }

@@ -249,15 +249,19 @@ impl Features {
         }
     }
 
-    /// Whether the Q8_0 row loop of one column (`dot::x86_q8_0_rows`) takes row r of a chunk's
-    /// first half beside row r of its second half (two chains in flight, from two streams far
-    /// apart) rather than one row after another. On the AMD EPYC with AVX-512 (Zen 4): Gemma 3's
-    /// 262144 x 640 output 10.1 -> 8.3-8.6 ms a node at -t 1 in three alternated rounds (tg64
-    /// -t 1 62-66 -> 70-73 t/s), the 1.1B q8_0 tg16 -t 1 23.5-23.8 -> 25.8; the reference
-    /// model's 272-byte rows unchanged. Gemma 3's 440-byte Q5_0 rows measured 3-5% slower so,
-    /// and go one after another. Two adjacent rows side by side ran at half the speed.
-    pub fn q8_0_rows_in_halves(&self) -> bool {
-        self.amd_avx512()
+    /// Whether one column's rows of `ty` taken one by one go two at a time instead, row r of a
+    /// chunk's first half beside row r of its second half (two chains in flight, from two
+    /// streams far apart): Q8_0 rows (`dot::x86_q8_0_rows`) and Q6_K rows
+    /// (`dot::x86_k512::q6_k_rows_halves`) on the AMD EPYC with AVX-512 (Zen 4). There Gemma
+    /// 3's 262144 x 640 Q8_0 output ran 10.1 -> 8.3-8.6 ms a node at -t 1 in three alternated
+    /// rounds (tg64 -t 1 62-66 -> 70-73 t/s), the 1.1B q8_0 tg16 -t 1 23.5-23.8 -> 25.8 (the
+    /// reference model's 272-byte rows unchanged); the 1.1B q4_k_m's Q6_K rows, 5632 x 2048
+    /// 440-539 -> 411-448 us and the 2048 x 32000 output 3.1-3.5 -> 2.9 ms at -t 1. Gemma 3's
+    /// 440-byte Q5_0 rows measured 3-5% slower so, and go one after another. Two adjacent
+    /// rows side by side ran at half the speed: the prefetcher sees no stream.
+    pub fn rows_in_halves(&self, ty: ggml::Type) -> bool {
+        use ggml::Type::{Q6K, Q8_0};
+        self.amd_avx512() && matches!(ty, Q8_0 | Q6K)
     }
 
     /// An AMD EPYC with the AVX-512 dot products (Zen 4 class): the CPU the Zen 4 rules above
