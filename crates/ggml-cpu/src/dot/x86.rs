@@ -960,7 +960,8 @@ q4_k_kernel!(
 
 /// out[i] = the F32 dot product (`f32_k512`, same bits) of the row of `n` values at
 /// `x + i * stride` and `y`: one column's rows in one call, without a call, a size check and
-/// a store through mul_mat's row loop per row, prefetching as `Features::f32_rows_ahead` says.
+/// a store through mul_mat's row loop per row, touching pages ahead as
+/// `Features::rows_page_ahead` says.
 ///
 /// # Safety
 /// AVX-512F must be available; `y` and each of the out.len() rows hold `n` f32.
@@ -974,12 +975,10 @@ pub(crate) unsafe fn f32_rows_k512(
 ) {
     // SAFETY: the caller's promise.
     let y = unsafe { std::slice::from_raw_parts(y, 4 * n) };
-    // each row's lines `ahead` bytes on (a page: the next rows), into L2, where the CPU's
-    // policy says so
-    let ahead = crate::simd::features::cpu().f32_rows_ahead();
+    let ahead = crate::simd::features::cpu().rows_page_ahead(ggml::Type::F32);
     for (i, o) in out.iter_mut().enumerate() {
         if ahead > 0 {
-            crate::simd::prefetch_lines(x.wrapping_add(i * stride + ahead), 4 * n, true);
+            crate::simd::prefetch_page_ahead(x.wrapping_add(i * stride), 4 * n, ahead);
         }
         // SAFETY: the caller's promise: row i holds n f32.
         *o = unsafe { f32_k512(n, std::slice::from_raw_parts(x.add(i * stride), 4 * n), y) };

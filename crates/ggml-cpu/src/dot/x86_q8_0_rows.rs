@@ -14,7 +14,7 @@
 //! The rows go one after another (not block by block across rows): streaming from memory, the
 //! hardware prefetcher keeps up with one ascending stream, not with eight interleaved ones (nor
 //! with two adjacent rows side by side). It stops at each 4 KiB page, though: where the CPU's
-//! policy says so (`simd::features::q8_0_rows_page_ahead`), a row that ends on a new page asks
+//! policy says so (`simd::features::rows_page_ahead`), a row that ends on a new page asks
 //! for a line of the page after it first; and where it says so (`rows_in_halves`), Q8_0
 //! rows go two at a time from the two halves of the caller's rows, two streams far apart.
 
@@ -161,7 +161,12 @@ unsafe fn rows_of<const W: u8>(
     halves: bool,
 ) {
     assert!(prep.len() >= PREP_SLOTS * nb);
-    let ahead = crate::simd::features::cpu().q8_0_rows_page_ahead();
+    let ty = if W == Q8 {
+        ggml::Type::Q8_0
+    } else {
+        ggml::Type::Q5_0
+    };
+    let ahead = crate::simd::features::cpu().rows_page_ahead(ty);
     let xs = if W == Q8 { 34 } else { 22 };
     let one = |r: usize| {
         let at = x.wrapping_add(r * stride);

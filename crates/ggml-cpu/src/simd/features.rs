@@ -218,34 +218,32 @@ impl Features {
         }
     }
 
-    /// How many bytes ahead the AVX-512 F32 row loop of one column (`dot::x86::f32_rows_k512`)
-    /// prefetches each row's lines into L2; 0: none. On the AMD EPYC with AVX-512 (Zen 4) one
-    /// page: the reference model's 151936 x 256 F32 output (1 KiB rows, read from the file's
-    /// map) 6.3-6.8 -> 5.5-5.6 ms a node at -t 1 in three alternated rounds, where 1-3 KiB
-    /// and 5-6 KiB ahead measured 5.7-6.5 and 6.1-7.0, and tg64 -t 1 130-145 -> 154-165 t/s
-    /// (llama.cpp 134-141 in the same rounds; -t 2 166-178 -> 189-206 in two of three).
-    /// (F16 rows measured slower with such prefetches: the 1.1B f16's 4 KiB rows, one row
-    /// ahead into L2, 850-900 -> 1030 us a 2048 x 5632 node.) The loop runs only there.
-    pub fn f32_rows_ahead(&self) -> usize {
-        if self.amd_avx512() {
-            4096
-        } else {
-            0
-        }
-    }
-
-    /// How many bytes past the page a row ends on the Q8_0 row loop of one column
-    /// (`dot::x86_q8_0_rows`) touches, one line a page (`simd::prefetch_page_ahead`); 0: none.
-    /// On the AMD EPYC with AVX-512 (Zen 4) one page: Gemma 3's 262144 x 640 output (680-byte
-    /// rows from the file's map, 4 KiB pages) 11.9-12.5 -> 9.5-10.4 ms a node at -t 1 and
-    /// 6.8-7.3 -> 6.5-6.7 ms at -t 2 in three alternated rounds (two pages ahead alike). The
-    /// same touch in mul_mat's one-by-one row loop: the 1.1B q4_k_m's Q6_K rows 400-435 ->
-    /// 625-675 us a 5632 x 2048 node two pages ahead, unchanged one page ahead (not kept).
-    pub fn q8_0_rows_page_ahead(&self) -> usize {
-        if self.amd_avx512() {
-            4096
-        } else {
-            0
+    /// How many bytes past the page a row of `ty` ends on the row loops of one column touch,
+    /// one line a page into L2 (`simd::prefetch_page_ahead`); 0: none. The hardware prefetcher
+    /// stops at every 4 KiB page, and weights in the file's map come in 4 KiB pages wherever
+    /// the page cache holds them so. On the AMD EPYC with AVX-512 (Zen 4):
+    ///
+    /// - Q8_0 / Q5_0 rows (`dot::x86_q8_0_rows`), one page: Gemma 3's 262144 x 640 output
+    ///   (680-byte rows) 11.9-12.5 -> 9.5-10.4 ms a node at -t 1 and 6.8-7.3 -> 6.5-6.7 ms at
+    ///   -t 2 in three alternated rounds (two pages ahead alike).
+    /// - F32 rows (`dot::x86::f32_rows_k512`), two pages: the reference model's 151936 x 256
+    ///   output (1 KiB rows) at -t 1 averaged 6.4, 7.1 and 6.5 ms a node against 7.4, 7.7 and
+    ///   6.8 with every line prefetched into L2 one page ahead (three sets of three or four
+    ///   alternated rounds; one page ahead 6.4 and 7.7, none 6.7 and 7.4), tg128 -t 1 135-148
+    ///   against 120-131 t/s (llama.cpp 112-135 in the same rounds); at -t 2 within the noise
+    ///   (4.4-4.9 against 3.9-5.3 ms). Every line one page ahead had measured best the session
+    ///   before (6.3-6.8 -> 5.5-5.6 ms against none).
+    ///
+    /// The same touch in mul_mat's one-by-one row loop: the 1.1B q4_k_m's Q6_K rows 400-435 ->
+    /// 625-675 us a 5632 x 2048 node two pages ahead, unchanged one page ahead (not kept); F16
+    /// rows measured slower with every line prefetched (the 1.1B f16's 4 KiB rows, one row
+    /// ahead into L2, 850-900 -> 1030 us a 2048 x 5632 node).
+    pub fn rows_page_ahead(&self, ty: ggml::Type) -> usize {
+        use ggml::Type::{F32, Q5_0, Q8_0};
+        match ty {
+            Q8_0 | Q5_0 if self.amd_avx512() => 4096,
+            F32 if self.amd_avx512() => 8192,
+            _ => 0,
         }
     }
 
