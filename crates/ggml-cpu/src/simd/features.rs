@@ -227,7 +227,8 @@ impl Features {
     ///
     /// - Q8_0 / Q5_0 rows (`dot::x86_q8_0_rows`), one page: Gemma 3's 262144 x 640 output
     ///   (680-byte rows) 11.9-12.5 -> 9.5-10.4 ms a node at -t 1 and 6.8-7.3 -> 6.5-6.7 ms at
-    ///   -t 2 in three alternated rounds (two pages ahead alike).
+    ///   -t 2 in three alternated rounds (two pages ahead alike); Q5_0 rows take the same (not
+    ///   measured apart), Q4_1 / Q5_1 rows none (SmolLM2's, within the noise either way).
     /// - F32 rows (`dot::x86::f32_rows_k512`), two pages: the reference model's 151936 x 256
     ///   output (1 KiB rows) at -t 1 averaged 6.4, 7.1 and 6.5 ms a node against 7.4, 7.7 and
     ///   6.8 with every line prefetched into L2 one page ahead (three sets of three or four
