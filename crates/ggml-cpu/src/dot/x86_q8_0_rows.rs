@@ -35,15 +35,24 @@ pub(crate) enum Weights {
     Q5_1,
 }
 
-/// `Weights` as the kernels' const argument.
+/// `Weights` as the kernels' const argument (`weights` maps it back).
 const Q8: u8 = 0;
 const Q5: u8 = 1;
 const Q41: u8 = 2;
 const Q51: u8 = 3;
 
+const fn weights(w: u8) -> Weights {
+    match w {
+        Q8 => Weights::Q8_0,
+        Q5 => Weights::Q5_0,
+        Q41 => Weights::Q4_1,
+        _ => Weights::Q5_1,
+    }
+}
+
 impl Weights {
     /// The offset of vpdpbusd's unsigned codes from the values.
-    fn offset(self) -> i8 {
+    const fn offset(self) -> i8 {
         match self {
             Weights::Q8_0 => 0x80u8 as i8,
             Weights::Q5_0 => 16,
@@ -51,25 +60,39 @@ impl Weights {
         }
     }
 
-    /// Whether the column is Q8_1 (36-byte blocks with their sum) rather than Q8_0.
-    fn q8_1(self) -> bool {
+    /// Whether the weights have a min per block and so the column is Q8_1 (36-byte blocks
+    /// with their sum) rather than Q8_0: ggml adds the min x sum products apart.
+    const fn q8_1(self) -> bool {
         matches!(self, Weights::Q4_1 | Weights::Q5_1)
     }
-}
 
-/// Bytes of a weight block of `W`.
-const fn x_bytes(w: u8) -> usize {
-    match w {
-        Q8 => 34,
-        Q5 => 22,
-        Q41 => 20,
-        _ => 24,
+    /// The column's block bytes and where its codes start.
+    const fn column_block(self) -> (usize, usize) {
+        if self.q8_1() {
+            (36, 4)
+        } else {
+            (34, 2)
+        }
     }
-}
 
-/// Whether `W` has a min per block (and its column a sum): ggml adds their products apart.
-const fn has_min(w: u8) -> bool {
-    w == Q41 || w == Q51
+    /// Bytes of a weight block.
+    pub(crate) const fn bytes(self) -> usize {
+        match self {
+            Weights::Q8_0 => 34,
+            Weights::Q5_0 => 22,
+            Weights::Q4_1 => 20,
+            Weights::Q5_1 => 24,
+        }
+    }
+
+    fn ty(self) -> ggml::Type {
+        match self {
+            Weights::Q8_0 => ggml::Type::Q8_0,
+            Weights::Q5_0 => ggml::Type::Q5_0,
+            Weights::Q4_1 => ggml::Type::Q4_1,
+            Weights::Q5_1 => ggml::Type::Q5_1,
+        }
+    }
 }
 
 /// Fills `prep` (PREP_SLOTS * nb slots) for column `y` and weights `w`: nb scales as f32, nb
@@ -84,7 +107,7 @@ pub(crate) unsafe fn prep(w: Weights, nb: usize, y: *const u8, prep: &mut [f32])
     assert!(prep.len() >= PREP_SLOTS * nb);
     let (scales, rest) = prep.split_at_mut(nb);
     let (sums, starts) = rest.split_at_mut(nb);
-    let (ys, yq) = if w.q8_1() { (36, 4) } else { (34, 2) };
+    let (ys, yq) = w.column_block();
     let off = _mm256_set1_epi8(w.offset());
     for b in 0..nb {
         // SAFETY: block b of y is readable (the caller's promise); starts holds 8 * nb slots.
@@ -149,8 +172,9 @@ unsafe fn rows_n<const W: u8, const R: usize>(
     y: *const u8,
     prep: &[f32],
 ) -> ([__m256; R], [f32; R]) {
-    let xs = x_bytes(W);
-    let (ys, yq) = if has_min(W) { (36, 4) } else { (34, 2) };
+    let w = const { weights(W) };
+    let xs = w.bytes();
+    let (ys, yq) = w.column_block();
     let (scales, rest) = prep.split_at(nb);
     let (sums, starts) = rest.split_at(nb);
     let mut acc = [_mm256_setzero_ps(); R];
@@ -159,14 +183,14 @@ unsafe fn rows_n<const W: u8, const R: usize>(
         // SAFETY: block b of every row and of y is readable; starts holds 8 i32 per block.
         unsafe {
             let qy = _mm256_loadu_si256(y.add(ys * b + yq) as *const __m256i);
-            let st = if has_min(W) {
+            let st = if w.q8_1() {
                 _mm256_setzero_si256()
             } else {
                 _mm256_loadu_si256(starts.as_ptr().add(8 * b) as *const __m256i)
             };
             for r in 0..R {
                 let bx = x[r].add(xs * b);
-                if has_min(W) {
+                if w.q8_1() {
                     summs[r] += super::x86::h2f_f16c(bx.add(2)) * sums[b];
                 }
                 let d = _mm256_set1_ps(super::x86::h2f_f16c(bx) * scales[b]);
@@ -179,11 +203,13 @@ unsafe fn rows_n<const W: u8, const R: usize>(
 }
 
 /// out[i] = the dot product (ggml's AVX2 one for `w`) of the row of `w` blocks at
-/// `x + i * stride` and the column `y` (`prep`'s).
+/// `x + i * stride` and the column `y` (`prep`'s): the rows one after another, or (`halves`)
+/// row r of the first half beside row r of the second.
 ///
 /// # Safety
 /// `super::x86::has_avx512()`; `y` holds nb blocks, `prep` is `prep(w, nb, y, ..)`'s, and each
 /// of the out.len() rows holds nb blocks.
+#[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn rows(
     w: Weights,
     nb: usize,
@@ -192,9 +218,8 @@ pub(crate) unsafe fn rows(
     y: *const u8,
     prep: &[f32],
     out: &mut [f32],
+    halves: bool,
 ) {
-    let halves =
-        w == Weights::Q8_0 && crate::simd::features::cpu().rows_in_halves(ggml::Type::Q8_0);
     // SAFETY: the caller's promise.
     unsafe {
         match w {
@@ -207,7 +232,7 @@ pub(crate) unsafe fn rows(
 }
 
 /// Eight rows' results: their horizontal sums together (`hsum8`, each row's order), plus
-/// their sums of min products where `W` has them (ggml's hsum_float_8(acc) + summs).
+/// their sums of min products where `W` has mins (ggml's hsum_float_8(acc) + summs).
 ///
 /// # Safety
 /// AVX2.
@@ -215,7 +240,7 @@ pub(crate) unsafe fn rows(
 #[target_feature(enable = "avx2")]
 unsafe fn finish8<const W: u8>(acc: &[__m256; 8], summs: &[f32; 8]) -> [f32; 8] {
     let mut v = super::x86::hsum8(acc);
-    if has_min(W) {
+    if weights(W).q8_1() {
         // SAFETY: summs holds 8 floats.
         v = _mm256_add_ps(v, unsafe { _mm256_loadu_ps(summs.as_ptr()) });
     }
@@ -230,15 +255,14 @@ unsafe fn finish8<const W: u8>(acc: &[__m256; 8], summs: &[f32; 8]) -> [f32; 8] 
 #[target_feature(enable = "avx2,fma")]
 fn finish1<const W: u8>(acc: __m256, summs: f32) -> f32 {
     let h = super::x86::hsum_ps(acc);
-    if has_min(W) {
+    if weights(W).q8_1() {
         h + summs
     } else {
         h
     }
 }
 
-/// `rows` for weights `W`: the rows one after another, or (`halves`) row r of the first half
-/// beside row r of the second.
+/// `rows` for weights `W`.
 ///
 /// # Safety
 /// As for `rows`.
@@ -253,14 +277,9 @@ unsafe fn rows_of<const W: u8>(
     halves: bool,
 ) {
     assert!(prep.len() >= PREP_SLOTS * nb);
-    let ty = match W {
-        Q8 => ggml::Type::Q8_0,
-        Q5 => ggml::Type::Q5_0,
-        Q41 => ggml::Type::Q4_1,
-        _ => ggml::Type::Q5_1,
-    };
-    let ahead = crate::simd::features::cpu().rows_page_ahead(ty);
-    let len = x_bytes(W) * nb;
+    let w = const { weights(W) };
+    let ahead = crate::simd::features::cpu().rows_page_ahead(w.ty());
+    let len = w.bytes() * nb;
     let at = |r: usize| {
         let p = x.wrapping_add(r * stride);
         if ahead > 0 {
@@ -375,12 +394,7 @@ mod tests {
             (Weights::Q5_1, Type::Q5_1),
         ] {
             let kernel = crate::dot::cpu_traits(ty).vec_dot;
-            let xs = match w {
-                Weights::Q8_0 => x_bytes(Q8),
-                Weights::Q5_0 => x_bytes(Q5),
-                Weights::Q4_1 => x_bytes(Q41),
-                Weights::Q5_1 => x_bytes(Q51),
-            };
+            let xs = w.bytes();
             for (nb, nrows) in [(1, 1), (1, 3), (8, 8), (8, 21), (7, 16), (20, 29), (64, 13)] {
                 let seed = 1 + nb as u64;
                 let (x, y) = match w {
@@ -403,16 +417,8 @@ mod tests {
                 for halves in [false, true] {
                     let mut out = vec![0.0f32; nrows];
                     let (px, py, st) = (x.as_ptr(), y.as_ptr(), xs * nb);
-                    let o = &mut out;
                     // SAFETY: AVX-512 VNNI checked; x holds nrows rows of nb blocks.
-                    unsafe {
-                        match w {
-                            Weights::Q8_0 => rows_of::<Q8>(nb, px, st, py, &pre, o, halves),
-                            Weights::Q5_0 => rows_of::<Q5>(nb, px, st, py, &pre, o, halves),
-                            Weights::Q4_1 => rows_of::<Q41>(nb, px, st, py, &pre, o, halves),
-                            Weights::Q5_1 => rows_of::<Q51>(nb, px, st, py, &pre, o, halves),
-                        }
-                    }
+                    unsafe { rows(w, nb, px, st, py, &pre, &mut out, halves) };
                     for (r, o) in out.iter().enumerate() {
                         let want = kernel(32 * nb, &x[xs * nb * r..xs * nb * (r + 1)], &y);
                         assert_eq!(

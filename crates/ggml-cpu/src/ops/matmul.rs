@@ -647,12 +647,12 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
 #[cfg(target_arch = "x86_64")]
 #[derive(Clone, Copy)]
 enum ColumnRows {
-    /// `dot::x86_q8_0_rows`: row after row (where the CPU's policy takes Q8_0 rows one by one).
-    Q8_0,
-    /// The same for Q5_0 rows, and for Q4_1 and Q5_1 rows (times a Q8_1 column).
-    Q5_0,
-    Q4_1,
-    Q5_1,
+    /// `dot::x86_q8_0_rows`: Q8_0 / Q5_0 / Q4_1 / Q5_1 rows where the CPU's policy takes them
+    /// one by one: row after row, or two a pass from the two halves of the chunk (`halves`).
+    Rows {
+        w: crate::dot::x86_q8_0_rows::Weights,
+        halves: bool,
+    },
     /// `dot::x86_k512::q6_k_rows`: eight rows a pass, block by block (where the policy takes
     /// Q6_K rows several at a time: short rows).
     Q6K,
@@ -669,12 +669,19 @@ impl ColumnRows {
         if !crate::dot::x86_k512::available() {
             return None;
         }
+        use crate::dot::x86_q8_0_rows::Weights;
         let cpu = crate::simd::features::cpu();
+        let rows = |w| {
+            Some(Self::Rows {
+                w,
+                halves: cpu.rows_in_halves(ty),
+            })
+        };
         match (ty, vdt) {
-            (Type::Q8_0, Type::Q8_0) if !several => Some(Self::Q8_0),
-            (Type::Q5_0, Type::Q8_0) if !several => Some(Self::Q5_0),
-            (Type::Q4_1, Type::Q8_1) if !several => Some(Self::Q4_1),
-            (Type::Q5_1, Type::Q8_1) if !several => Some(Self::Q5_1),
+            (Type::Q8_0, Type::Q8_0) if !several => rows(Weights::Q8_0),
+            (Type::Q5_0, Type::Q8_0) if !several => rows(Weights::Q5_0),
+            (Type::Q4_1, Type::Q8_1) if !several => rows(Weights::Q4_1),
+            (Type::Q5_1, Type::Q8_1) if !several => rows(Weights::Q5_1),
             (Type::Q6K, Type::Q8K) if several => Some(Self::Q6K),
             (Type::Q6K, Type::Q8K) if cpu.rows_in_halves(ty) => Some(Self::Q6KHalves),
             (Type::F32, Type::F32) if !several => Some(Self::F32),
@@ -699,19 +706,13 @@ fn column_rows(
     let (nr0, k) = (a.ne[1], a.ne[0]);
     let counter = p.counter;
     let mut ch = p.ith;
-    // Q8_0: the column's scales and sums, made once per thread
-    let weights = match kind {
-        ColumnRows::Q5_0 => q8r::Weights::Q5_0,
-        ColumnRows::Q4_1 => q8r::Weights::Q4_1,
-        ColumnRows::Q5_1 => q8r::Weights::Q5_1,
-        _ => q8r::Weights::Q8_0,
-    };
+    // the column's scales, sums and start values, made once per thread
     let prep: &[f32] = match kind {
-        ColumnRows::Q8_0 | ColumnRows::Q5_0 | ColumnRows::Q4_1 | ColumnRows::Q5_1 => {
+        ColumnRows::Rows { w, .. } => {
             let buf = p.scratch(q8r::PREP_SLOTS * (k / 32));
             // SAFETY: AVX-512 VNNI is present (ColumnRows::of); y is one row of k values of
             // the kernel's activation type (Q8_1 for Q4_1 / Q5_1, Q8_0 otherwise).
-            unsafe { q8r::prep(weights, k / 32, y, buf) };
+            unsafe { q8r::prep(w, k / 32, y, buf) };
             buf
         }
         ColumnRows::Q6K | ColumnRows::F32 | ColumnRows::Q6KHalves => &[],
@@ -727,8 +728,8 @@ fn column_rows(
                 let out = std::slice::from_raw_parts_mut(d.ptr(s, 0, 0, 0) as *mut f32, e - s);
                 let x = a.row_ptr(s, 0, 0) as *const u8;
                 match kind {
-                    ColumnRows::Q8_0 | ColumnRows::Q5_0 | ColumnRows::Q4_1 | ColumnRows::Q5_1 => {
-                        q8r::rows(weights, k / 32, x, a.nb[1], y, prep, out)
+                    ColumnRows::Rows { w, halves } => {
+                        q8r::rows(w, k / 32, x, a.nb[1], y, prep, out, halves)
                     }
                     ColumnRows::Q6K => crate::dot::x86_k512::q6_k_rows(k / 256, x, a.nb[1], y, out),
                     ColumnRows::Q6KHalves => {
