@@ -31,6 +31,8 @@ pub(crate) mod x86;
 #[cfg(target_arch = "x86_64")]
 mod x86_bf16;
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_f16_rows;
+#[cfg(target_arch = "x86_64")]
 mod x86_fp4;
 #[cfg(target_arch = "x86_64")]
 mod x86_iq;

@@ -274,7 +274,7 @@ pub(crate) unsafe fn f16_rows4_k2(n: usize, a: &[*const u8; 4], y: *const u8, ou
 ///
 /// # Safety
 /// x and y hold n halves.
-unsafe fn f16_tail(mut sum: f64, x: *const u8, y: *const u8, i: usize, n: usize) -> f64 {
+pub(super) unsafe fn f16_tail(mut sum: f64, x: *const u8, y: *const u8, i: usize, n: usize) -> f64 {
     for j in i..n {
         // SAFETY: element j < n of x and of y.
         let (a, b) = unsafe {
@@ -1027,7 +1027,7 @@ unsafe fn f32_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
 /// # Safety
 /// AVX-512F must be available; `x` and `y` must hold `n` halves.
 #[target_feature(enable = "avx512f")]
-unsafe fn f16_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
+pub(super) unsafe fn f16_k512(n: usize, x: &[u8], y: &[u8]) -> f32 {
     let (px, py) = (x.as_ptr(), y.as_ptr());
     // ggml_vec_dot_f16 on AVX-512: four 16-lane f32 accumulators over 64 values per step,
     // GGML_F32Cx16_REDUCE, then the tail's products added in double
@@ -1155,7 +1155,7 @@ pub(crate) unsafe fn f16_rows4_k512(
 /// _mm512_reduce_add_ps as GCC expands it (halves, quarters, then pairs).
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn reduce_f32x16(acc: &[__m512; 4]) -> f32 {
+pub(super) fn reduce_f32x16(acc: &[__m512; 4]) -> f32 {
     let v = _mm512_add_ps(_mm512_add_ps(acc[0], acc[2]), _mm512_add_ps(acc[1], acc[3]));
     let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
     let h8 = _mm256_add_ps(hi, _mm512_castps512_ps256(v));

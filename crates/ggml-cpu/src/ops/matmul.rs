@@ -412,7 +412,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
     // one column's rows in one call per chunk where such a kernel exists (the same bits)
     #[cfg(target_arch = "x86_64")]
     if nr1 == 1 && prefetch_rows == 0 && d.nb[0] == 4 {
-        if let Some(kind) = ColumnRows::of(a.ty, tr.vec_dot_type, several) {
+        if let Some(kind) = ColumnRows::of(a.ty, tr.vec_dot_type, several, arow) {
             column_rows(p, kind, &a, &d, b_row(0).0, nc0, dr0);
             return;
         }
@@ -658,6 +658,9 @@ enum ColumnRows {
     Q6K,
     /// `dot::x86::f32_rows_k512`: row after row.
     F32,
+    /// `dot::x86_f16_rows::rows`: F16 rows where the policy takes them one by one (not
+    /// `dot::rows4_kernel`'s four a pass), row after row or two a pass from the halves.
+    F16 { halves: bool },
     /// `dot::x86_k512::q6_k_rows_halves`: two rows a pass from the two halves of the chunk
     /// (where the policy takes Q6_K rows one by one, and so).
     Q6KHalves,
@@ -665,7 +668,7 @@ enum ColumnRows {
 
 #[cfg(target_arch = "x86_64")]
 impl ColumnRows {
-    fn of(ty: Type, vdt: Type, several: bool) -> Option<Self> {
+    fn of(ty: Type, vdt: Type, several: bool, row_bytes: usize) -> Option<Self> {
         if !crate::dot::x86_k512::available() {
             return None;
         }
@@ -674,7 +677,7 @@ impl ColumnRows {
         let rows = |w| {
             Some(Self::Rows {
                 w,
-                halves: cpu.rows_in_halves(ty),
+                halves: cpu.rows_in_halves(ty, row_bytes),
             })
         };
         match (ty, vdt) {
@@ -683,8 +686,11 @@ impl ColumnRows {
             (Type::Q4_1, Type::Q8_1) if !several => rows(Weights::Q4_1),
             (Type::Q5_1, Type::Q8_1) if !several => rows(Weights::Q5_1),
             (Type::Q6K, Type::Q8K) if several => Some(Self::Q6K),
-            (Type::Q6K, Type::Q8K) if cpu.rows_in_halves(ty) => Some(Self::Q6KHalves),
+            (Type::Q6K, Type::Q8K) if cpu.rows_in_halves(ty, row_bytes) => Some(Self::Q6KHalves),
             (Type::F32, Type::F32) if !several => Some(Self::F32),
+            (Type::F16, Type::F16) if !cpu.f16_rows4(row_bytes) => Some(Self::F16 {
+                halves: cpu.rows_in_halves(ty, row_bytes),
+            }),
             _ => None,
         }
     }
@@ -715,7 +721,7 @@ fn column_rows(
             unsafe { q8r::prep(w, k / 32, y, buf) };
             buf
         }
-        ColumnRows::Q6K | ColumnRows::F32 | ColumnRows::Q6KHalves => &[],
+        ColumnRows::Q6K | ColumnRows::F32 | ColumnRows::Q6KHalves | ColumnRows::F16 { .. } => &[],
     };
     while ch < nc0 {
         let (s, e) = (ch * dr0, ((ch + 1) * dr0).min(nr0));
@@ -736,6 +742,9 @@ fn column_rows(
                         crate::dot::x86_k512::q6_k_rows_halves(k / 256, x, a.nb[1], y, out)
                     }
                     ColumnRows::F32 => crate::dot::x86::f32_rows_k512(k, x, a.nb[1], y, out),
+                    ColumnRows::F16 { halves } => {
+                        crate::dot::x86_f16_rows::rows(k, x, a.nb[1], y, out, halves)
+                    }
                 }
             }
         }

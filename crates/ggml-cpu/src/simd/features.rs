@@ -260,9 +260,16 @@ impl Features {
     /// 440-539 -> 411-448 us and the 2048 x 32000 output 3.1-3.5 -> 2.9 ms at -t 1. Gemma 3's
     /// 440-byte Q5_0 rows measured 3-5% slower so, and go one after another. Two adjacent
     /// rows side by side ran at half the speed: the prefetcher sees no stream.
-    pub fn rows_in_halves(&self, ty: ggml::Type) -> bool {
-        use ggml::Type::{Q6K, Q8_0};
-        self.amd_avx512() && matches!(ty, Q8_0 | Q6K)
+    ///
+    /// F16 rows (`dot::x86_f16_rows`) of a page or less (`row_bytes`): the 1.1B f16's 4 KiB
+    /// rows at -t 1, 2048 x 5632 850-867 -> 768-772 us a node, 2048 x 2048 312-319 -> 277-280,
+    /// the 2048 x 32000 output 4.65-4.76 -> 4.27-4.35 ms (tg16 12.6-12.8 -> 13.8 t/s, one
+    /// round of three within the noise); at -t 2 within the host's swings (4 alternated
+    /// rounds, 3 faster). Its 11 KiB rows (5632 x 2048) ran 860-880 -> 975-1015 us so, and go
+    /// one after another through the same loop (as fast as mul_mat's row loop).
+    pub fn rows_in_halves(&self, ty: ggml::Type, row_bytes: usize) -> bool {
+        use ggml::Type::{F16, Q6K, Q8_0};
+        self.amd_avx512() && (matches!(ty, Q8_0 | Q6K) || (ty == F16 && row_bytes <= 4096))
     }
 
     /// An AMD EPYC with the AVX-512 dot products (Zen 4 class): the CPU the Zen 4 rules above

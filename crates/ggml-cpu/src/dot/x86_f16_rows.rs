@@ -1,0 +1,127 @@
+//! One F16 column's weight rows in one call (generation's F16 products): each row's dot
+//! product in ggml_vec_dot_f16's AVX-512 order (`x86::f16_k512`: four 16-lane chains over 64
+//! values a step, GGML_F32x16_REDUCE, the tail in double), row after row or two a pass from
+//! the two halves of the chunk (two streams far apart in flight).
+
+use std::arch::x86_64::*;
+
+use super::x86::{f16_tail, reduce_f32x16};
+
+/// out[i] = the F16 dot product of the row of `n` halves at `x + i * stride` and `y` (the
+/// bits of `x86::f16_k512`); with `halves`, row r of the first half of `out` beside row r of
+/// the second.
+///
+/// # Safety
+/// AVX-512F must be available; `y` and each of the out.len() rows hold `n` halves.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn rows(
+    n: usize,
+    x: *const u8,
+    stride: usize,
+    y: *const u8,
+    out: &mut [f32],
+    halves: bool,
+) {
+    let row = |i: usize| x.wrapping_add(i * stride);
+    if !halves {
+        for (i, o) in out.iter_mut().enumerate() {
+            // SAFETY: row i exists (the caller's promise).
+            *o = unsafe { rows_n::<1>(n, &[row(i)], y) }[0];
+        }
+        return;
+    }
+    let h = out.len() / 2;
+    let (lo, hi) = out.split_at_mut(h);
+    for r in 0..h {
+        // SAFETY: rows r and r + h exist (the caller's promise).
+        [lo[r], hi[r]] = unsafe { rows_n::<2>(n, &[row(r), row(r + h)], y) };
+    }
+    if hi.len() > h {
+        // SAFETY: as above, for the last row.
+        hi[h] = unsafe { rows_n::<1>(n, &[row(2 * h)], y) }[0];
+    }
+}
+
+/// R rows' dot products with `y`, each in `x86::f16_k512`'s order; y's halves converted once
+/// for the R rows.
+///
+/// # Safety
+/// AVX-512F; every x[r] and y hold n halves.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn rows_n<const R: usize>(n: usize, x: &[*const u8; R], y: *const u8) -> [f32; R] {
+    let mut acc = [[_mm512_setzero_ps(); 4]; R];
+    let mut i = 0;
+    while i + 64 <= n {
+        for k in 0..4 {
+            let o = 2 * (i + 16 * k);
+            // SAFETY: 16 halves from element i + 16k are in bounds of y and of every row.
+            unsafe {
+                let vy = _mm512_cvtph_ps(_mm256_loadu_si256(y.add(o) as *const __m256i));
+                for r in 0..R {
+                    let vx = _mm512_cvtph_ps(_mm256_loadu_si256(x[r].add(o) as *const __m256i));
+                    acc[r][k] = _mm512_fmadd_ps(vx, vy, acc[r][k]);
+                }
+            }
+        }
+        i += 64;
+    }
+    std::array::from_fn(|r| {
+        let head = reduce_f32x16(&acc[r]);
+        if i == n {
+            return head;
+        }
+        // SAFETY: row r and y hold n halves.
+        unsafe { f16_tail(head as f64, x[r], y, i, n) as f32 }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_rows::{put_f16, Rng};
+    use super::super::x86::f16_k512;
+
+    /// Every row of a chunk, one by one and by halves (odd and even row counts), equals
+    /// `f16_k512` on that row to the bit, at widths with and without a tail (and one whose
+    /// tail alone is the sum).
+    #[test]
+    fn rows_equal_the_one_row_kernel() {
+        if !std::arch::is_x86_feature_detected!("avx512f") {
+            eprintln!("skipped: this CPU lacks AVX-512F");
+            return;
+        }
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        for n in [40, 64, 100, 2048, 2085] {
+            for nrows in [1, 2, 7, 16] {
+                let mut half_row = |scale: f32| {
+                    let mut b = vec![0u8; 2 * n];
+                    for c in b.chunks_exact_mut(2) {
+                        put_f16(c, rng.range(-scale, scale));
+                    }
+                    b
+                };
+                let y = half_row(4.0);
+                // rows padded apart (a stride longer than the row), as a view's may be
+                let stride = 2 * n + 64;
+                let mut x = vec![0u8; stride * nrows];
+                for r in 0..nrows {
+                    x[r * stride..r * stride + 2 * n].copy_from_slice(&half_row(1.0));
+                }
+                let want: Vec<u32> = (0..nrows)
+                    .map(|r| {
+                        let row = &x[r * stride..r * stride + 2 * n];
+                        // SAFETY: AVX-512F is present; row and y hold n halves.
+                        unsafe { f16_k512(n, row, &y) }.to_bits()
+                    })
+                    .collect();
+                for halves in [false, true] {
+                    let mut out = vec![0f32; nrows];
+                    // SAFETY: AVX-512F is present; nrows rows of n halves, stride apart.
+                    unsafe { super::rows(n, x.as_ptr(), stride, y.as_ptr(), &mut out, halves) };
+                    let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+                    assert_eq!(got, want, "n {n}, {nrows} rows, halves {halves}");
+                }
+            }
+        }
+    }
+}
