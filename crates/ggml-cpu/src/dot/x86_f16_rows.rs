@@ -58,9 +58,9 @@ unsafe fn rows_n<const R: usize>(n: usize, x: &[*const u8; R], y: *const u8) -> 
             // SAFETY: 16 halves from element i + 16k are in bounds of y and of every row.
             unsafe {
                 let vy = _mm512_cvtph_ps(_mm256_loadu_si256(y.add(o) as *const __m256i));
-                for r in 0..R {
-                    let vx = _mm512_cvtph_ps(_mm256_loadu_si256(x[r].add(o) as *const __m256i));
-                    acc[r][k] = _mm512_fmadd_ps(vx, vy, acc[r][k]);
+                for (ar, xr) in acc.iter_mut().zip(x) {
+                    let vx = _mm512_cvtph_ps(_mm256_loadu_si256(xr.add(o) as *const __m256i));
+                    ar[k] = _mm512_fmadd_ps(vx, vy, ar[k]);
                 }
             }
         }
