@@ -107,6 +107,7 @@ impl CpuBackend {
         let job = |ith: usize, nth: usize, barrier: &crate::pool::SpinBarrier| {
             let timed = profiling && ith == 0;
             let mut mine = Vec::new();
+            let mut rope = ops::rope::RopeCache::default();
             SCRATCH.with(|s| {
                 let mut scratch = s.borrow_mut();
                 for step in &plan {
@@ -125,6 +126,7 @@ impl CpuBackend {
                             &mut scratch,
                             &error,
                             &counter,
+                            &mut rope,
                         );
                         ops::compute(&mut p, ctx, step.id);
                         if ith == 0 {

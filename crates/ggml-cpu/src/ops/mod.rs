@@ -14,7 +14,7 @@ mod mm_rows16;
 mod norm;
 pub(crate) mod qtile;
 mod reduce;
-mod rope;
+pub(crate) mod rope;
 mod rows;
 mod unary;
 
@@ -37,6 +37,8 @@ pub(crate) struct Params<'a> {
     /// A work counter shared by the threads (dynamic chunk scheduling); a kernel that uses it
     /// resets it on thread 0 before a barrier.
     pub counter: &'a AtomicUsize,
+    /// This thread's ROPE rows of the graph being computed.
+    rope: &'a mut rope::RopeCache,
 }
 
 impl<'a> Params<'a> {
@@ -50,6 +52,7 @@ impl<'a> Params<'a> {
         scratch: &'a mut Vec<f32>,
         error: &'a AtomicBool,
         counter: &'a AtomicUsize,
+        rope: &'a mut rope::RopeCache,
     ) -> Params<'a> {
         Params {
             ith,
@@ -60,6 +63,7 @@ impl<'a> Params<'a> {
             scratch,
             error,
             counter,
+            rope,
         }
     }
 
@@ -74,6 +78,14 @@ impl<'a> Params<'a> {
     }
 
     /// A scratch slice of `n` floats.
+    /// `scratch(n)` and this thread's ROPE rows together.
+    fn scratch_and_rope(&mut self, n: usize) -> (&mut [f32], &mut rope::RopeCache) {
+        if self.scratch.len() < n {
+            self.scratch.resize(n, 0.0);
+        }
+        (&mut self.scratch[..n], &mut *self.rope)
+    }
+
     pub fn scratch(&mut self, n: usize) -> &mut [f32] {
         if self.scratch.len() < n {
             self.scratch.resize(n, 0.0);

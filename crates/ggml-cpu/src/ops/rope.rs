@@ -69,6 +69,63 @@ fn sin_cos(x: f32) -> (f32, f32) {
     (x.sin(), x.cos())
 }
 
+/// The (cos, sin) rows of the positions one thread has met in one graph's computation, per
+/// set of angle parameters: the ROPE nodes of a graph with the same parameters (the query and
+/// key of every layer) take a position's row from here instead of calling sincosf for it
+/// again. A row is a function of the position's value and the parameters alone (the same
+/// calls in the same order), so the bits are the same; made per computation
+/// (`backend::compute`), so it holds one batch's positions.
+#[derive(Default)]
+pub(crate) struct RopeCache {
+    sets: Vec<CacheSet>,
+}
+
+/// The rows of one set of parameters.
+struct CacheSet {
+    /// n_dims, n_ctx_orig and the bits of the float parameters and freq factors
+    key: Vec<u32>,
+    /// position bits -> start of its n_dims values in `vals`
+    rows: std::collections::HashMap<u32, usize>,
+    vals: Vec<f32>,
+}
+
+/// Parameter sets kept at once (Gemma 3 alternates two); a new one past these starts over.
+const CACHE_SETS: usize = 4;
+
+impl RopeCache {
+    fn set(&mut self, key: Vec<u32>) -> &mut CacheSet {
+        let at = match self.sets.iter().position(|s| s.key == key) {
+            Some(i) => i,
+            None => {
+                if self.sets.len() >= CACHE_SETS {
+                    self.sets.clear();
+                }
+                self.sets.push(CacheSet {
+                    key,
+                    rows: Default::default(),
+                    vals: Vec::new(),
+                });
+                self.sets.len() - 1
+            }
+        };
+        &mut self.sets[at]
+    }
+}
+
+impl CacheSet {
+    /// The start of `position`'s row of `n` values, filled by `fill` the first time.
+    fn row(&mut self, position: f32, n: usize, fill: impl FnOnce(&mut [f32])) -> usize {
+        if let Some(&at) = self.rows.get(&position.to_bits()) {
+            return at;
+        }
+        let at = self.vals.len();
+        self.vals.resize(at + n, 0.0);
+        fill(&mut self.vals[at..]);
+        self.rows.insert(position.to_bits(), at);
+        at
+    }
+}
+
 pub(crate) fn rope(p: &mut Params, n: &Node, rp: &RopeParams) {
     let (a, pos, d) = (n.s(0), n.s(1), n.dst);
     let ff = n.src[2];
@@ -86,36 +143,55 @@ pub(crate) fn rope(p: &mut Params, n: &Node, rp: &RopeParams) {
     );
     let neox = rp.mode & rope_mode::NEOX != 0;
     let (r0, r1) = split(a.nrows(), p.ith, p.nth);
-    let buf = p.scratch(ne0 * 2 + n_dims);
-    let (x, rest) = buf.split_at_mut(ne0);
-    let (y, cache) = rest.split_at_mut(ne0);
+    // SAFETY: freq factors hold n_dims / 2 values (checked by the constructor).
+    let factor = |i: usize| ff.map_or(1.0, |f| unsafe { f.get_f32(i, 0, 0, 0) });
+    let mut key = vec![rp.n_dims as u32, rp.n_ctx_orig as u32, n_dims as u32];
+    key.extend(
+        [
+            rp.freq_base,
+            rp.freq_scale,
+            rp.ext_factor,
+            rp.attn_factor,
+            rp.beta_fast,
+            rp.beta_slow,
+        ]
+        .map(f32::to_bits),
+    );
+    if ff.is_some() {
+        key.extend((0..n_dims / 2).map(|i| factor(i).to_bits()));
+    }
+    let (buf, cache) = p.scratch_and_rope(ne0 * 2);
+    let set = cache.set(key);
+    let (x, y) = buf.split_at_mut(ne0);
     // F32 rows of adjacent elements in and out: rotated in place of the copies
     let direct = a.ty == ggml::Type::F32 && d.ty == ggml::Type::F32 && a.nb[0] == 4 && d.nb[0] == 4;
     let mut cached: Option<(usize, usize)> = None;
+    let mut row = 0;
     // the row's indices, stepped rather than divided out of r every row
     let (mut i1, mut i2, mut i3) = a.unflat_row(r0);
     for _ in r0..r1 {
         if cached != Some((i2, i3)) {
             // SAFETY: positions has ne2 entries (checked by the constructor).
             let position = unsafe { load_index(pos.ty, pos.ptr(i2, 0, 0, 0)) } as f32;
-            let mut theta = position;
-            for i0 in (0..n_dims).step_by(2) {
-                // SAFETY: freq factors hold n_dims / 2 values (checked by the constructor).
-                let f = ff.map_or(1.0, |f| unsafe { f.get_f32(i0 / 2, 0, 0, 0) });
-                let (c, s) = yarn(
-                    theta / f,
-                    rp.freq_scale,
-                    corr,
-                    i0,
-                    rp.ext_factor,
-                    rp.attn_factor,
-                );
-                cache[i0] = c;
-                cache[i0 + 1] = s;
-                theta *= theta_scale;
-            }
+            row = set.row(position, n_dims, |cache| {
+                let mut theta = position;
+                for i0 in (0..n_dims).step_by(2) {
+                    let (c, s) = yarn(
+                        theta / factor(i0 / 2),
+                        rp.freq_scale,
+                        corr,
+                        i0,
+                        rp.ext_factor,
+                        rp.attn_factor,
+                    );
+                    cache[i0] = c;
+                    cache[i0 + 1] = s;
+                    theta *= theta_scale;
+                }
+            });
             cached = Some((i2, i3));
         }
+        let cache = &set.vals[row..row + n_dims];
         // SAFETY: dst has a's shape; this thread owns row r. A direct row holds ne0 adjacent
         // f32 in a and in dst (an in-place ROPE reads each pair before writing it).
         unsafe {
@@ -148,6 +224,16 @@ pub(crate) fn rope(p: &mut Params, n: &Node, rp: &RopeParams) {
 fn rotate(x: &[f32], y: &mut [f32], cache: &[f32], n_dims: usize, neox: bool) {
     #[cfg(target_arch = "x86_64")]
     {
+        let lanes_fit = if neox {
+            n_dims.is_multiple_of(32)
+        } else {
+            n_dims.is_multiple_of(16)
+        };
+        if lanes_fit && crate::simd::features::cpu().avx512f {
+            // SAFETY: AVX-512F is available; x, y and cache hold n_dims values (the caller).
+            unsafe { rotate_512(x, y, cache, n_dims, neox) };
+            return;
+        }
         if crate::simd::has_avx2_fma() {
             // SAFETY: FMA is available.
             unsafe { rotate_fma(x, y, cache, n_dims, neox) };
@@ -167,6 +253,75 @@ unsafe fn rotate_fma(x: &[f32], y: &mut [f32], cache: &[f32], n_dims: usize, neo
     rotate_impl(x, y, cache, n_dims, neox)
 }
 
+/// `rotate_impl` sixteen values at a time: each value the same fused multiply-add of the same
+/// rounded product (the negated one's sign flipped as a bit, as `-(x1 * s)` does).
+///
+/// # Safety
+/// AVX-512F is available; x, y and cache hold n_dims values, n_dims a multiple of 16 (of 32
+/// for `neox`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn rotate_512(x: &[f32], y: &mut [f32], cache: &[f32], n_dims: usize, neox: bool) {
+    use std::arch::x86_64::*;
+    assert!(x.len() >= n_dims && y.len() >= n_dims && cache.len() >= n_dims);
+    let (px, py, pc) = (x.as_ptr(), y.as_mut_ptr(), cache.as_ptr());
+    let neg =
+        |v: __m512, m: __m512i| _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), m));
+    // SAFETY (every load and store below): offsets stay below n_dims (asserted above).
+    unsafe {
+        if neox {
+            let half = n_dims / 2;
+            let sign = _mm512_set1_epi32(i32::MIN);
+            let even = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+            let odd = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+            for i in (0..half).step_by(16) {
+                let (lo, hi) = (
+                    _mm512_loadu_ps(pc.add(2 * i)),
+                    _mm512_loadu_ps(pc.add(2 * i + 16)),
+                );
+                let c = _mm512_permutex2var_ps(lo, even, hi);
+                let s = _mm512_permutex2var_ps(lo, odd, hi);
+                let (x0, x1) = (
+                    _mm512_loadu_ps(px.add(i)),
+                    _mm512_loadu_ps(px.add(i + half)),
+                );
+                let y0 = _mm512_fmadd_ps(x0, c, neg(_mm512_mul_ps(x1, s), sign));
+                let y1 = _mm512_fmadd_ps(x0, s, _mm512_mul_ps(x1, c));
+                _mm512_storeu_ps(py.add(i), y0);
+                _mm512_storeu_ps(py.add(i + half), y1);
+            }
+        } else {
+            // even lanes: x0 c - x1 s, odd lanes: x0 s + x1 c, with cache = [c, s] pairs
+            let sign = _mm512_set_epi32(
+                0,
+                i32::MIN,
+                0,
+                i32::MIN,
+                0,
+                i32::MIN,
+                0,
+                i32::MIN,
+                0,
+                i32::MIN,
+                0,
+                i32::MIN,
+                0,
+                i32::MIN,
+                0,
+                i32::MIN,
+            );
+            for i in (0..n_dims).step_by(16) {
+                let (xv, cs) = (_mm512_loadu_ps(px.add(i)), _mm512_loadu_ps(pc.add(i)));
+                let xe = _mm512_permute_ps::<0xA0>(xv);
+                let xo = _mm512_permute_ps::<0xF5>(xv);
+                let sc = _mm512_permute_ps::<0xB1>(cs);
+                let p = neg(_mm512_mul_ps(xo, sc), sign);
+                _mm512_storeu_ps(py.add(i), _mm512_fmadd_ps(xe, cs, p));
+            }
+        }
+    }
+}
+
 #[inline(always)]
 fn rotate_impl(x: &[f32], y: &mut [f32], cache: &[f32], n_dims: usize, neox: bool) {
     let half = n_dims / 2;
@@ -182,5 +337,42 @@ fn rotate_impl(x: &[f32], y: &mut [f32], cache: &[f32], n_dims: usize, neox: boo
         // -ffp-contract=fast): the first product fused, the second rounded
         y[j0] = x0.mul_add(c, -(x1 * s));
         y[j1] = x0.mul_add(s, x1 * c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The sixteen-lane rotation gives the scalar one's bits, both modes, with signed zeros.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn rotate_512_equals_the_scalar_rotation() {
+        if !crate::simd::features::cpu().avx512f || !crate::simd::has_avx2_fma() {
+            eprintln!("skipped: this CPU lacks AVX-512F");
+            return;
+        }
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0
+        };
+        for n_dims in [32, 64, 128, 256] {
+            for neox in [false, true] {
+                let mut x: Vec<f32> = (0..n_dims).map(|_| next()).collect();
+                let mut cache: Vec<f32> = (0..n_dims).map(|_| next()).collect();
+                (x[3], x[5], cache[0], cache[7]) = (0.0, -0.0, -0.0, 0.0);
+                let mut want = vec![0.0f32; n_dims];
+                // SAFETY: FMA is available (checked above).
+                unsafe { rotate_fma(&x, &mut want, &cache, n_dims, neox) };
+                let mut got = vec![0.0f32; n_dims];
+                // SAFETY: AVX-512F is available; every slice holds n_dims values.
+                unsafe { rotate_512(&x, &mut got, &cache, n_dims, neox) };
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&got), bits(&want), "n_dims {n_dims}, neox {neox}");
+            }
+        }
     }
 }
