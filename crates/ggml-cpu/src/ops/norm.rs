@@ -27,24 +27,49 @@ pub(crate) fn norm(p: &mut Params, n: &Node, eps: f32) {
     }
 }
 
+/// Rows normalised together by `rms_norm`: each row's sum of squares is one chain of double
+/// additions in element order (ggml's loop), latency-bound alone; eight rows side by side keep
+/// eight chains in flight, each the same additions in the same order.
+const RMS_ROWS: usize = 8;
+
 pub(crate) fn rms_norm(p: &mut Params, n: &Node, eps: f32) {
     let (a, d) = (n.s(0), n.dst);
     let ne0 = a.ne[0];
     let (r0, r1) = split(a.nrows(), p.ith, p.nth);
-    let buf = p.scratch(ne0);
-    for r in r0..r1 {
-        let (i1, i2, i3) = a.unflat_row(r);
-        // SAFETY: dst has a's shape; this thread owns row r.
-        unsafe {
-            a.load_row(i1, i2, i3, buf);
-            let sum: f64 = buf.iter().map(|&x| (x * x) as f64).sum();
-            let mean = (sum / ne0 as f64) as f32;
+    let buf = p.scratch(RMS_ROWS * ne0);
+    let mut r = r0;
+    while r < r1 {
+        let nr = RMS_ROWS.min(r1 - r);
+        let rows = &mut buf[..nr * ne0];
+        for (j, row) in rows.chunks_exact_mut(ne0).enumerate() {
+            let (i1, i2, i3) = a.unflat_row(r + j);
+            // SAFETY: row r + j of a exists (r + j < r1).
+            unsafe { a.load_row(i1, i2, i3, row) };
+        }
+        let mut sums = [0.0f64; RMS_ROWS];
+        if nr == RMS_ROWS {
+            let x: [&[f32]; RMS_ROWS] = std::array::from_fn(|j| &rows[j * ne0..(j + 1) * ne0]);
+            for i in 0..ne0 {
+                for (s, xr) in sums.iter_mut().zip(&x) {
+                    *s += (xr[i] * xr[i]) as f64;
+                }
+            }
+        } else {
+            for (s, row) in sums.iter_mut().zip(rows.chunks_exact(ne0)) {
+                *s = row.iter().map(|&x| (x * x) as f64).sum();
+            }
+        }
+        for (j, row) in rows.chunks_exact_mut(ne0).enumerate() {
+            let mean = (sums[j] / ne0 as f64) as f32;
             let scale = 1.0 / (mean + eps).sqrt();
-            for v in buf.iter_mut() {
+            for v in row.iter_mut() {
                 *v *= scale;
             }
-            d.store_row(i1, i2, i3, buf);
+            let (i1, i2, i3) = a.unflat_row(r + j);
+            // SAFETY: dst has a's shape; this thread owns row r + j.
+            unsafe { d.store_row(i1, i2, i3, row) };
         }
+        r += nr;
     }
 }
 
