@@ -73,7 +73,7 @@ pub(crate) fn flash_attn_ext(p: &mut Params, n: &Node, scale: f32, max_bias: f32
     let (mask, sinks) = (n.src[3], n.src[4]);
     if tiled::applies(&q, &k, &v) {
         let (r0, r1) = split(q.ne[1] * q.ne[2] * q.ne[3], p.ith, p.nth);
-        let buf = p.scratch(tiled::scratch_len(q.ne[0], v.ne[0]));
+        let buf = p.scratch(tiled::scratch_len(q.ne[0], v.ne[0], k.ne[1]));
         let pr = tiled::Params {
             scale,
             max_bias,

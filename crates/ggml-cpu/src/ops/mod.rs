@@ -77,7 +77,6 @@ impl<'a> Params<'a> {
         self.error
     }
 
-    /// A scratch slice of `n` floats.
     /// `scratch(n)` and this thread's ROPE rows together.
     fn scratch_and_rope(&mut self, n: usize) -> (&mut [f32], &mut rope::RopeCache) {
         if self.scratch.len() < n {
@@ -86,6 +85,7 @@ impl<'a> Params<'a> {
         (&mut self.scratch[..n], &mut *self.rope)
     }
 
+    /// A scratch slice of `n` floats.
     pub fn scratch(&mut self, n: usize) -> &mut [f32] {
         if self.scratch.len() < n {
             self.scratch.resize(n, 0.0);

@@ -27,9 +27,20 @@ pub(crate) fn applies(q: &TRef, k: &TRef, v: &TRef) -> bool {
     q.ty == Type::F32 && matches!(k.ty, Type::F32 | Type::F16) && k.ty == v.ty && q.ne[1] >= Q_TILE
 }
 
+/// Floats of widened K and V tiles one thread keeps for a head at most (4 MiB): the query
+/// groups of a head (and the heads sharing its K/V) take a tile widened once instead of
+/// widening it again each.
+const KV_KEEP_FLOATS: usize = 1 << 20;
+
+/// The K/V tiles of `n_kv` keys kept widened, if they fit `KV_KEEP_FLOATS`: their floats.
+fn kept_len(dk: usize, dv: usize, n_kv: usize) -> Option<usize> {
+    let n = n_kv.div_ceil(KV_TILE) * KV_TILE * (dk + dv);
+    (n <= KV_KEEP_FLOATS).then_some(n)
+}
+
 /// Floats of per-thread scratch `rows` needs.
-pub(crate) fn scratch_len(dk: usize, dv: usize) -> usize {
-    Q_TILE * (dk + dv + 2 * KV_TILE) + KV_TILE * (2 * dk + dv)
+pub(crate) fn scratch_len(dk: usize, dv: usize, n_kv: usize) -> usize {
+    Q_TILE * (dk + dv + 2 * KV_TILE) + KV_TILE * (2 * dk + dv) + kept_len(dk, dv, n_kv).unwrap_or(0)
 }
 
 /// Scalars of one FLASH_ATTN_EXT node.
@@ -125,7 +136,17 @@ unsafe fn rows_impl<const FMA: bool, const ZMM: bool>(
     let (kt, rest) = rest.split_at_mut(KV_TILE * dk);
     let (kstage, rest) = rest.split_at_mut(16 * dk);
     let (v32, rest) = rest.split_at_mut(KV_TILE * dv);
-    let kq = &mut rest[..Q_TILE * KV_TILE];
+    let (kq, rest) = rest.split_at_mut(Q_TILE * KV_TILE);
+    // every K/V tile of the current head widened once (where they fit), `kept[tile]` once done
+    let n_tiles = n_kv.div_ceil(KV_TILE);
+    let keep = kept_len(dk, dv, n_kv).is_some();
+    let (kt_all, v_all) = if keep {
+        rest[..n_tiles * KV_TILE * (dk + dv)].split_at_mut(n_tiles * KV_TILE * dk)
+    } else {
+        (&mut [][..], &mut [][..])
+    };
+    let mut kept = vec![false; if keep { n_tiles } else { 0 }];
+    let mut kept_head = None;
     let mut s_sum = [0.0f32; Q_TILE];
     let mut m_max = [f32::NEG_INFINITY; Q_TILE];
 
@@ -138,6 +159,10 @@ unsafe fn rows_impl<const FMA: bool, const ZMM: bool>(
         let (ik2, ik3) = (iq2 / rk2, iq3 / rk3);
         let (iv2, iv3) = (iq2 / rv2, iq3 / rv3);
         let slope = alibi_slope(pr.max_bias, nq2, iq2);
+        if kept_head != Some((ik2, ik3, iv2, iv3)) {
+            kept.fill(false);
+            kept_head = Some((ik2, ik3, iv2, iv3));
+        }
 
         // SAFETY: (caller) every row read below exists; dst rows (iq2, iq1.., iq3) are ours.
         unsafe {
@@ -161,18 +186,35 @@ unsafe fn rows_impl<const FMA: bool, const ZMM: bool>(
                         continue;
                     }
                 }
-                // the K tile transposed 16 keys at a time; padded keys are zeros (their
-                // scores become -inf below)
-                for c0 in (0..KV_TILE).step_by(16) {
-                    for i in 0..16 {
-                        let kr = &mut kstage[i * dk..(i + 1) * dk];
-                        if c0 + i < kv_tile {
-                            k.load_row(ic + c0 + i, ik2, ik3, kr);
-                        } else {
-                            kr.fill(0.0);
+                let ti = ic / KV_TILE;
+                let (kt, v32) = if keep {
+                    (
+                        &mut kt_all[ti * KV_TILE * dk..(ti + 1) * KV_TILE * dk],
+                        &mut v_all[ti * KV_TILE * dv..(ti + 1) * KV_TILE * dv],
+                    )
+                } else {
+                    (&mut kt[..], &mut v32[..])
+                };
+                if !keep || !kept[ti] {
+                    // the K tile transposed 16 keys at a time; padded keys are zeros (their
+                    // scores become -inf below)
+                    for c0 in (0..KV_TILE).step_by(16) {
+                        for i in 0..16 {
+                            let kr = &mut kstage[i * dk..(i + 1) * dk];
+                            if c0 + i < kv_tile {
+                                k.load_row(ic + c0 + i, ik2, ik3, kr);
+                            } else {
+                                kr.fill(0.0);
+                            }
                         }
+                        block::pack_keys::<ZMM>(kt, kstage, dk, KV_TILE, c0);
                     }
-                    block::pack_keys::<ZMM>(kt, kstage, dk, KV_TILE, c0);
+                    for tk in 0..kv_tile {
+                        v.load_row(ic + tk, iv2, iv3, &mut v32[tk * dv..(tk + 1) * dv]);
+                    }
+                    if keep {
+                        kept[ti] = true;
+                    }
                 }
                 // scores: one fused multiply-add per element in K order (ggml's simd_gemm),
                 // then scale, softcap, padding and mask as separate roundings
@@ -210,9 +252,6 @@ unsafe fn rows_impl<const FMA: bool, const ZMM: bool>(
                     }
                     m_max[t] = m_new;
                     s_sum[t] = (s_sum[t] as f64 + simd::exp_sub_sum(kr, m_new)) as f32;
-                }
-                for tk in 0..kv_tile {
-                    v.load_row(ic + tk, iv2, iv3, &mut v32[tk * dv..(tk + 1) * dv]);
                 }
                 block::accumulate::<FMA, ZMM>(acc, kq, v32, nrows, kv_tile, KV_TILE, dv);
                 ic += KV_TILE;
