@@ -221,22 +221,28 @@ unsafe fn rows_impl<const FMA: bool, const ZMM: bool>(
                 block::scores::<FMA, ZMM>(kq, qf, kt, nrows, dk, KV_TILE);
                 for t in 0..nrows {
                     let kr = &mut kq[t * KV_TILE..(t + 1) * KV_TILE];
-                    for o in kr.iter_mut() {
-                        *o *= scale;
-                    }
-                    if softcap_on {
+                    let mt = mask
+                        .as_ref()
+                        .map(|_| &mtile[t * KV_TILE..t * KV_TILE + kv_tile]);
+                    let tile_max = if ZMM && !softcap_on && kv_tile == KV_TILE {
+                        scale_mask_max(kr, mt, scale)
+                    } else {
                         for o in kr.iter_mut() {
-                            *o = o.tanh() * pr.softcap;
+                            *o *= scale;
                         }
-                    }
-                    kr[kv_tile..].fill(f32::NEG_INFINITY);
-                    if mask.is_some() {
-                        let mt = &mtile[t * KV_TILE..t * KV_TILE + kv_tile];
-                        for (o, &m) in kr[..kv_tile].iter_mut().zip(mt) {
-                            *o += m;
+                        if softcap_on {
+                            for o in kr.iter_mut() {
+                                *o = o.tanh() * pr.softcap;
+                            }
                         }
-                    }
-                    let tile_max = max_of::<ZMM>(kr);
+                        kr[kv_tile..].fill(f32::NEG_INFINITY);
+                        if let Some(mt) = mt {
+                            for (o, &m) in kr[..kv_tile].iter_mut().zip(mt) {
+                                *o += m;
+                            }
+                        }
+                        max_of::<ZMM>(kr)
+                    };
                     if tile_max == f32::NEG_INFINITY {
                         // as ggml: the row's weights are zeros, its state unchanged
                         kr.fill(0.0);
@@ -330,6 +336,38 @@ unsafe fn mask_row<const ZMM: bool>(
     out.iter().fold(true, |a, &x| a & (x == f32::NEG_INFINITY))
 }
 
+/// A full tile's scores scaled, the mask row added (two roundings, as the separate passes
+/// make them) and their largest, in one pass over the 64 scores: the same values as the
+/// scale, mask and `max_of` passes one after another.
+#[inline(always)]
+fn scale_mask_max(kr: &mut [f32], mt: Option<&[f32]>, scale: f32) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        assert!(kr.len() == KV_TILE && mt.is_none_or(|m| m.len() == KV_TILE));
+        // SAFETY: the caller runs with AVX-512F (ZMM); kr and mt hold KV_TILE = 64 floats.
+        unsafe {
+            let sc = _mm512_set1_ps(scale);
+            let mut mx = _mm512_set1_ps(f32::NEG_INFINITY);
+            for i in (0..KV_TILE).step_by(16) {
+                let p = kr.as_mut_ptr().add(i);
+                let mut v = _mm512_mul_ps(_mm512_loadu_ps(p), sc);
+                if let Some(m) = mt {
+                    v = _mm512_add_ps(v, _mm512_loadu_ps(m.as_ptr().add(i)));
+                }
+                _mm512_storeu_ps(p, v);
+                mx = _mm512_max_ps(mx, v);
+            }
+            _mm512_reduce_max_ps(mx)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (kr, mt, scale);
+        unreachable!("ZMM is x86-only")
+    }
+}
+
 /// The largest of `x` (no NaN here: scores are finite or -inf); eight running lanes so the
 /// loop vectorises.
 #[inline(always)]
@@ -373,6 +411,37 @@ mod tests {
         let got = simd::exp_sub_sum(&mut x, max);
         assert!((got - want).abs() < 1e-5 * want, "{got} vs {want}");
         assert_eq!(x[KV_TILE - 1], 0.0);
+    }
+
+    /// The fused pass gives the separate passes' scores and maximum, with and without a mask.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn scale_mask_max_equals_the_separate_passes() {
+        if !crate::simd::features::cpu().avx512f {
+            eprintln!("skipped: this CPU lacks AVX-512F");
+            return;
+        }
+        let kr: Vec<f32> = (0..KV_TILE)
+            .map(|i| (i as f32 * 0.73).sin() * 9.0)
+            .collect();
+        let mut mt: Vec<f32> = (0..KV_TILE).map(|i| (i as f32 * 0.31).cos()).collect();
+        mt[40..].fill(f32::NEG_INFINITY);
+        let scale = 0.176_776_7f32;
+        for mask in [None, Some(&mt[..])] {
+            let mut want = kr.clone();
+            for (o, i) in want.iter_mut().zip(0..) {
+                *o *= scale;
+                if let Some(m) = mask {
+                    *o += m[i];
+                }
+            }
+            let want_max = max_of::<false>(&want);
+            let mut got = kr.clone();
+            let got_max = scale_mask_max(&mut got, mask, scale);
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&got), bits(&want));
+            assert_eq!(got_max.to_bits(), want_max.to_bits());
+        }
     }
 
     #[test]
