@@ -1117,7 +1117,7 @@ unsafe fn f16_tail_exact(head: f32, x: *const u8, y: *const u8, t: usize) -> Opt
 
 /// Four F16 rows times one F16 column, each row in `f16_k512`'s order (four 16-lane chains
 /// over 64 values per step, the same reduction, the tail in double): the column's values are
-/// converted once for the four rows.
+/// converted once for the four rows (`x86_f16_rows::rows_n`).
 ///
 /// # Safety
 /// AVX-512F must be available; each a[r] and y hold n halves.
@@ -1128,27 +1128,8 @@ pub(crate) unsafe fn f16_rows4_k512(
     y: *const u8,
     out: &mut [f32; 4],
 ) {
-    let mut acc = [[_mm512_setzero_ps(); 4]; 4];
-    let mut i = 0;
-    while i + 64 <= n {
-        for k in 0..4 {
-            let o = 2 * (i + 16 * k);
-            // SAFETY: 16 halves from element i + 16k are in bounds of y and of every row.
-            unsafe {
-                let vy = _mm512_cvtph_ps(_mm256_loadu_si256(y.add(o) as *const __m256i));
-                for (r, ar) in acc.iter_mut().enumerate() {
-                    let vx = _mm512_cvtph_ps(_mm256_loadu_si256(a[r].add(o) as *const __m256i));
-                    ar[k] = _mm512_fmadd_ps(vx, vy, ar[k]);
-                }
-            }
-        }
-        i += 64;
-    }
-    for (r, o) in out.iter_mut().enumerate() {
-        // SAFETY: row r and y hold n halves.
-        let sum = unsafe { f16_tail(reduce_f32x16(&acc[r]) as f64, a[r], y, i, n) };
-        *o = sum as f32;
-    }
+    // SAFETY: the caller's promise.
+    *out = unsafe { super::x86_f16_rows::rows_n::<4>(n, a, y) };
 }
 
 /// GGML_F32x16_REDUCE of four accumulators: 0+2 and 1+3, then those two, then

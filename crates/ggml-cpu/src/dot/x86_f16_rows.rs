@@ -49,7 +49,11 @@ pub(crate) unsafe fn rows(
 /// AVX-512F; every x[r] and y hold n halves.
 #[inline]
 #[target_feature(enable = "avx512f")]
-unsafe fn rows_n<const R: usize>(n: usize, x: &[*const u8; R], y: *const u8) -> [f32; R] {
+pub(super) unsafe fn rows_n<const R: usize>(
+    n: usize,
+    x: &[*const u8; R],
+    y: *const u8,
+) -> [f32; R] {
     let mut acc = [[_mm512_setzero_ps(); 4]; R];
     let mut i = 0;
     while i + 64 <= n {
