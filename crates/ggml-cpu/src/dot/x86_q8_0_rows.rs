@@ -96,8 +96,8 @@ impl Weights {
 }
 
 /// Fills `prep` (PREP_SLOTS * nb slots) for column `y` and weights `w`: nb scales as f32, nb
-/// sums as f32 (Q8_1 columns; zeros otherwise), then per block the eight i32 lanes -offset x
-/// (sum of codes 4l..4l + 4).
+/// sums as f32 (Q8_1 columns only), then per block the eight i32 lanes -offset x (sum of codes
+/// 4l..4l + 4; Q8_0 columns only, the slots of the others are left as they were).
 ///
 /// # Safety
 /// `super::x86::has_avx512()`; `y` points at nb blocks of the column's type (Q8_1 for Q4_1
@@ -114,11 +114,11 @@ pub(crate) unsafe fn prep(w: Weights, nb: usize, y: *const u8, prep: &mut [f32])
         unsafe {
             let by = y.add(ys * b);
             scales[b] = super::x86::h2f_f16c(by);
-            sums[b] = if w.q8_1() {
-                super::x86::h2f_f16c(by.add(2))
-            } else {
-                0.0
-            };
+            if w.q8_1() {
+                // unsigned codes start from zero (`rows_n`): no start values to make
+                sums[b] = super::x86::h2f_f16c(by.add(2));
+                continue;
+            }
             let q = _mm256_loadu_si256(by.add(yq) as *const __m256i);
             // offset x (sum of 4 codes), negated
             let s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), off, q);
@@ -411,7 +411,7 @@ mod tests {
                         blocks(nb, 36, &[0, 2], Some(4), 99),
                     ),
                 };
-                let mut pre = vec![0.0f32; PREP_SLOTS * nb];
+                let mut pre = vec![f32::NAN; PREP_SLOTS * nb];
                 // SAFETY: AVX-512 VNNI checked; y holds nb blocks of the column's type.
                 unsafe { prep(w, nb, y.as_ptr(), &mut pre) };
                 for halves in [false, true] {

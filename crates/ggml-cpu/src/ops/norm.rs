@@ -48,15 +48,10 @@ pub(crate) fn rms_norm(p: &mut Params, n: &Node, eps: f32) {
         }
         let mut sums = [0.0f64; RMS_ROWS];
         if nr == RMS_ROWS {
-            let x: [&[f32]; RMS_ROWS] = std::array::from_fn(|j| &rows[j * ne0..(j + 1) * ne0]);
-            for i in 0..ne0 {
-                for (s, xr) in sums.iter_mut().zip(&x) {
-                    *s += (xr[i] * xr[i]) as f64;
-                }
-            }
+            sums = sq_sums(std::array::from_fn(|j| &rows[j * ne0..(j + 1) * ne0]));
         } else {
             for (s, row) in sums.iter_mut().zip(rows.chunks_exact(ne0)) {
-                *s = row.iter().map(|&x| (x * x) as f64).sum();
+                [*s] = sq_sums([row]);
             }
         }
         for (j, row) in rows.chunks_exact_mut(ne0).enumerate() {
@@ -71,6 +66,18 @@ pub(crate) fn rms_norm(p: &mut Params, n: &Node, eps: f32) {
         }
         r += nr;
     }
+}
+
+/// Each row's sum of squares, ggml's chain: the f32 squares added in double in element order
+/// (R rows' chains side by side).
+fn sq_sums<const R: usize>(x: [&[f32]; R]) -> [f64; R] {
+    let mut sums = [0.0f64; R];
+    for i in 0..x[0].len() {
+        for (s, xr) in sums.iter_mut().zip(&x) {
+            *s += (xr[i] * xr[i]) as f64;
+        }
+    }
+    sums
 }
 
 /// ggml_vec_cvar_f32's sum in the order of llama.cpp's x86 build for this CPU: `buf` centred
