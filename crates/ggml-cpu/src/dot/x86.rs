@@ -1129,7 +1129,7 @@ pub(crate) unsafe fn f16_rows4_k512(
     out: &mut [f32; 4],
 ) {
     // SAFETY: the caller's promise.
-    *out = unsafe { super::x86_f16_rows::rows_n::<4>(n, a, y) };
+    *out = unsafe { super::x86_f16_rows::rows_n::<4>(n, a, y, 0) };
 }
 
 /// GGML_F32x16_REDUCE of four accumulators: 0+2 and 1+3, then those two, then

@@ -1,7 +1,9 @@
 //! One F16 column's weight rows in one call (generation's F16 products): each row's dot
 //! product in ggml_vec_dot_f16's AVX-512 order (`x86::f16_k512`: four 16-lane chains over 64
 //! values a step, GGML_F32x16_REDUCE, the tail in double), row after row or two a pass from
-//! the two halves of the chunk (two streams far apart in flight).
+//! the two halves of the chunk (two streams far apart in flight). Rows taken one after
+//! another touch a page ahead of their loads where the CPU's policy says so
+//! (`simd::features::rows_page_ahead`): the hardware prefetcher stops at every 4 KiB page.
 
 use std::arch::x86_64::*;
 
@@ -24,9 +26,10 @@ pub(crate) unsafe fn rows(
 ) {
     let row = |i: usize| x.wrapping_add(i * stride);
     if !halves {
+        let ahead = crate::simd::features::cpu().rows_page_ahead(ggml::Type::F16);
         for (i, o) in out.iter_mut().enumerate() {
             // SAFETY: row i exists (the caller's promise).
-            *o = unsafe { rows_n::<1>(n, &[row(i)], y) }[0];
+            *o = unsafe { rows_n::<1>(n, &[row(i)], y, ahead) }[0];
         }
         return;
     }
@@ -34,16 +37,18 @@ pub(crate) unsafe fn rows(
     let (lo, hi) = out.split_at_mut(h);
     for r in 0..h {
         // SAFETY: rows r and r + h exist (the caller's promise).
-        [lo[r], hi[r]] = unsafe { rows_n::<2>(n, &[row(r), row(r + h)], y) };
+        [lo[r], hi[r]] = unsafe { rows_n::<2>(n, &[row(r), row(r + h)], y, 0) };
     }
     if hi.len() > h {
         // SAFETY: as above, for the last row.
-        hi[h] = unsafe { rows_n::<1>(n, &[row(2 * h)], y) }[0];
+        hi[h] = unsafe { rows_n::<1>(n, &[row(2 * h)], y, 0) }[0];
     }
 }
 
 /// R rows' dot products with `y`, each in `x86::f16_k512`'s order; y's halves converted once
-/// for the R rows.
+/// for the R rows. With `ahead` > 0, a row whose next step's 128 bytes start on a new page
+/// first asks for the line `ahead` bytes past that page's start, into L2 (a hint: never
+/// faults).
 ///
 /// # Safety
 /// AVX-512F; every x[r] and y hold n halves.
@@ -53,10 +58,19 @@ pub(super) unsafe fn rows_n<const R: usize>(
     n: usize,
     x: &[*const u8; R],
     y: *const u8,
+    ahead: usize,
 ) -> [f32; R] {
     let mut acc = [[_mm512_setzero_ps(); 4]; R];
     let mut i = 0;
     while i + 64 <= n {
+        if ahead > 0 {
+            for xr in x {
+                let at = xr.wrapping_add(2 * i) as usize;
+                if (at + 128) >> 12 != at >> 12 {
+                    crate::simd::prefetch_lines(((at | 4095) + 1 + ahead) as *const u8, 1, true);
+                }
+            }
+        }
         for k in 0..4 {
             let o = 2 * (i + 16 * k);
             // SAFETY: 16 halves from element i + 16k are in bounds of y and of every row.

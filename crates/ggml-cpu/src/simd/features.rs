@@ -221,7 +221,8 @@ impl Features {
     }
 
     /// How many bytes past the page a row of `ty` ends on the row loops of one column touch,
-    /// one line a page into L2 (`simd::prefetch_page_ahead`); 0: none. The hardware prefetcher
+    /// one line a page into L2 (`simd::prefetch_page_ahead`; F16's loop at every page its
+    /// loads enter, inside a row too); 0: none. The hardware prefetcher
     /// stops at every 4 KiB page, and weights in the file's map come in 4 KiB pages wherever
     /// the page cache holds them so. On the AMD EPYC with AVX-512 (Zen 4):
     ///
@@ -236,15 +237,21 @@ impl Features {
     ///   against 120-131 t/s (llama.cpp 112-135 in the same rounds); at -t 2 within the noise
     ///   (4.4-4.9 against 3.9-5.3 ms). Every line one page ahead had measured best the session
     ///   before (6.3-6.8 -> 5.5-5.6 ms against none).
+    /// - F16 rows taken one after another (`dot::x86_f16_rows`, rows longer than a page), one
+    ///   page, at every page the loads enter inside a row: the 1.1B f16's 11 KiB rows (5632 x
+    ///   2048) at -t 1 took 1.10-1.16 times the time of the 2048 x 5632 node (the same bytes,
+    ///   4 KiB rows by halves) in six alternated rounds, 1.03-1.06 times so (923-1023 -> 853-991
+    ///   us); two pages ahead alike; at -t 2 1.09-1.12 against 1.07-1.15 (not worse). The same
+    ///   touch for the rows by halves, and for Q6_K's 4620-byte rows, within the noise.
     ///
     /// The same touch in mul_mat's one-by-one row loop: the 1.1B q4_k_m's Q6_K rows 400-435 ->
     /// 625-675 us a 5632 x 2048 node two pages ahead, unchanged one page ahead (not kept); F16
     /// rows measured slower with every line prefetched (the 1.1B f16's 4 KiB rows, one row
     /// ahead into L2, 850-900 -> 1030 us a 2048 x 5632 node).
     pub fn rows_page_ahead(&self, ty: ggml::Type) -> usize {
-        use ggml::Type::{F32, Q5_0, Q8_0};
+        use ggml::Type::{F16, F32, Q5_0, Q8_0};
         match ty {
-            Q8_0 | Q5_0 if self.amd_avx512() => 4096,
+            Q8_0 | Q5_0 | F16 if self.amd_avx512() => 4096,
             F32 if self.amd_avx512() => 8192,
             _ => 0,
         }
