@@ -122,7 +122,9 @@ impl BufferType for RepackBufferType {
         "CPU_REPACK"
     }
     fn alloc_buffer(self: Arc<Self>, size: usize) -> Result<Arc<Buffer>, BackendError> {
-        let mem = HostBuffer::alloc(size).ok_or_else(|| BackendError::Alloc {
+        // every byte is written right after (the weights, repacked): pages faulted in from
+        // all cores first
+        let mem = HostBuffer::alloc_populated(size).ok_or_else(|| BackendError::Alloc {
             buft: "CPU_REPACK".into(),
             size,
             reason: "out of memory".into(),

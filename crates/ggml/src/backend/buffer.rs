@@ -215,6 +215,29 @@ impl HostBuffer {
             _keep: None,
         })
     }
+    /// `alloc` for a buffer that is written whole right after (CPU_REPACK's weights): its
+    /// pages faulted in up front from several threads at once (`in_parts`). A huge page's first
+    /// touch zeroes 2 MiB, and in a virtual machine whose host takes freed memory back it also
+    /// waits for the host to back it again: on a 2-core VM, 600 MiB of fresh huge pages took
+    /// 0.85-1.32 s to touch from one thread and 0.40-0.55 s from two (4 KiB pages 0.25-0.28
+    /// s); the 1.1B q4_0 shape's load (its 519 MiB CPU_REPACK copy) went from 1.20-1.50 to
+    /// 0.80-1.08 s.
+    pub fn alloc_populated(size: usize) -> Option<HostBuffer> {
+        const PAGE: usize = 4096;
+        let buf = HostBuffer::alloc(size)?;
+        if buf.owned.is_none() {
+            in_parts(buf.ptr, buf.size, |a, b| {
+                let mut at = a.next_multiple_of(PAGE);
+                while at < b {
+                    // SAFETY: the page lies inside the writable anonymous map just made, which
+                    // no one else has yet; it holds zeros, and writing a zero byte leaves it so.
+                    unsafe { std::ptr::write_volatile(at as *mut u8, 0) };
+                    at += PAGE;
+                }
+            });
+        }
+        Some(buf)
+    }
     /// Borrow `size` bytes at `ptr`; `keep` owns that memory and outlives the buffer.
     ///
     /// # Safety
@@ -256,10 +279,45 @@ impl BufferImpl for HostBuffer {
         Ok(())
     }
     fn memset(&self, addr: usize, value: u8, size: usize) -> Result<(), BackendError> {
-        // SAFETY: Buffer::memset bounds-checked the range.
-        unsafe { std::ptr::write_bytes(addr as *mut u8, value, size) };
+        // (a KV cache's clear is the first touch of its pages: from every core, as populate)
+        in_parts(addr, size, |a, b| {
+            // SAFETY: Buffer::memset bounds-checked addr..addr + size, and a..b lies inside it;
+            // the parts do not overlap.
+            unsafe { std::ptr::write_bytes(a as *mut u8, value, b - a) };
+        });
         Ok(())
     }
+}
+
+/// Runs `f` over `addr..addr + size` split into one part per core (up to 8), each on its own
+/// thread, where the range is large enough (8 MiB) for that to pay; in one call otherwise.
+fn in_parts(addr: usize, size: usize, f: impl Fn(usize, usize) + Sync) {
+    const MIN: usize = 8 << 20;
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8);
+    if threads < 2 || size < MIN {
+        f(addr, addr + size);
+        return;
+    }
+    let per = size.div_ceil(threads).next_multiple_of(4096);
+    std::thread::scope(|s| {
+        let f = &f;
+        for t in 0..threads {
+            let (a, b) = (
+                (addr + t * per).min(addr + size),
+                (addr + (t + 1) * per).min(addr + size),
+            );
+            // a part whose thread cannot start runs here
+            let started = a < b
+                && std::thread::Builder::new()
+                    .spawn_scoped(s, move || f(a, b))
+                    .is_ok();
+            if !started && a < b {
+                f(a, b);
+            }
+        }
+    });
 }
 
 /// A plain host-memory buffer type (the CPU backend's "CPU", and test backends' memory).
@@ -289,5 +347,34 @@ impl BufferType for HostBufferType {
     }
     fn is_host(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{BufferImpl, HostBuffer};
+
+    /// A buffer faulted in from several threads reads as zeros; memsets large enough to be
+    /// split (and ranges that start and end off a page) set exactly their bytes.
+    #[test]
+    fn populated_buffers_and_split_memsets() {
+        let size = (24 << 20) + 1000;
+        let buf = HostBuffer::alloc_populated(size).unwrap();
+        let bytes = |b: &HostBuffer| {
+            // SAFETY: the buffer owns size readable bytes at its base.
+            unsafe { std::slice::from_raw_parts(b.base() as *const u8, b.size()) }.to_vec()
+        };
+        assert!(bytes(&buf).iter().all(|&x| x == 0));
+        let (a, n) = (4093, (17 << 20) + 5);
+        buf.memset(buf.base() + a, 0xA5, n).unwrap();
+        let got = bytes(&buf);
+        assert!(got[..a].iter().all(|&x| x == 0));
+        assert!(got[a..a + n].iter().all(|&x| x == 0xA5));
+        assert!(got[a + n..].iter().all(|&x| x == 0));
+        buf.memset(buf.base(), 7, size).unwrap();
+        assert!(bytes(&buf).iter().all(|&x| x == 7));
+        // a small buffer (heap, not a map) stays as it was
+        let small = HostBuffer::alloc_populated(1000).unwrap();
+        assert!(bytes(&small).iter().all(|&x| x == 0));
     }
 }
