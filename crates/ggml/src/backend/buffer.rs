@@ -221,7 +221,7 @@ impl HostBuffer {
     /// waits for the host to back it again: on a 2-core VM, 600 MiB of fresh huge pages took
     /// 0.85-1.32 s to touch from one thread and 0.40-0.55 s from two (4 KiB pages 0.25-0.28
     /// s); the 1.1B q4_0 shape's load (its 519 MiB CPU_REPACK copy) went from 1.20-1.50 to
-    /// 0.80-1.08 s.
+    /// 0.80-1.09 s.
     pub fn alloc_populated(size: usize) -> Option<HostBuffer> {
         const PAGE: usize = 4096;
         let buf = HostBuffer::alloc(size)?;
@@ -279,7 +279,8 @@ impl BufferImpl for HostBuffer {
         Ok(())
     }
     fn memset(&self, addr: usize, value: u8, size: usize) -> Result<(), BackendError> {
-        // (a KV cache's clear is the first touch of its pages: from every core, as populate)
+        // (a KV cache's clear is the first touch of its pages: from every core, as in
+        // alloc_populated)
         in_parts(addr, size, |a, b| {
             // SAFETY: Buffer::memset bounds-checked addr..addr + size, and a..b lies inside it;
             // the parts do not overlap.
