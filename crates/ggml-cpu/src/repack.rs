@@ -189,11 +189,25 @@ impl RepackBuffer {
         Ok(plain)
     }
 
+    /// Packs straight into the buffer (`pack` writes every byte of its output): no copy
+    /// through a fresh allocation, whose pages a load would fault in and zero once more per
+    /// tensor.
     fn write_plain(&self, t: &Tensor, plain: &[u8]) -> Result<(), BackendError> {
         let layout = plain_layout(t)?;
-        let mut packed = vec![0u8; plain.len()];
-        pack(layout, t.ne, plain, &mut packed);
-        self.mem.set(t.addr(), &packed)
+        let (base, size) = (self.mem.base(), self.mem.size());
+        let at = t.addr();
+        if at < base || at - base > size || plain.len() > size - (at - base) {
+            return Err(BackendError::Other(format!(
+                "CPU_REPACK: '{}' lies outside its buffer",
+                t.name
+            )));
+        }
+        // SAFETY: at..at + plain.len() lies inside this buffer's writable memory (checked
+        // above), which holds this tensor's bytes alone; `plain` is the caller's data, never
+        // this buffer's memory.
+        let packed = unsafe { std::slice::from_raw_parts_mut(at as *mut u8, plain.len()) };
+        pack(layout, t.ne, plain, packed);
+        Ok(())
     }
 }
 
@@ -518,6 +532,27 @@ pub(crate) mod tests {
         assert_eq!(packed[b + 5], plain[src]);
         let qs = b + 8 + 4 * (8 * 3 + 5);
         assert_eq!(&packed[qs..qs + 4], &plain[src + 13..src + 17]);
+    }
+
+    /// `pack` writes every byte of its output (RepackBuffer packs straight into memory that
+    /// may hold an earlier tensor's bytes): packing over zeros and over 0x5A gives the same.
+    #[test]
+    fn pack_writes_every_byte() {
+        let cases = [
+            (Layout::NibblePanels, [96i64, 24, 2, 1], BLOCK * 3),
+            (Layout::Q4KRows8, [512, 16, 1, 2], K_BLOCK * 2),
+            (Layout::Q2KPanels, [768, 40, 1, 1], Q2K_BLOCK * 3),
+            (Layout::Mxfp4Panels, [256, 40, 3, 1], MXFP4_BLOCK * 8),
+        ];
+        for (i, (layout, ne, row)) in cases.into_iter().enumerate() {
+            let n = row * (ne[1] * ne[2] * ne[3]) as usize;
+            let plain = bytes(n, 11 + i as u32);
+            let mut over_zero = vec![0u8; n];
+            pack(layout, ne, &plain, &mut over_zero);
+            let mut over_other = vec![0x5Au8; n];
+            pack(layout, ne, &plain, &mut over_other);
+            assert_eq!(over_zero, over_other, "case {i}");
+        }
     }
 
     #[test]
