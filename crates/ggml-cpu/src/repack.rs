@@ -28,7 +28,8 @@
 //! The size of every tensor is unchanged (llama.cpp's buffer sizes).
 
 use ggml::backend::{
-    same_buft, BackendError, Buffer, BufferImpl, BufferType, BufferTypeRef, HostBuffer, TensorIo,
+    range_inside, same_buft, BackendError, Buffer, BufferImpl, BufferType, BufferTypeRef,
+    HostBuffer, TensorIo,
 };
 use ggml::{Tensor, Type};
 use std::sync::{Arc, OnceLock};
@@ -194,9 +195,8 @@ impl RepackBuffer {
     /// tensor.
     fn write_plain(&self, t: &Tensor, plain: &[u8]) -> Result<(), BackendError> {
         let layout = plain_layout(t)?;
-        let (base, size) = (self.mem.base(), self.mem.size());
         let at = t.addr();
-        if at < base || at - base > size || plain.len() > size - (at - base) {
+        if !range_inside(self.mem.base(), self.mem.size(), at, plain.len()) {
             return Err(BackendError::Other(format!(
                 "CPU_REPACK: '{}' lies outside its buffer",
                 t.name

@@ -65,10 +65,7 @@ pub(super) unsafe fn rows_n<const R: usize>(
     while i + 64 <= n {
         if ahead > 0 {
             for xr in x {
-                let at = xr.wrapping_add(2 * i) as usize;
-                if (at + 128) >> 12 != at >> 12 {
-                    crate::simd::prefetch_lines(((at | 4095) + 1 + ahead) as *const u8, 1, true);
-                }
+                crate::simd::prefetch_page_ahead(xr.wrapping_add(2 * i), 128, ahead);
             }
         }
         for k in 0..4 {

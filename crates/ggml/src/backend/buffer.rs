@@ -122,8 +122,7 @@ impl Buffer {
     }
     fn check(&self, addr: usize, len: usize) -> Result<(), BackendError> {
         let (base, size) = (self.base(), self.size());
-        let inside = addr >= base && addr.checked_add(len).is_some_and(|e| e <= base + size);
-        if !inside {
+        if !range_inside(base, size, addr, len) {
             return Err(BackendError::Other(format!(
                 "access of {len} bytes at {addr:#x} outside buffer {} [{base:#x}, +{size})",
                 self.name()
@@ -167,6 +166,11 @@ impl std::fmt::Debug for Buffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Buffer({}, {} bytes)", self.name(), self.size())
     }
+}
+
+/// Whether `len` bytes at `addr` lie inside the `size` bytes at `base`.
+pub fn range_inside(base: usize, size: usize, addr: usize, len: usize) -> bool {
+    addr >= base && addr.checked_add(len).is_some_and(|e| e <= base + size)
 }
 
 /// Host memory owned by the buffer (64-byte aligned), or borrowed host memory that some owner

@@ -6,8 +6,8 @@ mod buffer;
 mod registry;
 
 pub use buffer::{
-    same_buft, Buffer, BufferImpl, BufferType, BufferTypeRef, BufferUsage, HostBuffer,
-    HostBufferType, TensorIo,
+    range_inside, same_buft, Buffer, BufferImpl, BufferType, BufferTypeRef, BufferUsage,
+    HostBuffer, HostBufferType, TensorIo,
 };
 pub use registry::{dev_by_name, devices, register, register_lazy, regs};
 
