@@ -100,6 +100,13 @@ fn dpwssd(acc: __m512i, a: __m512i, b: __m512i) -> __m512i {
     r
 }
 
+/// Broadcast 128-bit lane L of `w` (imm = L * 0x55) to all four.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn lane<const IMM: i32>(w: __m512i) -> __m512i {
+    _mm512_shuffle_i32x4::<IMM>(w, w)
+}
+
 /// `q4_k_gemv8` with row r's block ib at x[r] + stride * ib (CPU_REPACK's interleaved rows:
 /// stride = 8 * 144).
 ///
@@ -142,10 +149,15 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
         unsafe { _mm512_loadu_si512(b.as_ptr() as *const __m512i) }
     };
     let sel = [pick(0), pick(1)];
+    // mins' row sums from lanes (r0, r1, r4, r5) and (r2, r3, r6, r7) blended: row order
+    let mins_order = _mm512_setr_epi32(0, 4, 1, 5, 8, 12, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
     let offs = rows8::row_offsets(x);
     let mut acc = _mm256_setzero_ps();
     let mut acc_min = _mm256_setzero_ps();
     let ahead = crate::simd::features::cpu().q4_k_gemv_prefetch();
+    let m1 = _mm256_set1_epi32(0x3f3f_3f3f);
+    let m2 = _mm256_set1_epi32(0x0f0f_0f0f);
+    let m3 = _mm256_set1_epi32(0x3030_3030);
     for ib in 0..nb {
         // the blocks `ahead.blocks` on, as the one 8 * 144-byte stretch of a CPU_REPACK group
         // from row 0's (running on into the next group's, which the next call reads): the
@@ -153,11 +165,12 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
         let at = x[0].wrapping_add(stride * (ib + ahead.blocks));
         crate::simd::prefetch_lines(at, 8 * 144, ahead.to_l2);
         // SAFETY: block ib of every operand lies within the nb blocks the caller vouches for;
-        // every offset below stays inside its 144- or 292-byte block.
+        // every offset below stays inside its 144- or 292-byte block (the scale loads read
+        // bytes 4..20 of a row's block).
         unsafe {
+            let off = stride * ib;
             let by = y.add(292 * ib);
             let dy = _mm256_set1_ps((by as *const f32).read_unaligned());
-            // the activations of register v: subblocks 4h + n and 4h + n + 2
             let yv: [__m512i; 4] = std::array::from_fn(|v| {
                 let j = 4 * (v / 2) + v % 2;
                 load2x32(by, 4 + 32 * j, 4 + 32 * (j + 2))
@@ -165,14 +178,62 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
             let bs = _mm256_loadu_si256(by.add(260) as *const __m256i);
             // activation sums per 32 values (subblock order)
             let bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            // per row: its 8 lanes of scaled sums and 4 lanes of mins x activation sums
+            // The eight rows' scales and mins unpacked side by side (one row's, unpacked on its
+            // own in scalar registers, took a third of the kernel's instructions: 1.1B q4_k_m
+            // Q4_K nodes 22-23 -> 24-26 GB/s at -t 1). The rows' 12 scale bytes as dwords u0, u1, u2: lane q holds row q, q + 4
+            let a: [__m256i; 4] = std::array::from_fn(|q| {
+                let lo = _mm_loadu_si128(x[q].add(off + 4) as *const __m128i);
+                let hi = _mm_loadu_si128(x[q + 4].add(off + 4) as *const __m128i);
+                _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi)
+            });
+            let t0 = _mm256_unpacklo_epi32(a[0], a[1]);
+            let t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+            let t2 = _mm256_unpacklo_epi32(a[2], a[3]);
+            let t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+            // dword i of the low half: row i, of the high half: row i + 4
+            let u0 = _mm256_unpacklo_epi64(t0, t2);
+            let u1 = _mm256_unpackhi_epi64(t0, t2);
+            let u2 = _mm256_unpacklo_epi64(t1, t3);
+            // k4_unpack on every row at once
+            let s0 = _mm256_and_si256(u0, m1);
+            let s1 = _mm256_or_si256(
+                _mm256_and_si256(u2, m2),
+                _mm256_and_si256(_mm256_srli_epi32::<2>(u0), m3),
+            );
+            let n0 = _mm256_and_si256(u1, m1);
+            let n1 = _mm256_or_si256(
+                _mm256_and_si256(_mm256_srli_epi32::<4>(u2), m2),
+                _mm256_and_si256(_mm256_srli_epi32::<2>(u1), m3),
+            );
+            // each row's 8 bytes as words, one row a 128-bit lane: rows (0, 1, 4, 5), (2, 3, 6, 7)
+            let w01 = _mm512_cvtepu8_epi16(_mm256_unpacklo_epi32(s0, s1));
+            let w23 = _mm512_cvtepu8_epi16(_mm256_unpackhi_epi32(s0, s1));
+            let v01 = _mm512_cvtepu8_epi16(_mm256_unpacklo_epi32(n0, n1));
+            let v23 = _mm512_cvtepu8_epi16(_mm256_unpackhi_epi32(n0, n1));
+            let bsb = _mm512_broadcast_i32x4(bs32);
+            // each row's mins times its activation sums, summed in its lane (exact integers,
+            // so in any order), then the rows' totals in row order
+            let lane_sums = |v: __m512i| {
+                let p = _mm512_madd_epi16(v, bsb);
+                let p = _mm512_add_epi32(p, _mm512_shuffle_epi32::<0x4E>(p));
+                _mm512_add_epi32(p, _mm512_shuffle_epi32::<0xB1>(p))
+            };
+            let mb = _mm512_mask_blend_epi32(0xAAAA, lane_sums(v01), lane_sums(v23));
+            let mt = _mm512_castsi512_si256(_mm512_permutexvar_epi32(mins_order, mb));
+            let scs: [__m512i; 8] = [
+                lane::<0x00>(w01),
+                lane::<0x55>(w01),
+                lane::<0x00>(w23),
+                lane::<0x55>(w23),
+                lane::<0xAA>(w01),
+                lane::<0xFF>(w01),
+                lane::<0xAA>(w23),
+                lane::<0xFF>(w23),
+            ];
+            // per row: its 8 lanes of scaled sums
             let row = |r: usize| {
-                let bx = x[r].add(stride * ib);
-                let (sc, mn) = k4_unpack(&*(bx.add(4) as *const [u8; 12]));
-                let sc = _mm512_broadcast_i32x4(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(sc as i64)));
-                let mn = _mm_cvtepu8_epi16(_mm_cvtsi64_si128(mn as i64));
-                // lane l: mins 2l, 2l + 1 times their activation sums
-                let mins4 = _mm_madd_epi16(mn, bs32);
+                let bx = x[r].add(off);
+                let sc = scs[r];
                 // vpdpbusd sums four codes x activations per dword (|sum| <= 4 * 15 * 128 fits
                 // an i16); two such vectors packed to words take their scales in one vpmaddwd:
                 // six multiplies a row where maddubs + dpwssd took eight (+10% from L1; the
@@ -193,18 +254,12 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
                     p23,
                     pshufb(sc, sel[1]),
                 );
-                let s =
-                    _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64::<1>(a));
-                (s, mins4)
+                _mm256_add_epi32(_mm512_castsi512_si256(a), _mm512_extracti64x4_epi64::<1>(a))
             };
-            let rows: [(__m256i, __m128i); 8] = std::array::from_fn(row);
-            let s: [__m256i; 8] = std::array::from_fn(|r| rows[r].0);
-            let m: [__m128i; 4] =
-                std::array::from_fn(|q| _mm_hadd_epi32(rows[2 * q].1, rows[2 * q + 1].1));
+            let s: [__m256i; 8] = std::array::from_fn(row);
             let st = totals8(&s);
-            let mt = _mm256_set_m128i(_mm_hadd_epi32(m[2], m[3]), _mm_hadd_epi32(m[0], m[1]));
             // d and dmin of each row: one dword (gathered, not stored and reloaded)
-            let hd = rows8::heads(x, offs, stride * ib);
+            let hd = rows8::heads(x, offs, off);
             let dxv = rows8::halves(hd);
             let dmv = rows8::halves(_mm256_srli_epi32::<16>(hd));
             acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(st), _mm256_mul_ps(dxv, dy), acc);
