@@ -154,11 +154,8 @@ pub(crate) unsafe fn gemv8(
     y: *const u8,
     out: &mut [f32; ROWS],
 ) {
-    use super::x86_k512::totals8;
+    use super::x86_k512::{k4_unpack8, totals8};
     let m4 = _mm256_set1_epi8(0x0F);
-    let m1 = _mm256_set1_epi32(0x3f3f_3f3f);
-    let m2 = _mm256_set1_epi32(0x0f0f_0f0f);
-    let m3 = _mm256_set1_epi32(0x3030_3030);
     // vpshufb controls: the scale byte of subblock j as every word of both lanes (zero-extended)
     let pick: [[i8; 32]; 8] =
         std::array::from_fn(|j| std::array::from_fn(|b| if b % 2 == 0 { j as i8 } else { -128 }));
@@ -186,36 +183,9 @@ pub(crate) unsafe fn gemv8(
             let bs = _mm256_loadu_si256(by.add(260) as *const __m256i);
             // activation sums per 32 values (subblock order)
             let bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            // The eight rows' scales and mins unpacked side by side (ggml's utmp unpacking of
-            // each row's 12 bytes, on dwords u0, u1, u2 of every row at once): lane q of a[q]
-            // holds row q, its high lane row q + 4.
-            let a: [__m256i; 4] = std::array::from_fn(|q| {
-                let lo = _mm_loadu_si128(x[q].add(off + 4) as *const __m128i);
-                let hi = _mm_loadu_si128(x[q + 4].add(off + 4) as *const __m128i);
-                _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi)
-            });
-            let t0 = _mm256_unpacklo_epi32(a[0], a[1]);
-            let t1 = _mm256_unpackhi_epi32(a[0], a[1]);
-            let t2 = _mm256_unpacklo_epi32(a[2], a[3]);
-            let t3 = _mm256_unpackhi_epi32(a[2], a[3]);
-            let u0 = _mm256_unpacklo_epi64(t0, t2);
-            let u1 = _mm256_unpackhi_epi64(t0, t2);
-            let u2 = _mm256_unpacklo_epi64(t1, t3);
-            let s0 = _mm256_and_si256(u0, m1);
-            let s1 = _mm256_or_si256(
-                _mm256_and_si256(u2, m2),
-                _mm256_and_si256(_mm256_srli_epi32::<2>(u0), m3),
-            );
-            let n0 = _mm256_and_si256(u1, m1);
-            let n1 = _mm256_or_si256(
-                _mm256_and_si256(_mm256_srli_epi32::<4>(u2), m2),
-                _mm256_and_si256(_mm256_srli_epi32::<2>(u1), m3),
-            );
-            // each row's 8 scale (min) bytes as one qword: rows (0, 1 | 4, 5) and (2, 3 | 6, 7)
-            let sc01 = _mm256_unpacklo_epi32(s0, s1);
-            let sc23 = _mm256_unpackhi_epi32(s0, s1);
-            let mn01 = _mm256_unpacklo_epi32(n0, n1);
-            let mn23 = _mm256_unpackhi_epi32(n0, n1);
+            // The eight rows' scales and mins unpacked side by side: each row's 8 bytes as one
+            // qword, rows (0, 1 | 4, 5) and (2, 3 | 6, 7)
+            let [sc01, sc23, mn01, mn23] = k4_unpack8(x, off);
             // each row's mins times the activation sums (exact integers, so in any order)
             let bsb = _mm256_broadcastsi128_si256(bs32);
             let prod = |v: __m128i| _mm256_madd_epi16(_mm256_cvtepu8_epi16(v), bsb);

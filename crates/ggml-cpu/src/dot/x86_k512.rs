@@ -48,6 +48,56 @@ pub(crate) fn k4_unpack(sc: &[u8; 12]) -> (u64, u64) {
     (s0 as u64 | (s1 as u64) << 32, m0 as u64 | (m1 as u64) << 32)
 }
 
+/// `k4_unpack` of eight rows' 12 scale / min bytes (at x[r] + at + 4) at once: each row's 8
+/// scale bytes and 8 min bytes as one qword, rows (0, 1 | 4, 5) in the first register of each
+/// pair and (2, 3 | 6, 7) in the second: (scales01, scales23, mins01, mins23).
+///
+/// # Safety
+/// AVX2; 16 bytes readable at x[r] + at + 4 for every r (inside a Q4_K / Q5_K block).
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn k4_unpack8(x: &[*const u8; 8], at: usize) -> [__m256i; 4] {
+    let m1 = _mm256_set1_epi32(0x3f3f_3f3f);
+    let m2 = _mm256_set1_epi32(0x0f0f_0f0f);
+    let m3 = _mm256_set1_epi32(0x3030_3030);
+    // the rows' bytes as dwords u0, u1, u2: lane q of a[q] holds row q, its high lane row q + 4
+    let a: [__m256i; 4] = std::array::from_fn(|q| {
+        // SAFETY: the caller's promise.
+        let (lo, hi) = unsafe {
+            (
+                _mm_loadu_si128(x[q].add(at + 4) as *const __m128i),
+                _mm_loadu_si128(x[q + 4].add(at + 4) as *const __m128i),
+            )
+        };
+        _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi)
+    });
+    let t0 = _mm256_unpacklo_epi32(a[0], a[1]);
+    let t1 = _mm256_unpackhi_epi32(a[0], a[1]);
+    let t2 = _mm256_unpacklo_epi32(a[2], a[3]);
+    let t3 = _mm256_unpackhi_epi32(a[2], a[3]);
+    // dword i of the low half: row i, of the high half: row i + 4
+    let u0 = _mm256_unpacklo_epi64(t0, t2);
+    let u1 = _mm256_unpackhi_epi64(t0, t2);
+    let u2 = _mm256_unpacklo_epi64(t1, t3);
+    // ggml's utmp steps on every row at once ((u >> 6 & 3) << 4 as u >> 2 & 0x30)
+    let s0 = _mm256_and_si256(u0, m1);
+    let s1 = _mm256_or_si256(
+        _mm256_and_si256(u2, m2),
+        _mm256_and_si256(_mm256_srli_epi32::<2>(u0), m3),
+    );
+    let n0 = _mm256_and_si256(u1, m1);
+    let n1 = _mm256_or_si256(
+        _mm256_and_si256(_mm256_srli_epi32::<4>(u2), m2),
+        _mm256_and_si256(_mm256_srli_epi32::<2>(u1), m3),
+    );
+    [
+        _mm256_unpacklo_epi32(s0, s1),
+        _mm256_unpackhi_epi32(s0, s1),
+        _mm256_unpacklo_epi32(n0, n1),
+        _mm256_unpackhi_epi32(n0, n1),
+    ]
+}
+
 /// Eight rows' 8-lane integer vectors reduced to one vector of their totals (lane r: row r).
 #[inline]
 #[target_feature(enable = "avx2")]
@@ -155,9 +205,6 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
     let mut acc = _mm256_setzero_ps();
     let mut acc_min = _mm256_setzero_ps();
     let ahead = crate::simd::features::cpu().q4_k_gemv_prefetch();
-    let m1 = _mm256_set1_epi32(0x3f3f_3f3f);
-    let m2 = _mm256_set1_epi32(0x0f0f_0f0f);
-    let m3 = _mm256_set1_epi32(0x3030_3030);
     for ib in 0..nb {
         // the blocks `ahead.blocks` on, as the one 8 * 144-byte stretch of a CPU_REPACK group
         // from row 0's (running on into the next group's, which the next call reads): the
@@ -180,36 +227,13 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
             let bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
             // The eight rows' scales and mins unpacked side by side (one row's, unpacked on its
             // own in scalar registers, took a third of the kernel's instructions: 1.1B q4_k_m
-            // Q4_K nodes 22-23 -> 24-26 GB/s at -t 1). The rows' 12 scale bytes as dwords u0, u1, u2: lane q holds row q, q + 4
-            let a: [__m256i; 4] = std::array::from_fn(|q| {
-                let lo = _mm_loadu_si128(x[q].add(off + 4) as *const __m128i);
-                let hi = _mm_loadu_si128(x[q + 4].add(off + 4) as *const __m128i);
-                _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(lo), hi)
-            });
-            let t0 = _mm256_unpacklo_epi32(a[0], a[1]);
-            let t1 = _mm256_unpackhi_epi32(a[0], a[1]);
-            let t2 = _mm256_unpacklo_epi32(a[2], a[3]);
-            let t3 = _mm256_unpackhi_epi32(a[2], a[3]);
-            // dword i of the low half: row i, of the high half: row i + 4
-            let u0 = _mm256_unpacklo_epi64(t0, t2);
-            let u1 = _mm256_unpackhi_epi64(t0, t2);
-            let u2 = _mm256_unpacklo_epi64(t1, t3);
-            // k4_unpack on every row at once
-            let s0 = _mm256_and_si256(u0, m1);
-            let s1 = _mm256_or_si256(
-                _mm256_and_si256(u2, m2),
-                _mm256_and_si256(_mm256_srli_epi32::<2>(u0), m3),
-            );
-            let n0 = _mm256_and_si256(u1, m1);
-            let n1 = _mm256_or_si256(
-                _mm256_and_si256(_mm256_srli_epi32::<4>(u2), m2),
-                _mm256_and_si256(_mm256_srli_epi32::<2>(u1), m3),
-            );
-            // each row's 8 bytes as words, one row a 128-bit lane: rows (0, 1, 4, 5), (2, 3, 6, 7)
-            let w01 = _mm512_cvtepu8_epi16(_mm256_unpacklo_epi32(s0, s1));
-            let w23 = _mm512_cvtepu8_epi16(_mm256_unpackhi_epi32(s0, s1));
-            let v01 = _mm512_cvtepu8_epi16(_mm256_unpacklo_epi32(n0, n1));
-            let v23 = _mm512_cvtepu8_epi16(_mm256_unpackhi_epi32(n0, n1));
+            // Q4_K nodes 22-23 -> 24-26 GB/s at -t 1); each row's 8 bytes then as words, one
+            // row a 128-bit lane: rows (0, 1, 4, 5), (2, 3, 6, 7)
+            let [sc01, sc23, mn01, mn23] = k4_unpack8(x, off);
+            let w01 = _mm512_cvtepu8_epi16(sc01);
+            let w23 = _mm512_cvtepu8_epi16(sc23);
+            let v01 = _mm512_cvtepu8_epi16(mn01);
+            let v23 = _mm512_cvtepu8_epi16(mn23);
             let bsb = _mm512_broadcast_i32x4(bs32);
             // each row's mins times its activation sums, summed in its lane (exact integers,
             // so in any order), then the rows' totals in row order
