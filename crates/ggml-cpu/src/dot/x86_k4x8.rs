@@ -159,8 +159,6 @@ pub(crate) unsafe fn gemv8(
     // vpshufb controls: the scale byte of subblock j as every word of both lanes (zero-extended)
     let pick: [[i8; 32]; 8] =
         std::array::from_fn(|j| std::array::from_fn(|b| if b % 2 == 0 { j as i8 } else { -128 }));
-    // the mins' row sums, lanes [r0 r2 r4 r6 | r1 r3 r5 r7], in row order
-    let mins_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     let mut acc = _mm256_setzero_ps();
     let mut acc_min = _mm256_setzero_ps();
     for ib in 0..nb {
@@ -183,18 +181,9 @@ pub(crate) unsafe fn gemv8(
             let bs = _mm256_loadu_si256(by.add(260) as *const __m256i);
             // activation sums per 32 values (subblock order)
             let bs32 = _mm_hadd_epi16(_mm256_castsi256_si128(bs), _mm256_extracti128_si256(bs, 1));
-            // The eight rows' scales and mins unpacked side by side: each row's 8 bytes as one
-            // qword, rows (0, 1 | 4, 5) and (2, 3 | 6, 7)
-            let [sc01, sc23, mn01, mn23] = k4_unpack8(x, off);
-            // each row's mins times the activation sums (exact integers, so in any order)
-            let bsb = _mm256_broadcastsi128_si256(bs32);
-            let prod = |v: __m128i| _mm256_madd_epi16(_mm256_cvtepu8_epi16(v), bsb);
-            let p01 = prod(_mm256_castsi256_si128(mn01));
-            let p45 = prod(_mm256_extracti128_si256::<1>(mn01));
-            let p23 = prod(_mm256_castsi256_si128(mn23));
-            let p67 = prod(_mm256_extracti128_si256::<1>(mn23));
-            let h = _mm256_hadd_epi32(_mm256_hadd_epi32(p01, p23), _mm256_hadd_epi32(p45, p67));
-            let mt = _mm256_permutevar8x32_epi32(h, mins_order);
+            // The eight rows' scales and mins unpacked side by side: each row's 8 scale bytes
+            // as one qword, rows (0, 1 | 4, 5) and (2, 3 | 6, 7); the rows' mins x activation sums
+            let (sc01, sc23, mt) = k4_unpack8(x, off, bs32);
             // row r's scale bytes in every qword
             let scb: [__m256i; ROWS] = [
                 _mm256_permute4x64_epi64::<0x00>(sc01),

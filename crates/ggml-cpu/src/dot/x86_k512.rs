@@ -49,14 +49,19 @@ pub(crate) fn k4_unpack(sc: &[u8; 12]) -> (u64, u64) {
 }
 
 /// `k4_unpack` of eight rows' 12 scale / min bytes (at x[r] + at + 4) at once: each row's 8
-/// scale bytes and 8 min bytes as one qword, rows (0, 1 | 4, 5) in the first register of each
-/// pair and (2, 3 | 6, 7) in the second: (scales01, scales23, mins01, mins23).
+/// scale bytes as one qword, rows (0, 1 | 4, 5) in the first register and (2, 3 | 6, 7) in the
+/// second; and lane r of the third row r's mins times `bs32` (a Q8_K block's activation sums
+/// per 32 values, as words), summed (exact integers, so in any order).
 ///
 /// # Safety
 /// AVX2; 16 bytes readable at x[r] + at + 4 for every r (inside a Q4_K / Q5_K block).
 #[inline]
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn k4_unpack8(x: &[*const u8; 8], at: usize) -> [__m256i; 4] {
+pub(crate) unsafe fn k4_unpack8(
+    x: &[*const u8; 8],
+    at: usize,
+    bs32: __m128i,
+) -> (__m256i, __m256i, __m256i) {
     let m1 = _mm256_set1_epi32(0x3f3f_3f3f);
     let m2 = _mm256_set1_epi32(0x0f0f_0f0f);
     let m3 = _mm256_set1_epi32(0x3030_3030);
@@ -90,12 +95,23 @@ pub(crate) unsafe fn k4_unpack8(x: &[*const u8; 8], at: usize) -> [__m256i; 4] {
         _mm256_and_si256(_mm256_srli_epi32::<4>(u2), m2),
         _mm256_and_si256(_mm256_srli_epi32::<2>(u1), m3),
     );
-    [
+    // the mins the same way: rows (0, 1 | 4, 5) and (2, 3 | 6, 7), a row's 8 bytes a qword
+    let (mn01, mn23) = (_mm256_unpacklo_epi32(n0, n1), _mm256_unpackhi_epi32(n0, n1));
+    let bsb = _mm256_broadcastsi128_si256(bs32);
+    // a row's 8 products as 4 pair sums in one 128-bit lane
+    let prod = |v: __m128i| _mm256_madd_epi16(_mm256_cvtepu8_epi16(v), bsb);
+    let p01 = prod(_mm256_castsi256_si128(mn01));
+    let p45 = prod(_mm256_extracti128_si256::<1>(mn01));
+    let p23 = prod(_mm256_castsi256_si128(mn23));
+    let p67 = prod(_mm256_extracti128_si256::<1>(mn23));
+    // lanes [r0 r2 r4 r6 | r1 r3 r5 r7], then in row order
+    let h = _mm256_hadd_epi32(_mm256_hadd_epi32(p01, p23), _mm256_hadd_epi32(p45, p67));
+    let mins = _mm256_permutevar8x32_epi32(h, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    (
         _mm256_unpacklo_epi32(s0, s1),
         _mm256_unpackhi_epi32(s0, s1),
-        _mm256_unpacklo_epi32(n0, n1),
-        _mm256_unpackhi_epi32(n0, n1),
-    ]
+        mins,
+    )
 }
 
 /// Eight rows' 8-lane integer vectors reduced to one vector of their totals (lane r: row r).
@@ -199,8 +215,6 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
         unsafe { _mm512_loadu_si512(b.as_ptr() as *const __m512i) }
     };
     let sel = [pick(0), pick(1)];
-    // mins' row sums from lanes (r0, r1, r4, r5) and (r2, r3, r6, r7) blended: row order
-    let mins_order = _mm512_setr_epi32(0, 4, 1, 5, 8, 12, 9, 13, 0, 0, 0, 0, 0, 0, 0, 0);
     let offs = rows8::row_offsets(x);
     let mut acc = _mm256_setzero_ps();
     let mut acc_min = _mm256_setzero_ps();
@@ -218,6 +232,7 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
             let off = stride * ib;
             let by = y.add(292 * ib);
             let dy = _mm256_set1_ps((by as *const f32).read_unaligned());
+            // the activations of register v: subblocks 4h + n and 4h + n + 2
             let yv: [__m512i; 4] = std::array::from_fn(|v| {
                 let j = 4 * (v / 2) + v % 2;
                 load2x32(by, 4 + 32 * j, 4 + 32 * (j + 2))
@@ -229,21 +244,9 @@ pub(crate) unsafe fn q4_k_gemv8_strided(
             // own in scalar registers, took a third of the kernel's instructions: 1.1B q4_k_m
             // Q4_K nodes 22-23 -> 24-26 GB/s at -t 1); each row's 8 bytes then as words, one
             // row a 128-bit lane: rows (0, 1, 4, 5), (2, 3, 6, 7)
-            let [sc01, sc23, mn01, mn23] = k4_unpack8(x, off);
+            let (sc01, sc23, mt) = k4_unpack8(x, off, bs32);
             let w01 = _mm512_cvtepu8_epi16(sc01);
             let w23 = _mm512_cvtepu8_epi16(sc23);
-            let v01 = _mm512_cvtepu8_epi16(mn01);
-            let v23 = _mm512_cvtepu8_epi16(mn23);
-            let bsb = _mm512_broadcast_i32x4(bs32);
-            // each row's mins times its activation sums, summed in its lane (exact integers,
-            // so in any order), then the rows' totals in row order
-            let lane_sums = |v: __m512i| {
-                let p = _mm512_madd_epi16(v, bsb);
-                let p = _mm512_add_epi32(p, _mm512_shuffle_epi32::<0x4E>(p));
-                _mm512_add_epi32(p, _mm512_shuffle_epi32::<0xB1>(p))
-            };
-            let mb = _mm512_mask_blend_epi32(0xAAAA, lane_sums(v01), lane_sums(v23));
-            let mt = _mm512_castsi512_si256(_mm512_permutexvar_epi32(mins_order, mb));
             let scs: [__m512i; 8] = [
                 lane::<0x00>(w01),
                 lane::<0x55>(w01),
