@@ -53,8 +53,8 @@ pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
         Type::Q5_0 => q5_0_avx512,
         Type::Q5_1 => q5_1_avx512,
         Type::Q4K => q4_k_avx512,
-        Type::Q2K => super::x86_k23::q2_k_avx512,
-        Type::Q3K => super::x86_k23::q3_k_avx512,
+        Type::Q2K => super::x86_k23::q2_k_avx2,
+        Type::Q3K => super::x86_k23::q3_k_avx2,
         Type::Iq4Nl => iq4_nl_avx2,
         Type::Q5K => q5_k_avx512,
         Type::Q6K => super::x86_q6_k::q6_k_avx512,
@@ -943,12 +943,6 @@ q5_k_kernel!(
     dot_u8_i8_scaled_vnni,
     scale32
 );
-
-#[inline]
-#[target_feature(enable = "avx2")]
-pub(super) fn pair32(a: i32, b: i32) -> __m256i {
-    _mm256_set_m128i(_mm_set1_epi32(b), _mm_set1_epi32(a))
-}
 
 q4_k_kernel!(q4_k_k2, "avx2,fma,f16c", dot_u8_i8_scaled, scale16);
 q4_k_kernel!(
