@@ -29,7 +29,7 @@ mod tq;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 #[cfg(target_arch = "x86_64")]
-mod x86_bf16;
+pub(crate) mod x86_bf16;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_f16_rows;
 #[cfg(target_arch = "x86_64")]

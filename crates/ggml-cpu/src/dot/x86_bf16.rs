@@ -10,7 +10,7 @@ use super::scalar::check;
 
 /// The kernel for ggml's AVX-512 build on this CPU: vdpbf16ps where AVX512_BF16 is present.
 pub(super) fn kernel() -> super::VecDotFn {
-    if is_x86_feature_detected!("avx512bf16") {
+    if crate::simd::features::cpu().avx512bf16 {
         bf16_avx512bf16
     } else {
         bf16_avx512f
@@ -84,27 +84,133 @@ unsafe fn bf16_k512f(n: usize, x: &[u8], y: &[u8]) -> f32 {
 /// AVX-512F and AVX512_BF16 must be available; `x` and `y` must hold `n` bf16.
 #[target_feature(enable = "avx512f,avx512bf16")]
 unsafe fn bf16_k512bf16(n: usize, x: &[u8], y: &[u8]) -> f32 {
-    let (px, py) = (x.as_ptr(), y.as_ptr());
-    let mut acc = [_mm512_setzero_ps(); 2];
+    // SAFETY: the caller's promise.
+    unsafe { rows_n::<1>(n, &[x.as_ptr()], y.as_ptr(), 0)[0] }
+}
+
+/// out[i] = the BF16 dot product of the row of `n` values at `x + i * stride` and `y` (the
+/// bits of `bf16_k512bf16`), in one call for one column's rows, as `x86_f16_rows::rows` takes
+/// F16 rows: one after another, touching a page ahead where the CPU's policy says so, or with
+/// `halves` row r of the first half of `out` beside row r of the second.
+///
+/// # Safety
+/// AVX-512F and AVX512_BF16 must be available; `y` and each of the out.len() rows hold `n`
+/// values.
+#[target_feature(enable = "avx512f,avx512bf16")]
+pub(crate) unsafe fn rows(
+    n: usize,
+    x: *const u8,
+    stride: usize,
+    y: *const u8,
+    out: &mut [f32],
+    halves: bool,
+) {
+    let ahead = crate::simd::features::cpu().rows_page_ahead(ggml::Type::Bf16);
+    super::x86_f16_rows::drive(
+        out,
+        halves,
+        |i| x.wrapping_add(i * stride),
+        // SAFETY: every row the driver names exists (the caller's promise), and so do the
+        // CPU features.
+        |r| unsafe { rows_n::<1>(n, &[r], y, ahead)[0] },
+        // SAFETY: as above.
+        |r| unsafe { rows_n::<2>(n, &r, y, 0) },
+    );
+}
+
+/// R rows' BF16 dot products with `y`, each in ggml's vdpbf16ps order (two accumulators over
+/// 64 values a step, each reduced apart, summed in double with the tail); y's loads shared by
+/// the R rows. With `ahead` > 0, a row whose next step starts on a new page first asks for the
+/// line `ahead` bytes past that page's start, into L2.
+///
+/// # Safety
+/// AVX-512F and AVX512_BF16; every x[r] and y hold n values.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bf16")]
+unsafe fn rows_n<const R: usize>(
+    n: usize,
+    x: &[*const u8; R],
+    y: *const u8,
+    ahead: usize,
+) -> [f32; R] {
+    // __m512bh and __m512i are both 64 plain bytes
+    let load = |p: *const u8| {
+        // SAFETY: the callers below read 64 bytes inside a row or y.
+        unsafe { std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(p as *const __m512i)) }
+    };
+    let mut acc = [[_mm512_setzero_ps(); 2]; R];
     let mut i = 0;
     while i + 64 <= n {
-        for (k, a) in acc.iter_mut().enumerate() {
+        if ahead > 0 {
+            for xr in x {
+                crate::simd::prefetch_page_ahead(xr.wrapping_add(2 * i), 128, ahead);
+            }
+        }
+        for k in 0..2 {
+            // 32 values from element i + 32k are in bounds of y and of every row
             let o = 2 * (i + 32 * k);
-            // SAFETY: 32 bf16 from element i + 32k are in bounds; __m512bh and __m512i are
-            // both 64 plain bytes.
-            let (vx, vy): (__m512bh, __m512bh) = unsafe {
-                (
-                    std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(
-                        px.add(o) as *const __m512i
-                    )),
-                    std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(
-                        py.add(o) as *const __m512i
-                    )),
-                )
-            };
-            *a = _mm512_dpbf16_ps(*a, vx, vy);
+            let vy = load(y.wrapping_add(o));
+            for (ar, xr) in acc.iter_mut().zip(x) {
+                ar[k] = _mm512_dpbf16_ps(ar[k], load(xr.wrapping_add(o)), vy);
+            }
         }
         i += 64;
     }
-    finish([reduce_add(acc[0]), reduce_add(acc[1])], i, n, x, y)
+    std::array::from_fn(|r| {
+        // SAFETY: row r and y hold n values (2n bytes).
+        let (xs, ys) = unsafe {
+            (
+                std::slice::from_raw_parts(x[r], 2 * n),
+                std::slice::from_raw_parts(y, 2 * n),
+            )
+        };
+        finish([reduce_add(acc[r][0]), reduce_add(acc[r][1])], i, n, xs, ys)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_rows::{floats, Rng};
+    use ggml::Type;
+
+    /// Every row of a chunk, one by one and by halves (odd and even row counts), equals
+    /// `bf16_k512bf16` on that row to the bit, at widths with and without a tail (and one
+    /// whose tail alone is the sum).
+    #[test]
+    fn rows_equal_the_one_row_kernel() {
+        if !crate::simd::features::cpu().avx512bf16 || !crate::simd::features::cpu().avx512f {
+            eprintln!("skipped: this CPU lacks AVX-512F / AVX512_BF16");
+            return;
+        }
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        for n in [40, 64, 100, 2048, 2085] {
+            for nrows in [1, 2, 7, 16] {
+                let y = floats(Type::Bf16, n, &mut rng);
+                // rows padded apart (a stride longer than the row), as a view's may be
+                let stride = 2 * n + 64;
+                let mut x = vec![0u8; stride * nrows];
+                for r in 0..nrows {
+                    x[r * stride..r * stride + 2 * n].copy_from_slice(&floats(
+                        Type::Bf16,
+                        n,
+                        &mut rng,
+                    ));
+                }
+                let want: Vec<u32> = (0..nrows)
+                    .map(|r| {
+                        let row = &x[r * stride..r * stride + 2 * n];
+                        // SAFETY: the features are present; row and y hold n values.
+                        unsafe { super::bf16_k512bf16(n, row, &y) }.to_bits()
+                    })
+                    .collect();
+                for halves in [false, true] {
+                    let mut out = vec![0f32; nrows];
+                    // SAFETY: the features are present; nrows rows of n values, stride apart.
+                    unsafe { super::rows(n, x.as_ptr(), stride, y.as_ptr(), &mut out, halves) };
+                    let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+                    assert_eq!(got, want, "n {n}, {nrows} rows, halves {halves}");
+                }
+            }
+        }
+    }
 }

@@ -24,24 +24,42 @@ pub(crate) unsafe fn rows(
     out: &mut [f32],
     halves: bool,
 ) {
-    let row = |i: usize| x.wrapping_add(i * stride);
+    let ahead = crate::simd::features::cpu().rows_page_ahead(ggml::Type::F16);
+    drive(
+        out,
+        halves,
+        |i| x.wrapping_add(i * stride),
+        // SAFETY: every row the driver names exists (the caller's promise).
+        |r| unsafe { rows_n::<1>(n, &[r], y, ahead)[0] },
+        // SAFETY: as above.
+        |r| unsafe { rows_n::<2>(n, &r, y, 0) },
+    );
+}
+
+/// The order in which one column's rows are taken (F16's here, BF16's in `x86_bf16`): `one`
+/// over row after row, or with `halves`, `two` over row r of the first half of `out` beside
+/// row r of the second (and `one` over an odd count's last row). `row(i)` is row i's start.
+#[inline(always)]
+pub(super) fn drive(
+    out: &mut [f32],
+    halves: bool,
+    row: impl Fn(usize) -> *const u8,
+    one: impl Fn(*const u8) -> f32,
+    two: impl Fn([*const u8; 2]) -> [f32; 2],
+) {
     if !halves {
-        let ahead = crate::simd::features::cpu().rows_page_ahead(ggml::Type::F16);
         for (i, o) in out.iter_mut().enumerate() {
-            // SAFETY: row i exists (the caller's promise).
-            *o = unsafe { rows_n::<1>(n, &[row(i)], y, ahead) }[0];
+            *o = one(row(i));
         }
         return;
     }
     let h = out.len() / 2;
     let (lo, hi) = out.split_at_mut(h);
     for r in 0..h {
-        // SAFETY: rows r and r + h exist (the caller's promise).
-        [lo[r], hi[r]] = unsafe { rows_n::<2>(n, &[row(r), row(r + h)], y, 0) };
+        [lo[r], hi[r]] = two([row(r), row(r + h)]);
     }
     if hi.len() > h {
-        // SAFETY: as above, for the last row.
-        hi[h] = unsafe { rows_n::<1>(n, &[row(2 * h)], y, 0) }[0];
+        hi[h] = one(row(2 * h));
     }
 }
 

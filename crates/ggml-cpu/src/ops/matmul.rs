@@ -661,6 +661,9 @@ enum ColumnRows {
     /// `dot::x86_f16_rows::rows`: F16 rows where the policy takes them one by one (not
     /// `dot::rows4_kernel`'s four a pass), row after row or two a pass from the halves.
     F16 { halves: bool },
+    /// `dot::x86_bf16::rows`: BF16 rows where the policy takes them so (`bf16_rows`), row
+    /// after row or two a pass from the halves.
+    Bf16 { halves: bool },
     /// `dot::x86_k512::q6_k_rows_halves`: two rows a pass from the two halves of the chunk
     /// (where the policy takes Q6_K rows one by one, and so).
     Q6KHalves,
@@ -689,6 +692,9 @@ impl ColumnRows {
             (Type::Q6K, Type::Q8K) if cpu.rows_in_halves(ty, row_bytes) => Some(Self::Q6KHalves),
             (Type::F32, Type::F32) if !several => Some(Self::F32),
             (Type::F16, Type::F16) if !cpu.f16_rows4(row_bytes) => Some(Self::F16 {
+                halves: cpu.rows_in_halves(ty, row_bytes),
+            }),
+            (Type::Bf16, Type::Bf16) if cpu.bf16_rows() => Some(Self::Bf16 {
                 halves: cpu.rows_in_halves(ty, row_bytes),
             }),
             _ => None,
@@ -721,7 +727,11 @@ fn column_rows(
             unsafe { q8r::prep(w, k / 32, y, buf) };
             buf
         }
-        ColumnRows::Q6K | ColumnRows::F32 | ColumnRows::Q6KHalves | ColumnRows::F16 { .. } => &[],
+        ColumnRows::Q6K
+        | ColumnRows::F32
+        | ColumnRows::Q6KHalves
+        | ColumnRows::F16 { .. }
+        | ColumnRows::Bf16 { .. } => &[],
     };
     while ch < nc0 {
         let (s, e) = (ch * dr0, ((ch + 1) * dr0).min(nr0));
@@ -744,6 +754,9 @@ fn column_rows(
                     ColumnRows::F32 => crate::dot::x86::f32_rows_k512(k, x, a.nb[1], y, out),
                     ColumnRows::F16 { halves } => {
                         crate::dot::x86_f16_rows::rows(k, x, a.nb[1], y, out, halves)
+                    }
+                    ColumnRows::Bf16 { halves } => {
+                        crate::dot::x86_bf16::rows(k, x, a.nb[1], y, out, halves)
                     }
                 }
             }
