@@ -54,6 +54,7 @@ pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
         Type::Q5_1 => q5_1_avx512,
         Type::Q4K => q4_k_avx512,
         Type::Q2K => super::x86_k23::q2_k_avx2,
+        Type::Q3K if crate::simd::features::cpu().avx512_q3_k() => super::x86_k23::q3_k_avx512,
         Type::Q3K => super::x86_k23::q3_k_avx2,
         Type::Iq4Nl => iq4_nl_avx2,
         Type::Q5K => q5_k_avx512,

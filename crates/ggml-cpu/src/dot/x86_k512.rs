@@ -156,7 +156,7 @@ fn pshufb(a: __m512i, b: __m512i) -> __m512i {
 /// vpdpwssd as written: LLVM splits it into vpmaddwd and vpaddd.
 #[inline]
 #[target_feature(enable = "avx512f,avx512vnni")]
-fn dpwssd(acc: __m512i, a: __m512i, b: __m512i) -> __m512i {
+pub(super) fn dpwssd(acc: __m512i, a: __m512i, b: __m512i) -> __m512i {
     let mut r = acc;
     // SAFETY: register-only AVX-512 VNNI instruction; callers run with it enabled.
     unsafe {

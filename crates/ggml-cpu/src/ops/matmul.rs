@@ -661,6 +661,9 @@ enum ColumnRows {
     /// `dot::x86_f16_rows::rows`: F16 rows where the policy takes them one by one (not
     /// `dot::rows4_kernel`'s four a pass), row after row or two a pass from the halves.
     F16 { halves: bool },
+    /// `dot::x86_k23::q3_k_rows`: Q3_K rows with the column prepared once, row after row or
+    /// two a pass from the halves.
+    Q3K { halves: bool },
     /// `dot::x86_bf16::rows`: BF16 rows where the policy takes them so (`bf16_rows`), row
     /// after row or two a pass from the halves.
     Bf16 { halves: bool },
@@ -692,6 +695,9 @@ impl ColumnRows {
             (Type::Q6K, Type::Q8K) if cpu.rows_in_halves(ty, row_bytes) => Some(Self::Q6KHalves),
             (Type::F32, Type::F32) if !several => Some(Self::F32),
             (Type::F16, Type::F16) if !cpu.f16_rows4(row_bytes) => Some(Self::F16 {
+                halves: cpu.rows_in_halves(ty, row_bytes),
+            }),
+            (Type::Q3K, Type::Q8K) if !several && cpu.avx512_q3_k() => Some(Self::Q3K {
                 halves: cpu.rows_in_halves(ty, row_bytes),
             }),
             (Type::Bf16, Type::Bf16) if cpu.bf16_rows() => Some(Self::Bf16 {
@@ -727,6 +733,12 @@ fn column_rows(
             unsafe { q8r::prep(w, k / 32, y, buf) };
             buf
         }
+        ColumnRows::Q3K { .. } => {
+            let buf = p.scratch(crate::dot::x86_k23::Q3K_PREP_SLOTS * (k / 256));
+            // SAFETY: AVX-512 VNNI is present (ColumnRows::of); y is one Q8_K row of k values.
+            unsafe { crate::dot::x86_k23::q3_k_prep(k / 256, y, buf) };
+            buf
+        }
         ColumnRows::Q6K
         | ColumnRows::F32
         | ColumnRows::Q6KHalves
@@ -754,6 +766,9 @@ fn column_rows(
                     ColumnRows::F32 => crate::dot::x86::f32_rows_k512(k, x, a.nb[1], y, out),
                     ColumnRows::F16 { halves } => {
                         crate::dot::x86_f16_rows::rows(k, x, a.nb[1], y, out, halves)
+                    }
+                    ColumnRows::Q3K { halves } => {
+                        crate::dot::x86_k23::q3_k_rows(k / 256, x, a.nb[1], y, prep, out, halves)
                     }
                     ColumnRows::Bf16 { halves } => {
                         crate::dot::x86_bf16::rows(k, x, a.nb[1], y, out, halves)

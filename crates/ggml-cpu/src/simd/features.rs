@@ -57,6 +57,8 @@ pub(crate) struct Features {
     pub avx512vnni: bool,
     /// vdpbf16ps (ggml's `__AVX512BF16__` BF16 dot product).
     pub avx512bf16: bool,
+    /// GF(2) affine byte transforms (vgf2p8affineqb): any bits of a byte moved in one step.
+    pub gfni: bool,
     /// CPUID's vendor is AuthenticAMD (see `prefetch_rows`).
     pub amd: bool,
     #[cfg(target_arch = "aarch64")]
@@ -82,6 +84,7 @@ impl Features {
             f.avx512dq = is_x86_feature_detected!("avx512dq");
             f.avx512vnni = is_x86_feature_detected!("avx512vnni");
             f.avx512bf16 = is_x86_feature_detected!("avx512bf16");
+            f.gfni = is_x86_feature_detected!("gfni");
             f.amd = is_amd();
         }
         #[cfg(target_arch = "aarch64")]
@@ -105,6 +108,12 @@ impl Features {
     /// The AVX-512 dot products: F, BW, VL and VNNI on top of the AVX2 set.
     pub fn avx512_dot(&self) -> bool {
         self.avx2_dot() && self.avx512f && self.avx512bw && self.avx512vl && self.avx512vnni
+    }
+
+    /// The AVX-512 Q3_K kernels (`dot::x86_k23::q3_k_avx512`, `q3_k_rows`): the dot-product
+    /// set and GFNI, which takes each code's bits apart in one step.
+    pub fn avx512_q3_k(&self) -> bool {
+        self.avx512_dot() && self.gfni
     }
 
     /// 512-bit integer work on bytes and words, and its 256/128-bit forms (the Q8 activation
@@ -276,7 +285,9 @@ impl Features {
     /// the 2048 x 32000 output 4.65-4.76 -> 4.27-4.35 ms (tg16 12.6-12.8 -> 13.8 t/s, one
     /// round of three within the noise); at -t 2 within the host's swings (4 alternated
     /// rounds, 3 faster). Its 11 KiB rows (5632 x 2048) ran 860-880 -> 975-1015 us so, and go
-    /// one after another through the same loop (as fast as mul_mat's row loop).
+    /// one after another through the same loop (as fast as mul_mat's row loop). Q3_K rows
+    /// (`dot::x86_k23::q3_k_rows`, compute-bound at 10-11 GB/s) go one after another: the
+    /// 1.1B Q3_K_M's 2048 x 5632 nodes 433-473 us so against 463-524 by halves at -t 1.
     pub fn rows_in_halves(&self, ty: ggml::Type, row_bytes: usize) -> bool {
         use ggml::Type::{Bf16, F16, Q6K, Q8_0};
         self.amd_avx512()
