@@ -43,6 +43,8 @@ mod x86_iq2;
 #[cfg(target_arch = "x86_64")]
 mod x86_iq3;
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_iq4_xs;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_k23;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_k4x16;

@@ -57,6 +57,9 @@ pub(super) fn avx512_kernel(ty: Type) -> Option<Kernel> {
         Type::Q3K if crate::simd::features::cpu().avx512_q3_k() => super::x86_k23::q3_k_avx512,
         Type::Q3K => super::x86_k23::q3_k_avx2,
         Type::Iq4Nl => iq4_nl_avx2,
+        Type::Iq4Xs if crate::simd::features::cpu().avx512_iq4_xs() => {
+            super::x86_iq4_xs::iq4_xs_avx512
+        }
         Type::Q5K => q5_k_avx512,
         Type::Q6K => super::x86_q6_k::q6_k_avx512,
         Type::Q2_0 => super::q1q2::q2_0_q8_0_fused,

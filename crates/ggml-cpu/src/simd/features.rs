@@ -59,6 +59,8 @@ pub(crate) struct Features {
     pub avx512bf16: bool,
     /// GF(2) affine byte transforms (vgf2p8affineqb): any bits of a byte moved in one step.
     pub gfni: bool,
+    /// BMI2 (pdep).
+    pub bmi2: bool,
     /// CPUID's vendor is AuthenticAMD (see `prefetch_rows`).
     pub amd: bool,
     #[cfg(target_arch = "aarch64")]
@@ -85,6 +87,7 @@ impl Features {
             f.avx512vnni = is_x86_feature_detected!("avx512vnni");
             f.avx512bf16 = is_x86_feature_detected!("avx512bf16");
             f.gfni = is_x86_feature_detected!("gfni");
+            f.bmi2 = is_x86_feature_detected!("bmi2");
             f.amd = is_amd();
         }
         #[cfg(target_arch = "aarch64")]
@@ -114,6 +117,12 @@ impl Features {
     /// set and GFNI, which takes each code's bits apart in one step.
     pub fn avx512_q3_k(&self) -> bool {
         self.avx512_dot() && self.gfni
+    }
+
+    /// The AVX-512 IQ4_XS kernels (`dot::x86_iq4_xs`): the dot-product set and BMI2 (the
+    /// block's scales spread by pdep).
+    pub fn avx512_iq4_xs(&self) -> bool {
+        self.avx512_dot() && self.bmi2
     }
 
     /// 512-bit integer work on bytes and words, and its 256/128-bit forms (the Q8 activation
@@ -285,13 +294,18 @@ impl Features {
     /// the 2048 x 32000 output 4.65-4.76 -> 4.27-4.35 ms (tg16 12.6-12.8 -> 13.8 t/s, one
     /// round of three within the noise); at -t 2 within the host's swings (4 alternated
     /// rounds, 3 faster). Its 11 KiB rows (5632 x 2048) ran 860-880 -> 975-1015 us so, and go
-    /// one after another through the same loop (as fast as mul_mat's row loop). Q3_K rows
+    /// one after another through the same loop (as fast as mul_mat's row loop). BF16 rows
+    /// (`dot::x86_bf16::rows`) take F16's rule (by halves or not: alike in four alternated
+    /// rounds of the 1.1B bf16 at -t 1 and -t 2, within the host's swings). Q3_K rows
     /// (`dot::x86_k23::q3_k_rows`, compute-bound at 10-11 GB/s) go one after another: the
     /// 1.1B Q3_K_M's 2048 x 5632 nodes 433-473 us so against 463-524 by halves at -t 1.
+    ///
+    /// IQ4_XS rows (`dot::x86_iq4_xs::rows`) go by halves: the 1.1B IQ4_XS's 2048 x 5632
+    /// nodes at -t 1 389-392 us one after another, 320-328 by halves (15.7 -> 19 GB/s).
     pub fn rows_in_halves(&self, ty: ggml::Type, row_bytes: usize) -> bool {
-        use ggml::Type::{Bf16, F16, Q6K, Q8_0};
+        use ggml::Type::{Bf16, Iq4Xs, F16, Q6K, Q8_0};
         self.amd_avx512()
-            && (matches!(ty, Q8_0 | Q6K) || (matches!(ty, F16 | Bf16) && row_bytes <= 4096))
+            && (matches!(ty, Q8_0 | Q6K | Iq4Xs) || (matches!(ty, F16 | Bf16) && row_bytes <= 4096))
     }
 
     /// Whether one column's BF16 rows go through `dot::x86_bf16::rows` (the vdpbf16ps dot

@@ -1,0 +1,284 @@
+//! IQ4_XS against Q8_K on AVX-512 (VNNI, BMI2): the exact integer lanes of ggml's AVX2 kernel
+//! (`x86_iq::iq4_xs_lanes`: lane l sums, over the block's eight 32-value sub-blocks, the
+//! scale times the products of values 4l..4l + 4 of the sub-block's first half for l < 4, of
+//! its second half (l - 4) otherwise), then the same d fused per block and hsum_float_8, so
+//! the same digits, with a quarter of the instructions per block.
+//!
+//! One 64-byte load of codes is four sub-blocks, one per 128-bit lane: its low nibbles are
+//! the first halves, its high nibbles the second halves. The column is rearranged to match
+//! once per product (`prep`: per block four registers of activations and four of biases):
+//! vpdpbusd multiplies the table values + 128 (unsigned) by the activations, starting from
+//! -128 x each dword's four activations. The dword sums (|sum| <= 4 x 127 x 127) take their
+//! sub-block's scale by vpmulld.
+
+use std::arch::x86_64::*;
+
+use super::scalar::check;
+use super::x86::{h2f_f16c, hsum_ps};
+use ggml::quants::KVALUES_IQ4NL;
+
+/// f32 slots per block of a prepared column: four activation registers, four bias registers.
+pub(crate) const PREP_SLOTS: usize = 128;
+
+pub(super) fn iq4_xs_avx512(n: usize, x: &[u8], y: &[u8]) -> f32 {
+    let nb = check(n, 256, x, 136, y, 292);
+    // SAFETY: handed out only where `Features::avx512_iq4_xs` holds; `check` proved the sizes.
+    unsafe {
+        let y = y.as_ptr();
+        hsum_ps(rows_n::<1>(nb, &[x.as_ptr()], y, |ib| column(y, ib))[0])
+    }
+}
+
+/// Block ib of a Q8_K column as `rows_n` takes it: register 2h + p holds the p-th halves of
+/// sub-blocks 4h..4h + 4 (16 activations each, one per 128-bit lane); its bias is -128 x
+/// each dword's four activations.
+///
+/// # Safety
+/// The AVX-512 dot-product set; y holds more than ib Q8_K blocks.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2")]
+unsafe fn column(y: *const u8, ib: usize) -> ([__m512i; 4], [__m512i; 4]) {
+    let z = _mm512_setzero_si512();
+    let yv: [__m512i; 4] = std::array::from_fn(|v| {
+        let (h, p) = (v / 2, v % 2);
+        // SAFETY: block ib of y is readable (the caller's promise).
+        let at = |k: usize| unsafe {
+            _mm_loadu_si128(y.add(292 * ib + 4 + 32 * (4 * h + k) + 16 * p) as *const __m128i)
+        };
+        let lo = _mm256_set_m128i(at(1), at(0));
+        let hi = _mm256_set_m128i(at(3), at(2));
+        _mm512_inserti64x4::<1>(_mm512_castsi256_si512(lo), hi)
+    });
+    let m128 = _mm512_set1_epi8(-128);
+    let bias = std::array::from_fn(|v| _mm512_sub_epi32(z, _mm512_dpbusd_epi32(z, m128, yv[v])));
+    (yv, bias)
+}
+
+/// Fills `prep` (PREP_SLOTS * nb slots) with the nb blocks of column `y` as `column` gives
+/// them, once for all the rows of a one-column product.
+///
+/// # Safety
+/// The AVX-512 dot-product set; y holds nb Q8_K blocks.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2")]
+pub(crate) unsafe fn prep(nb: usize, y: *const u8, prep: &mut [f32]) {
+    assert!(prep.len() >= PREP_SLOTS * nb);
+    for (ib, slots) in prep.chunks_exact_mut(PREP_SLOTS).take(nb).enumerate() {
+        // SAFETY: the caller's promise; slots holds 8 registers (512 bytes).
+        unsafe {
+            let (yv, bias) = column(y, ib);
+            let at = slots.as_mut_ptr() as *mut __m512i;
+            for v in 0..4 {
+                _mm512_storeu_si512(at.add(v), yv[v]);
+                _mm512_storeu_si512(at.add(4 + v), bias[v]);
+            }
+        }
+    }
+}
+
+/// out[i] = the IQ4_XS dot product (the bits of `iq4_xs_avx512`) of the row at
+/// `x + i * stride` and column `y`, whose blocks `prep` holds prepared: one column's rows in
+/// one call, one after another or, with `halves`, row r of the first half of out beside row
+/// r of the second.
+///
+/// # Safety
+/// `Features::avx512_iq4_xs`; each of the out.len() rows holds nb IQ4_XS blocks, y nb Q8_K
+/// blocks and prep their PREP_SLOTS * nb prepared slots.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,bmi2")]
+pub(crate) unsafe fn rows(
+    nb: usize,
+    x: *const u8,
+    stride: usize,
+    y: *const u8,
+    prep: &[f32],
+    out: &mut [f32],
+    halves: bool,
+) {
+    assert!(prep.len() >= PREP_SLOTS * nb);
+    let col = |ib: usize| {
+        // SAFETY: prep holds nb blocks of 8 registers.
+        unsafe {
+            let at = prep.as_ptr().add(PREP_SLOTS * ib) as *const __m512i;
+            let yv: [__m512i; 4] = std::array::from_fn(|v| _mm512_loadu_si512(at.add(v)));
+            let bias: [__m512i; 4] = std::array::from_fn(|v| _mm512_loadu_si512(at.add(4 + v)));
+            (yv, bias)
+        }
+    };
+    super::x86_f16_rows::drive(
+        out,
+        halves,
+        |i| x.wrapping_add(i * stride),
+        // SAFETY: every row the driver names exists (the caller's promise).
+        |r| unsafe { hsum_ps(rows_n::<1>(nb, &[r], y, col)[0]) },
+        // SAFETY: as above.
+        |r| unsafe {
+            let [a, b] = rows_n::<2>(nb, &r, y, col);
+            [hsum_ps(a), hsum_ps(b)]
+        },
+    );
+}
+
+/// The 8-lane float sums (before `hsum_ps`) of R IQ4_XS rows times one Q8_K column whose
+/// blocks `column` gives (see the module's comment).
+///
+/// # Safety
+/// `Features::avx512_iq4_xs`; each x[r] holds `nb` IQ4_XS blocks, `y` nb Q8_K blocks.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,bmi2")]
+unsafe fn rows_n<const R: usize>(
+    nb: usize,
+    x: &[*const u8; R],
+    y: *const u8,
+    column: impl Fn(usize) -> ([__m512i; 4], [__m512i; 4]),
+) -> [__m256; R] {
+    let m4 = _mm512_set1_epi8(0x0f);
+    // the table + 128, as unsigned bytes, in every 128-bit lane
+    let table = _mm512_broadcast_i32x4(_mm_add_epi8(
+        // SAFETY: the table is 16 bytes.
+        unsafe { _mm_loadu_si128(KVALUES_IQ4NL.as_ptr() as *const __m128i) },
+        _mm_set1_epi8(-128),
+    ));
+    // sub-block k's scale in every dword of 128-bit lane k % 4 (of register k / 4)
+    let spread = |k: i32| {
+        _mm512_setr_epi32(
+            k,
+            k,
+            k,
+            k,
+            k + 1,
+            k + 1,
+            k + 1,
+            k + 1,
+            k + 2,
+            k + 2,
+            k + 2,
+            k + 2,
+            k + 3,
+            k + 3,
+            k + 3,
+            k + 3,
+        )
+    };
+    let (sp0, sp1) = (spread(0), spread(4));
+    // SAFETY: block ib of y is within the nb blocks the caller vouches for.
+    let yd = |ib: usize| unsafe { (y.add(292 * ib) as *const f32).read_unaligned() };
+    let lanes = |r: usize, ib: usize, yv: &[__m512i; 4], bias: &[__m512i; 4]| {
+        // SAFETY: block ib of row r is within its nb blocks; every offset below stays inside
+        // the 136-byte block.
+        unsafe {
+            let bx = x[r].add(136 * ib);
+            // the eight 6-bit scales (ggml's ls: low nibble from scales_l, two high bits from
+            // scales_h), less 32, as bytes
+            let sl = (bx.add(4) as *const u32).read_unaligned() as u64;
+            let sh = (bx.add(2) as *const u16).read_unaligned() as u64;
+            let s8 = _pdep_u64(sl, 0x0f0f_0f0f_0f0f_0f0f) | _pdep_u64(sh, 0x3030_3030_3030_3030);
+            let s32 = _mm512_cvtepi8_epi32(_mm_sub_epi8(
+                _mm_cvtsi64_si128(s8 as i64),
+                _mm_set1_epi8(32),
+            ));
+            let sc = [
+                _mm512_permutexvar_epi32(sp0, s32),
+                _mm512_permutexvar_epi32(sp1, s32),
+            ];
+            let mut acc = [_mm512_setzero_si512(); 2];
+            for h in 0..2 {
+                let q = _mm512_loadu_si512(bx.add(8 + 64 * h) as *const __m512i);
+                let lo = _mm512_shuffle_epi8(table, _mm512_and_si512(q, m4));
+                let hi =
+                    _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16::<4>(q), m4));
+                for (p, v) in [lo, hi].into_iter().enumerate() {
+                    let t = _mm512_dpbusd_epi32(bias[2 * h + p], v, yv[2 * h + p]);
+                    acc[p] = _mm512_add_epi32(acc[p], _mm512_mullo_epi32(t, sc[h]));
+                }
+            }
+            // lanes 0-3 (first halves) and 4-7 (second halves), each summed over the four
+            // 128-bit lanes (exact integers, in any order)
+            let a = _mm512_add_epi32(
+                _mm512_shuffle_i64x2::<0x88>(acc[0], acc[1]),
+                _mm512_shuffle_i64x2::<0xDD>(acc[0], acc[1]),
+            );
+            let a = _mm512_add_epi32(
+                _mm512_shuffle_i64x2::<0x88>(a, a),
+                _mm512_shuffle_i64x2::<0xDD>(a, a),
+            );
+            _mm256_cvtepi32_ps(_mm512_castsi512_si256(a))
+        }
+    };
+    // SAFETY: block ib of row r is within its nb blocks.
+    let dx = |r: usize, ib: usize| unsafe { h2f_f16c(x[r].add(136 * ib)) };
+    let mut accf = [_mm256_setzero_ps(); R];
+    for ib in 0..nb {
+        let (yv, bias) = column(ib);
+        let d = yd(ib);
+        for (r, acc) in accf.iter_mut().enumerate() {
+            let l = lanes(r, ib, &yv, &bias);
+            *acc = _mm256_fmadd_ps(_mm256_set1_ps(dx(r, ib) * d), l, *acc);
+        }
+    }
+    accf
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_rows::Rng;
+
+    /// Every row of a chunk, one by one and by halves (odd and even row counts), equals
+    /// `iq4_xs_avx512` on that row to the bit (whose bits `tests_ggml` checks against
+    /// llama.cpp's).
+    #[test]
+    fn rows_equal_the_one_row_kernel() {
+        if !crate::simd::features::cpu().avx512_iq4_xs() {
+            eprintln!("skipped: this CPU lacks the AVX-512 dot-product set or BMI2");
+            return;
+        }
+        let mut rng = Rng(0x94D0_49BB_1331_11EB);
+        for nb in [1usize, 2, 3, 8] {
+            for nrows in [1usize, 2, 7, 16] {
+                let mut x = vec![0u8; 136 * nb * nrows];
+                for (i, b) in x.iter_mut().enumerate() {
+                    // random codes and scales; d a small positive half
+                    *b = match i % 136 {
+                        0 => 0x66,
+                        1 => 0x1a,
+                        _ => rng.byte(),
+                    };
+                }
+                let mut y = vec![0u8; 292 * nb];
+                for (i, b) in y.iter_mut().enumerate() {
+                    *b = match i % 292 {
+                        0..4 => [0x00, 0x00, 0x80, 0x3c][i % 292],
+                        // Q8_K codes stay within -127..=127
+                        4..260 => (rng.byte() as i8).max(-127) as u8,
+                        _ => 0,
+                    };
+                }
+                let row_bytes = 136 * nb;
+                let want: Vec<u32> = (0..nrows)
+                    .map(|r| {
+                        let row = &x[r * row_bytes..(r + 1) * row_bytes];
+                        super::iq4_xs_avx512(256 * nb, row, &y).to_bits()
+                    })
+                    .collect();
+                let mut prep = vec![0f32; super::PREP_SLOTS * nb];
+                // SAFETY: the features are present; y holds nb blocks.
+                unsafe { super::prep(nb, y.as_ptr(), &mut prep) };
+                for halves in [false, true] {
+                    let mut out = vec![0f32; nrows];
+                    // SAFETY: the features are present; nrows rows of nb blocks, row_bytes apart.
+                    unsafe {
+                        super::rows(
+                            nb,
+                            x.as_ptr(),
+                            row_bytes,
+                            y.as_ptr(),
+                            &prep,
+                            &mut out,
+                            halves,
+                        )
+                    };
+                    let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+                    assert_eq!(got, want, "{nb} blocks, {nrows} rows, halves {halves}");
+                }
+            }
+        }
+    }
+}
