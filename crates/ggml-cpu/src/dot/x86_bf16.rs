@@ -34,7 +34,7 @@ fn bf16_avx512bf16(n: usize, x: &[u8], y: &[u8]) -> f32 {
 /// then those two.
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn reduce_add(v: __m512) -> f32 {
+pub(crate) fn reduce_add(v: __m512) -> f32 {
     let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
     let h8 = _mm256_add_ps(hi, _mm512_castps512_ps256(v));
     let h = _mm_add_ps(_mm256_extractf128_ps::<1>(h8), _mm256_castps256_ps128(h8));

@@ -14,6 +14,8 @@ const _: () = assert!(RN == 3);
 pub(crate) enum Elem {
     F32,
     F16,
+    /// BF16 weights and columns, where AVX512_BF16 is present (`gemm_bf16`).
+    Bf16,
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -66,6 +68,7 @@ pub(crate) fn available(e: Elem) -> bool {
         match e {
             Elem::F32 => f.avx2_fma(),
             Elem::F16 => f.avx2_fma() && f.f16c,
+            Elem::Bf16 => super::gemm_bf16::available(),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -89,6 +92,7 @@ pub(crate) unsafe fn tile(
     #[cfg(target_arch = "x86_64")]
     {
         match (e, has_avx512()) {
+            (Elem::Bf16, _) => super::gemm_bf16::tile::<RN>(k, a, b, out, false),
             (Elem::F32, true) => x86::tile_f32_avx512(k, a, b, out),
             (Elem::F16, true) => x86::tile_f16_avx512(k, a, b, out),
             (Elem::F32, false) => x86::tile_f32(k, a, b, out),
@@ -137,6 +141,7 @@ pub(crate) unsafe fn tile_wide(
         match e {
             Elem::F16 => x86::tile_f16_avx512_wide(k, a, b, out),
             Elem::F32 => x86::tile_f32_avx512_wide(k, a, b, out),
+            Elem::Bf16 => super::gemm_bf16::tile::<RN_WIDE>(k, a, b, out, true),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -347,6 +347,15 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         (Type::F16, Type::F16) if gemm::available(gemm::Elem::F16) && float_tiles => {
             Some(Tile::Float(gemm::Elem::F16))
         }
+        // (tinyBLAS takes BF16 in steps of 32 values; without AVX512_BF16 llama.cpp's build
+        // converts to f32 in steps of 16, a tile not written here: the dot product serves)
+        (Type::Bf16, Type::Bf16)
+            if gemm::available(gemm::Elem::Bf16)
+                && float_tiles
+                && k.is_multiple_of(super::gemm_bf16::KN) =>
+        {
+            Some(Tile::Float(gemm::Elem::Bf16))
+        }
         (Type::Q8_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q8_0)),
         (Type::Q4_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q4_0)),
         (Type::Q5_0, Type::Q8_0) if qtile::available() => Some(Tile::Quant(qtile::QElem::Q5_0)),

@@ -5,6 +5,8 @@ mod attn;
 mod binary;
 mod copy;
 mod gemm;
+#[cfg(target_arch = "x86_64")]
+mod gemm_bf16;
 pub(crate) mod ktile;
 mod layout;
 mod matmul;
