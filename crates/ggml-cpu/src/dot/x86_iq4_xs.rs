@@ -130,6 +130,34 @@ unsafe fn rows_n<const R: usize>(
     y: *const u8,
     column: impl Fn(usize) -> ([__m512i; 4], [__m512i; 4]),
 ) -> [__m256; R] {
+    // SAFETY: block ib of y is within the nb blocks the caller vouches for.
+    let yd = |ib: usize| unsafe { (y.add(292 * ib) as *const f32).read_unaligned() };
+    let lanes = |r: usize, ib: usize, yv: &[__m512i; 4], bias: &[__m512i; 4]| {
+        // SAFETY: block ib of row r is within its nb blocks.
+        _mm256_cvtepi32_ps(unsafe { block_lanes(x[r].add(136 * ib), yv, bias) })
+    };
+    // SAFETY: block ib of row r is within its nb blocks.
+    let dx = |r: usize, ib: usize| unsafe { h2f_f16c(x[r].add(136 * ib)) };
+    let mut accf = [_mm256_setzero_ps(); R];
+    for ib in 0..nb {
+        let (yv, bias) = column(ib);
+        let d = yd(ib);
+        for (r, acc) in accf.iter_mut().enumerate() {
+            let l = lanes(r, ib, &yv, &bias);
+            *acc = _mm256_fmadd_ps(_mm256_set1_ps(dx(r, ib) * d), l, *acc);
+        }
+    }
+    accf
+}
+
+/// The 8 exact i32 lanes of one IQ4_XS block at `bx` (ggml's sumi1 + sumi2, the scales
+/// applied) against a column block as `column` gives it.
+///
+/// # Safety
+/// `Features::avx512_iq4_xs`; bx points at a whole block.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,bmi2")]
+unsafe fn block_lanes(bx: *const u8, yv: &[__m512i; 4], bias: &[__m512i; 4]) -> __m256i {
     let m4 = _mm512_set1_epi8(0x0f);
     // the table + 128, as unsigned bytes, in every 128-bit lane
     let table = _mm512_broadcast_i32x4(_mm_add_epi8(
@@ -158,63 +186,57 @@ unsafe fn rows_n<const R: usize>(
             k + 3,
         )
     };
-    let (sp0, sp1) = (spread(0), spread(4));
-    // SAFETY: block ib of y is within the nb blocks the caller vouches for.
-    let yd = |ib: usize| unsafe { (y.add(292 * ib) as *const f32).read_unaligned() };
-    let lanes = |r: usize, ib: usize, yv: &[__m512i; 4], bias: &[__m512i; 4]| {
-        // SAFETY: block ib of row r is within its nb blocks; every offset below stays inside
-        // the 136-byte block.
-        unsafe {
-            let bx = x[r].add(136 * ib);
-            // the eight 6-bit scales (ggml's ls: low nibble from scales_l, two high bits from
-            // scales_h), less 32, as bytes
-            let sl = (bx.add(4) as *const u32).read_unaligned() as u64;
-            let sh = (bx.add(2) as *const u16).read_unaligned() as u64;
-            let s8 = _pdep_u64(sl, 0x0f0f_0f0f_0f0f_0f0f) | _pdep_u64(sh, 0x3030_3030_3030_3030);
-            let s32 = _mm512_cvtepi8_epi32(_mm_sub_epi8(
-                _mm_cvtsi64_si128(s8 as i64),
-                _mm_set1_epi8(32),
-            ));
-            let sc = [
-                _mm512_permutexvar_epi32(sp0, s32),
-                _mm512_permutexvar_epi32(sp1, s32),
-            ];
-            let mut acc = [_mm512_setzero_si512(); 2];
-            for h in 0..2 {
-                let q = _mm512_loadu_si512(bx.add(8 + 64 * h) as *const __m512i);
-                let lo = _mm512_shuffle_epi8(table, _mm512_and_si512(q, m4));
-                let hi =
-                    _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16::<4>(q), m4));
-                for (p, v) in [lo, hi].into_iter().enumerate() {
-                    let t = _mm512_dpbusd_epi32(bias[2 * h + p], v, yv[2 * h + p]);
-                    acc[p] = _mm512_add_epi32(acc[p], _mm512_mullo_epi32(t, sc[h]));
-                }
+    // SAFETY: the caller's promise; every offset below stays inside the 136-byte block.
+    unsafe {
+        // the eight 6-bit scales (ggml's ls: low nibble from scales_l, two high bits from
+        // scales_h), less 32, as bytes
+        let sl = (bx.add(4) as *const u32).read_unaligned() as u64;
+        let sh = (bx.add(2) as *const u16).read_unaligned() as u64;
+        let s8 = _pdep_u64(sl, 0x0f0f_0f0f_0f0f_0f0f) | _pdep_u64(sh, 0x3030_3030_3030_3030);
+        let s32 = _mm512_cvtepi8_epi32(_mm_sub_epi8(
+            _mm_cvtsi64_si128(s8 as i64),
+            _mm_set1_epi8(32),
+        ));
+        let sc = [
+            _mm512_permutexvar_epi32(spread(0), s32),
+            _mm512_permutexvar_epi32(spread(4), s32),
+        ];
+        let mut acc = [_mm512_setzero_si512(); 2];
+        for h in 0..2 {
+            let q = _mm512_loadu_si512(bx.add(8 + 64 * h) as *const __m512i);
+            let lo = _mm512_shuffle_epi8(table, _mm512_and_si512(q, m4));
+            let hi = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16::<4>(q), m4));
+            for (p, v) in [lo, hi].into_iter().enumerate() {
+                let t = _mm512_dpbusd_epi32(bias[2 * h + p], v, yv[2 * h + p]);
+                acc[p] = _mm512_add_epi32(acc[p], _mm512_mullo_epi32(t, sc[h]));
             }
-            // lanes 0-3 (first halves) and 4-7 (second halves), each summed over the four
-            // 128-bit lanes (exact integers, in any order)
-            let a = _mm512_add_epi32(
-                _mm512_shuffle_i64x2::<0x88>(acc[0], acc[1]),
-                _mm512_shuffle_i64x2::<0xDD>(acc[0], acc[1]),
-            );
-            let a = _mm512_add_epi32(
-                _mm512_shuffle_i64x2::<0x88>(a, a),
-                _mm512_shuffle_i64x2::<0xDD>(a, a),
-            );
-            _mm256_cvtepi32_ps(_mm512_castsi512_si256(a))
         }
-    };
-    // SAFETY: block ib of row r is within its nb blocks.
-    let dx = |r: usize, ib: usize| unsafe { h2f_f16c(x[r].add(136 * ib)) };
-    let mut accf = [_mm256_setzero_ps(); R];
-    for ib in 0..nb {
-        let (yv, bias) = column(ib);
-        let d = yd(ib);
-        for (r, acc) in accf.iter_mut().enumerate() {
-            let l = lanes(r, ib, &yv, &bias);
-            *acc = _mm256_fmadd_ps(_mm256_set1_ps(dx(r, ib) * d), l, *acc);
-        }
+        // lanes 0-3 (first halves) and 4-7 (second halves), each summed over the four
+        // 128-bit lanes (exact integers, in any order)
+        let a = _mm512_add_epi32(
+            _mm512_shuffle_i64x2::<0x88>(acc[0], acc[1]),
+            _mm512_shuffle_i64x2::<0xDD>(acc[0], acc[1]),
+        );
+        let a = _mm512_add_epi32(
+            _mm512_shuffle_i64x2::<0x88>(a, a),
+            _mm512_shuffle_i64x2::<0xDD>(a, a),
+        );
+        _mm512_castsi512_si256(a)
     }
-    accf
+}
+
+/// The exact integer sum of one IQ4_XS block at `bx` times the Q8_K block at `by` (the total
+/// of `block_lanes`), for llama.cpp's tiled order (`x86_tiled`).
+///
+/// # Safety
+/// `Features::avx512_iq4_xs`; bx and by point at whole blocks.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,bmi2")]
+pub(crate) unsafe fn block_sum(bx: *const u8, by: *const u8) -> i32 {
+    // SAFETY: the caller's promise.
+    unsafe {
+        let (yv, bias) = column(by, 0);
+        super::x86::hsum_epi32(block_lanes(bx, &yv, &bias))
+    }
 }
 
 #[cfg(test)]
