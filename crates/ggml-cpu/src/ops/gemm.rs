@@ -3,6 +3,10 @@
 //! FMAs instead of one (the dot-product-per-cell path loads two vectors per FMA). Used by
 //! MUL_MAT for batches; results equal the dot products up to summation order.
 
+/// Values per step of the BF16 tiles (`gemm_bf16`, tinyBLAS's KN for BF16): their k must be a
+/// multiple of it.
+pub(crate) const BF16_KN: usize = 32;
+
 /// Rows and columns of one register tile.
 pub(crate) const RM: usize = 4;
 pub(crate) const RN: usize = 3;

@@ -8,7 +8,7 @@ use std::arch::x86_64::*;
 use super::gemm::RM;
 
 /// Values per step (tinyBLAS's KN for BF16).
-pub(crate) const KN: usize = 32;
+const KN: usize = super::gemm::BF16_KN;
 
 /// Whether the tiles run here: AVX-512F and AVX512_BF16.
 pub(crate) fn available() -> bool {

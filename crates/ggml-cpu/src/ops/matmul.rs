@@ -352,7 +352,7 @@ pub(crate) fn mul_mat(p: &mut Params, n: &Node) {
         (Type::Bf16, Type::Bf16)
             if gemm::available(gemm::Elem::Bf16)
                 && float_tiles
-                && k.is_multiple_of(super::gemm_bf16::KN) =>
+                && k.is_multiple_of(gemm::BF16_KN) =>
         {
             Some(Tile::Float(gemm::Elem::Bf16))
         }

@@ -181,7 +181,7 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
     #[cfg(target_arch = "x86_64")]
     let prep_bytes = nb * crate::dot::x86_k4x16::PREP_BLOCK.max(crate::dot::x86_k4x8::PREP_BLOCK);
     #[cfg(not(target_arch = "x86_64"))]
-    let prep_bytes = 0;
+    let prep_bytes = 0usize;
     // scratch: a prepared span
     let buf = p.scratch(prep_bytes.div_ceil(4));
     let prep = buf.as_mut_ptr() as *mut u8;
