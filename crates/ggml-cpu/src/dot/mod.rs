@@ -57,6 +57,8 @@ pub(crate) mod x86_kt16;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_mxfp4_repack;
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod x86_prepared;
+#[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_q0x16;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86_q2k_repack;

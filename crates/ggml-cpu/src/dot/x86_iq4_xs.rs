@@ -15,10 +15,8 @@ use std::arch::x86_64::*;
 
 use super::scalar::check;
 use super::x86::{h2f_f16c, hsum_ps};
+use super::x86_prepared as prepared;
 use ggml::quants::KVALUES_IQ4NL;
-
-/// f32 slots per block of a prepared column: four activation registers, four bias registers.
-pub(crate) const PREP_SLOTS: usize = 128;
 
 pub(super) fn iq4_xs_avx512(n: usize, x: &[u8], y: &[u8]) -> f32 {
     let nb = check(n, 256, x, 136, y, 292);
@@ -54,25 +52,15 @@ unsafe fn column(y: *const u8, ib: usize) -> ([__m512i; 4], [__m512i; 4]) {
     (yv, bias)
 }
 
-/// Fills `prep` (PREP_SLOTS * nb slots) with the nb blocks of column `y` as `column` gives
-/// them, once for all the rows of a one-column product.
+/// Fills `prep` (`x86_prepared::PREP_SLOTS` * nb slots) with the nb blocks of column `y` as
+/// `column` gives them, once for all the rows of a one-column product.
 ///
 /// # Safety
 /// The AVX-512 dot-product set; y holds nb Q8_K blocks.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2")]
 pub(crate) unsafe fn prep(nb: usize, y: *const u8, prep: &mut [f32]) {
-    assert!(prep.len() >= PREP_SLOTS * nb);
-    for (ib, slots) in prep.chunks_exact_mut(PREP_SLOTS).take(nb).enumerate() {
-        // SAFETY: the caller's promise; slots holds 8 registers (512 bytes).
-        unsafe {
-            let (yv, bias) = column(y, ib);
-            let at = slots.as_mut_ptr() as *mut __m512i;
-            for v in 0..4 {
-                _mm512_storeu_si512(at.add(v), yv[v]);
-                _mm512_storeu_si512(at.add(4 + v), bias[v]);
-            }
-        }
-    }
+    // SAFETY: the caller's promise.
+    unsafe { prepared::fill(nb, prep, |ib| column(y, ib)) }
 }
 
 /// out[i] = the IQ4_XS dot product (the bits of `iq4_xs_avx512`) of the row at
@@ -82,7 +70,7 @@ pub(crate) unsafe fn prep(nb: usize, y: *const u8, prep: &mut [f32]) {
 ///
 /// # Safety
 /// `Features::avx512_iq4_xs`; each of the out.len() rows holds nb IQ4_XS blocks, y nb Q8_K
-/// blocks and prep their PREP_SLOTS * nb prepared slots.
+/// blocks and prep their prepared blocks (`prep`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,bmi2")]
 pub(crate) unsafe fn rows(
     nb: usize,
@@ -93,16 +81,9 @@ pub(crate) unsafe fn rows(
     out: &mut [f32],
     halves: bool,
 ) {
-    assert!(prep.len() >= PREP_SLOTS * nb);
-    let col = |ib: usize| {
-        // SAFETY: prep holds nb blocks of 8 registers.
-        unsafe {
-            let at = prep.as_ptr().add(PREP_SLOTS * ib) as *const __m512i;
-            let yv: [__m512i; 4] = std::array::from_fn(|v| _mm512_loadu_si512(at.add(v)));
-            let bias: [__m512i; 4] = std::array::from_fn(|v| _mm512_loadu_si512(at.add(4 + v)));
-            (yv, bias)
-        }
-    };
+    assert!(prep.len() >= prepared::PREP_SLOTS * nb);
+    // SAFETY: prep holds nb blocks.
+    let col = |ib: usize| unsafe { prepared::block(prep, ib) };
     super::x86_f16_rows::drive(
         out,
         halves,
@@ -280,7 +261,7 @@ mod tests {
                         super::iq4_xs_avx512(256 * nb, row, &y).to_bits()
                     })
                     .collect();
-                let mut prep = vec![0f32; super::PREP_SLOTS * nb];
+                let mut prep = vec![0f32; super::prepared::PREP_SLOTS * nb];
                 // SAFETY: the features are present; y holds nb blocks.
                 unsafe { super::prep(nb, y.as_ptr(), &mut prep) };
                 for halves in [false, true] {

@@ -12,6 +12,7 @@ use std::arch::x86_64::*;
 use super::scalar::check;
 use super::x86::{h2f_f16c, hsum_ps, load32};
 use super::x86_k512::dpwssd;
+use super::x86_prepared as prepared;
 
 pub(super) fn q2_k_avx2(n: usize, x: &[u8], y: &[u8]) -> f32 {
     let nb = check(n, 256, x, 84, y, 292);
@@ -35,10 +36,6 @@ pub(super) fn q3_k_avx512(n: usize, x: &[u8], y: &[u8]) -> f32 {
     }
 }
 
-/// f32 slots per block of a prepared Q8_K column (`q3_k_prep`): its four activation registers,
-/// then their four bias registers.
-pub(crate) const Q3K_PREP_SLOTS: usize = 128;
-
 /// Block ib of a Q8_K column as `q3_k_rows_n` takes it: register s holds chunk (0, s)'s 32
 /// activations then chunk (1, s)'s, and its bias -4 x each dword's four activations.
 ///
@@ -60,25 +57,15 @@ unsafe fn q3_k_column(y: *const u8, ib: usize) -> ([__m512i; 4], [__m512i; 4]) {
     (yv, bias)
 }
 
-/// Fills `prep` (Q3K_PREP_SLOTS * nb slots) with the nb blocks of column `y` as
+/// Fills `prep` (`x86_prepared::PREP_SLOTS` * nb slots) with the nb blocks of column `y` as
 /// `q3_k_column` gives them, once for all the rows of a one-column product.
 ///
 /// # Safety
 /// The AVX-512 dot-product set; y holds nb Q8_K blocks.
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2")]
 pub(crate) unsafe fn q3_k_prep(nb: usize, y: *const u8, prep: &mut [f32]) {
-    assert!(prep.len() >= Q3K_PREP_SLOTS * nb);
-    for (ib, slots) in prep.chunks_exact_mut(Q3K_PREP_SLOTS).take(nb).enumerate() {
-        // SAFETY: the caller's promise; slots holds 8 registers (512 bytes).
-        unsafe {
-            let (yv, bias) = q3_k_column(y, ib);
-            let at = slots.as_mut_ptr() as *mut __m512i;
-            for s in 0..4 {
-                _mm512_storeu_si512(at.add(s), yv[s]);
-                _mm512_storeu_si512(at.add(4 + s), bias[s]);
-            }
-        }
-    }
+    // SAFETY: the caller's promise.
+    unsafe { prepared::fill(nb, prep, |ib| q3_k_column(y, ib)) }
 }
 
 /// out[i] = the Q3_K dot product (the bits of `q3_k_avx512`) of the row at `x + i * stride`
@@ -88,7 +75,7 @@ pub(crate) unsafe fn q3_k_prep(nb: usize, y: *const u8, prep: &mut [f32]) {
 ///
 /// # Safety
 /// The AVX-512 dot-product set and GFNI; each of the out.len() rows holds nb Q3_K blocks, y nb Q8_K
-/// blocks and prep their Q3K_PREP_SLOTS * nb prepared slots.
+/// blocks and prep their prepared blocks (`q3_k_prep`).
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,gfni")]
 pub(crate) unsafe fn q3_k_rows(
     nb: usize,
@@ -99,16 +86,9 @@ pub(crate) unsafe fn q3_k_rows(
     out: &mut [f32],
     halves: bool,
 ) {
-    assert!(prep.len() >= Q3K_PREP_SLOTS * nb);
-    let col = |ib: usize| {
-        // SAFETY: prep holds nb blocks of 8 registers.
-        unsafe {
-            let at = prep.as_ptr().add(Q3K_PREP_SLOTS * ib) as *const __m512i;
-            let yv: [__m512i; 4] = std::array::from_fn(|s| _mm512_loadu_si512(at.add(s)));
-            let bias: [__m512i; 4] = std::array::from_fn(|s| _mm512_loadu_si512(at.add(4 + s)));
-            (yv, bias)
-        }
-    };
+    assert!(prep.len() >= prepared::PREP_SLOTS * nb);
+    // SAFETY: prep holds nb blocks.
+    let col = |ib: usize| unsafe { prepared::block(prep, ib) };
     super::x86_f16_rows::drive(
         out,
         halves,
@@ -444,7 +424,7 @@ mod tests {
                         super::q3_k_avx512(256 * nb, row, &y).to_bits()
                     })
                     .collect();
-                let mut prep = vec![0f32; super::Q3K_PREP_SLOTS * nb];
+                let mut prep = vec![0f32; super::prepared::PREP_SLOTS * nb];
                 // SAFETY: the features are present; y holds nb blocks.
                 unsafe { super::q3_k_prep(nb, y.as_ptr(), &mut prep) };
                 for halves in [false, true] {

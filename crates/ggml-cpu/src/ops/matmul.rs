@@ -750,7 +750,7 @@ fn column_rows(
         ColumnRows::Prepared { ty, .. } => {
             use crate::dot::{x86_iq4_xs as iq4, x86_k23 as k23};
             let nb = k / 256;
-            let buf = p.scratch(k23::Q3K_PREP_SLOTS.max(iq4::PREP_SLOTS) * nb);
+            let buf = p.scratch(crate::dot::x86_prepared::PREP_SLOTS * nb);
             // SAFETY: the kernel's CPU features are present (ColumnRows::of); y is one Q8_K
             // row of k values.
             unsafe {
