@@ -222,66 +222,16 @@ pub(crate) unsafe fn block_sum(bx: *const u8, by: *const u8) -> i32 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_rows::Rng;
-
-    /// Every row of a chunk, one by one and by halves (odd and even row counts), equals
-    /// `iq4_xs_avx512` on that row to the bit (whose bits `tests_ggml` checks against
-    /// llama.cpp's).
+    /// One column's rows in one call equal the one-row kernel (`x86_prepared::check_rows`).
     #[test]
     fn rows_equal_the_one_row_kernel() {
         if !crate::simd::features::cpu().avx512_iq4_xs() {
             eprintln!("skipped: this CPU lacks the AVX-512 dot-product set or BMI2");
             return;
         }
-        let mut rng = Rng(0x94D0_49BB_1331_11EB);
-        for nb in [1usize, 2, 3, 8] {
-            for nrows in [1usize, 2, 7, 16] {
-                let mut x = vec![0u8; 136 * nb * nrows];
-                for (i, b) in x.iter_mut().enumerate() {
-                    // random codes and scales; d a small positive half
-                    *b = match i % 136 {
-                        0 => 0x66,
-                        1 => 0x1a,
-                        _ => rng.byte(),
-                    };
-                }
-                let mut y = vec![0u8; 292 * nb];
-                for (i, b) in y.iter_mut().enumerate() {
-                    *b = match i % 292 {
-                        0..4 => [0x00, 0x00, 0x80, 0x3c][i % 292],
-                        // Q8_K codes stay within -127..=127
-                        4..260 => (rng.byte() as i8).max(-127) as u8,
-                        _ => 0,
-                    };
-                }
-                let row_bytes = 136 * nb;
-                let want: Vec<u32> = (0..nrows)
-                    .map(|r| {
-                        let row = &x[r * row_bytes..(r + 1) * row_bytes];
-                        super::iq4_xs_avx512(256 * nb, row, &y).to_bits()
-                    })
-                    .collect();
-                let mut prep = vec![0f32; super::prepared::PREP_SLOTS * nb];
-                // SAFETY: the features are present; y holds nb blocks.
-                unsafe { super::prep(nb, y.as_ptr(), &mut prep) };
-                for halves in [false, true] {
-                    let mut out = vec![0f32; nrows];
-                    // SAFETY: the features are present; nrows rows of nb blocks, row_bytes apart.
-                    unsafe {
-                        super::rows(
-                            nb,
-                            x.as_ptr(),
-                            row_bytes,
-                            y.as_ptr(),
-                            &prep,
-                            &mut out,
-                            halves,
-                        )
-                    };
-                    let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
-                    assert_eq!(got, want, "{nb} blocks, {nrows} rows, halves {halves}");
-                }
-            }
-        }
+        // SAFETY: the features are present.
+        unsafe {
+            super::prepared::check_rows(136, 0, super::iq4_xs_avx512, super::prep, super::rows)
+        };
     }
 }

@@ -48,3 +48,70 @@ pub(super) unsafe fn block(prep: &[f32], ib: usize) -> Block {
         )
     }
 }
+
+/// A prepared kernel's rows entry (`x86_k23::q3_k_rows`, `x86_iq4_xs::rows`).
+#[cfg(test)]
+pub(super) type RowsFn = unsafe fn(usize, *const u8, usize, *const u8, &[f32], &mut [f32], bool);
+
+/// The test of a prepared kernel: on random blocks (`block` bytes, the f16 d at byte `d_at`)
+/// every row of a chunk, one by one and by halves (odd and even row counts), equals the one-row
+/// dot product `one` to the bit (whose bits `tests_ggml` checks against llama.cpp's).
+///
+/// # Safety
+/// The kernels' CPU features are present.
+#[cfg(test)]
+pub(super) unsafe fn check_rows(
+    block: usize,
+    d_at: usize,
+    one: fn(usize, &[u8], &[u8]) -> f32,
+    prep: unsafe fn(usize, *const u8, &mut [f32]),
+    rows: RowsFn,
+) {
+    let mut rng = super::test_rows::Rng(0x5851_F42D_4C95_7F2D);
+    for nb in [1usize, 2, 3, 8] {
+        for nrows in [1usize, 2, 7, 16] {
+            let mut x = vec![0u8; block * nb * nrows];
+            for (i, b) in x.iter_mut().enumerate() {
+                // random codes and scales; d a small positive half
+                *b = match i % block {
+                    o if o == d_at => 0x66,
+                    o if o == d_at + 1 => 0x1a,
+                    _ => rng.byte(),
+                };
+            }
+            let mut y = vec![0u8; 292 * nb];
+            for (i, b) in y.iter_mut().enumerate() {
+                *b = match i % 292 {
+                    0..4 => [0x00, 0x00, 0x80, 0x3c][i % 292],
+                    // Q8_K codes stay within -127..=127
+                    4..260 => (rng.byte() as i8).max(-127) as u8,
+                    _ => 0,
+                };
+            }
+            let row_bytes = block * nb;
+            let want: Vec<u32> = (0..nrows)
+                .map(|r| one(256 * nb, &x[r * row_bytes..(r + 1) * row_bytes], &y).to_bits())
+                .collect();
+            let mut buf = vec![0f32; PREP_SLOTS * nb];
+            // SAFETY: the caller's promise; y holds nb blocks.
+            unsafe { prep(nb, y.as_ptr(), &mut buf) };
+            for halves in [false, true] {
+                let mut out = vec![0f32; nrows];
+                // SAFETY: as above; nrows rows of nb blocks, row_bytes apart.
+                unsafe {
+                    rows(
+                        nb,
+                        x.as_ptr(),
+                        row_bytes,
+                        y.as_ptr(),
+                        &buf,
+                        &mut out,
+                        halves,
+                    )
+                };
+                let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, want, "{nb} blocks, {nrows} rows, halves {halves}");
+            }
+        }
+    }
+}
