@@ -63,40 +63,17 @@ pub(crate) unsafe fn prep(nb: usize, y: *const u8, prep: &mut [f32]) {
     unsafe { prepared::fill(nb, prep, |ib| column(y, ib)) }
 }
 
-/// out[i] = the IQ4_XS dot product (the bits of `iq4_xs_avx512`) of the row at
-/// `x + i * stride` and column `y`, whose blocks `prep` holds prepared: one column's rows in
-/// one call, one after another or, with `halves`, row r of the first half of out beside row
-/// r of the second.
-///
-/// # Safety
-/// `Features::avx512_iq4_xs`; each of the out.len() rows holds nb IQ4_XS blocks, y nb Q8_K
-/// blocks and prep their prepared blocks (`prep`).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,bmi2")]
-pub(crate) unsafe fn rows(
-    nb: usize,
-    x: *const u8,
-    stride: usize,
-    y: *const u8,
-    prep: &[f32],
-    out: &mut [f32],
-    halves: bool,
-) {
-    assert!(prep.len() >= prepared::PREP_SLOTS * nb);
-    // SAFETY: prep holds nb blocks.
-    let col = |ib: usize| unsafe { prepared::block(prep, ib) };
-    super::x86_f16_rows::drive(
-        out,
-        halves,
-        |i| x.wrapping_add(i * stride),
-        // SAFETY: every row the driver names exists (the caller's promise).
-        |r| unsafe { hsum_ps(rows_n::<1>(nb, &[r], y, col)[0]) },
-        // SAFETY: as above.
-        |r| unsafe {
-            let [a, b] = rows_n::<2>(nb, &r, y, col);
-            [hsum_ps(a), hsum_ps(b)]
-        },
-    );
-}
+prepared::rows_fn!(
+    /// out[i] = the IQ4_XS dot product (the bits of `iq4_xs_avx512`) of row i and column y,
+    /// the column prepared by `prep` (see `x86_prepared::rows_fn`).
+    ///
+    /// # Safety
+    /// `Features::avx512_iq4_xs`; each of the out.len() rows holds nb IQ4_XS blocks, y nb Q8_K
+    /// blocks and prep their prepared blocks.
+    rows,
+    rows_n,
+    "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,bmi2"
+);
 
 /// The 8-lane float sums (before `hsum_ps`) of R IQ4_XS rows times one Q8_K column whose
 /// blocks `column` gives (see the module's comment).

@@ -68,40 +68,17 @@ pub(crate) unsafe fn q3_k_prep(nb: usize, y: *const u8, prep: &mut [f32]) {
     unsafe { prepared::fill(nb, prep, |ib| q3_k_column(y, ib)) }
 }
 
-/// out[i] = the Q3_K dot product (the bits of `q3_k_avx512`) of the row at `x + i * stride`
-/// and column `y`, whose blocks `prep` holds prepared (`q3_k_prep`): one column's rows in one
-/// call, one after another or, with `halves`, row r of the first half of out beside row r of
-/// the second.
-///
-/// # Safety
-/// The AVX-512 dot-product set and GFNI; each of the out.len() rows holds nb Q3_K blocks, y nb Q8_K
-/// blocks and prep their prepared blocks (`q3_k_prep`).
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,gfni")]
-pub(crate) unsafe fn q3_k_rows(
-    nb: usize,
-    x: *const u8,
-    stride: usize,
-    y: *const u8,
-    prep: &[f32],
-    out: &mut [f32],
-    halves: bool,
-) {
-    assert!(prep.len() >= prepared::PREP_SLOTS * nb);
-    // SAFETY: prep holds nb blocks.
-    let col = |ib: usize| unsafe { prepared::block(prep, ib) };
-    super::x86_f16_rows::drive(
-        out,
-        halves,
-        |i| x.wrapping_add(i * stride),
-        // SAFETY: every row the driver names exists (the caller's promise).
-        |r| unsafe { hsum_ps(q3_k_rows_n::<1>(nb, &[r], y, col)[0]) },
-        // SAFETY: as above.
-        |r| unsafe {
-            let [a, b] = q3_k_rows_n::<2>(nb, &r, y, col);
-            [hsum_ps(a), hsum_ps(b)]
-        },
-    );
-}
+prepared::rows_fn!(
+    /// out[i] = the Q3_K dot product (the bits of `q3_k_avx512`) of row i and column y, the
+    /// column prepared by `q3_k_prep` (see `x86_prepared::rows_fn`).
+    ///
+    /// # Safety
+    /// The AVX-512 dot-product set and GFNI; each of the out.len() rows holds nb Q3_K blocks,
+    /// y nb Q8_K blocks and prep their prepared blocks.
+    q3_k_rows,
+    q3_k_rows_n,
+    "avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c,gfni"
+);
 
 #[inline]
 #[target_feature(enable = "avx2")]

@@ -49,6 +49,46 @@ pub(super) unsafe fn block(prep: &[f32], ib: usize) -> Block {
     }
 }
 
+/// Defines `$name(nb, x, stride, y, prep, out, halves)`, one column's rows in one call for a
+/// kernel `$kernel::<R>(nb, rows, y, column)` that returns R rows' 8-lane float sums: out[i] =
+/// the dot product of the row at `x + i * stride` and column `y`, whose blocks `prep` holds
+/// prepared, row after row or, with `halves`, row r of the first half of out beside row r of
+/// the second (`x86_f16_rows::drive`).
+macro_rules! rows_fn {
+    ($(#[$attr:meta])* $name:ident, $kernel:ident, $feat:literal) => {
+        $(#[$attr])*
+        #[target_feature(enable = $feat)]
+        pub(crate) unsafe fn $name(
+            nb: usize,
+            x: *const u8,
+            stride: usize,
+            y: *const u8,
+            prep: &[f32],
+            out: &mut [f32],
+            halves: bool,
+        ) {
+            use super::x86::hsum_ps;
+            use super::x86_prepared as prepared;
+            assert!(prep.len() >= prepared::PREP_SLOTS * nb);
+            // SAFETY: prep holds nb blocks.
+            let col = |ib: usize| unsafe { prepared::block(prep, ib) };
+            super::x86_f16_rows::drive(
+                out,
+                halves,
+                |i| x.wrapping_add(i * stride),
+                // SAFETY: every row the driver names exists (the caller's promise).
+                |r| unsafe { hsum_ps($kernel::<1>(nb, &[r], y, col)[0]) },
+                // SAFETY: as above.
+                |r| unsafe {
+                    let [a, b] = $kernel::<2>(nb, &r, y, col);
+                    [hsum_ps(a), hsum_ps(b)]
+                },
+            );
+        }
+    };
+}
+pub(super) use rows_fn;
+
 /// A prepared kernel's rows entry (`x86_k23::q3_k_rows`, `x86_iq4_xs::rows`).
 #[cfg(test)]
 pub(super) type RowsFn = unsafe fn(usize, *const u8, usize, *const u8, &[f32], &mut [f32], bool);
