@@ -103,3 +103,42 @@ pub(super) fn write_case_file(cases: &[Case]) {
     }
     std::fs::write(path, buf).unwrap();
 }
+
+/// The test of a float rows kernel (`x86_f16_rows::rows`, `x86_bf16::rows`): every row of a
+/// chunk, one by one and by halves (odd and even row counts), equals the one-row kernel `one`
+/// to the bit, at widths with and without a tail (and one whose tail alone is the sum), the
+/// rows padded apart (a stride longer than the row, as a view's may be).
+///
+/// # Safety
+/// Both kernels' CPU features are present.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn check_float_rows(
+    ty: Type,
+    one: unsafe fn(usize, &[u8], &[u8]) -> f32,
+    rows: unsafe fn(usize, *const u8, usize, *const u8, &mut [f32], bool),
+) {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    for n in [40, 64, 100, 2048, 2085] {
+        for nrows in [1, 2, 7, 16] {
+            let y = floats(ty, n, &mut rng);
+            let stride = 2 * n + 64;
+            let mut x = vec![0u8; stride * nrows];
+            for r in 0..nrows {
+                x[r * stride..r * stride + 2 * n].copy_from_slice(&floats(ty, n, &mut rng));
+            }
+            let want: Vec<u32> = (0..nrows)
+                .map(|r| {
+                    // SAFETY: the caller's promise; the row and y hold n values.
+                    unsafe { one(n, &x[r * stride..r * stride + 2 * n], &y) }.to_bits()
+                })
+                .collect();
+            for halves in [false, true] {
+                let mut out = vec![0f32; nrows];
+                // SAFETY: as above; nrows rows of n values, stride apart.
+                unsafe { rows(n, x.as_ptr(), stride, y.as_ptr(), &mut out, halves) };
+                let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+                assert_eq!(got, want, "{ty:?}: n {n}, {nrows} rows, halves {halves}");
+            }
+        }
+    }
+}

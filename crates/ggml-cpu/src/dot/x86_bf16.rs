@@ -170,47 +170,21 @@ unsafe fn rows_n<const R: usize>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_rows::{floats, Rng};
-    use ggml::Type;
-
-    /// Every row of a chunk, one by one and by halves (odd and even row counts), equals
-    /// `bf16_k512bf16` on that row to the bit, at widths with and without a tail (and one
-    /// whose tail alone is the sum).
+    /// One column's rows in one call equal `bf16_k512bf16` (`test_rows::check_float_rows`).
     #[test]
     fn rows_equal_the_one_row_kernel() {
-        if !crate::simd::features::cpu().avx512bf16 || !crate::simd::features::cpu().avx512f {
+        let cpu = crate::simd::features::cpu();
+        if !cpu.avx512bf16 || !cpu.avx512f {
             eprintln!("skipped: this CPU lacks AVX-512F / AVX512_BF16");
             return;
         }
-        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
-        for n in [40, 64, 100, 2048, 2085] {
-            for nrows in [1, 2, 7, 16] {
-                let y = floats(Type::Bf16, n, &mut rng);
-                // rows padded apart (a stride longer than the row), as a view's may be
-                let stride = 2 * n + 64;
-                let mut x = vec![0u8; stride * nrows];
-                for r in 0..nrows {
-                    x[r * stride..r * stride + 2 * n].copy_from_slice(&floats(
-                        Type::Bf16,
-                        n,
-                        &mut rng,
-                    ));
-                }
-                let want: Vec<u32> = (0..nrows)
-                    .map(|r| {
-                        let row = &x[r * stride..r * stride + 2 * n];
-                        // SAFETY: the features are present; row and y hold n values.
-                        unsafe { super::bf16_k512bf16(n, row, &y) }.to_bits()
-                    })
-                    .collect();
-                for halves in [false, true] {
-                    let mut out = vec![0f32; nrows];
-                    // SAFETY: the features are present; nrows rows of n values, stride apart.
-                    unsafe { super::rows(n, x.as_ptr(), stride, y.as_ptr(), &mut out, halves) };
-                    let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
-                    assert_eq!(got, want, "n {n}, {nrows} rows, halves {halves}");
-                }
-            }
-        }
+        // SAFETY: the features are present.
+        unsafe {
+            super::super::test_rows::check_float_rows(
+                ggml::Type::Bf16,
+                super::bf16_k512bf16,
+                super::rows,
+            )
+        };
     }
 }

@@ -111,50 +111,20 @@ pub(super) unsafe fn rows_n<const R: usize>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_rows::{put_f16, Rng};
-    use super::super::x86::f16_k512;
-
-    /// Every row of a chunk, one by one and by halves (odd and even row counts), equals
-    /// `f16_k512` on that row to the bit, at widths with and without a tail (and one whose
-    /// tail alone is the sum).
+    /// One column's rows in one call equal `x86::f16_k512` (`test_rows::check_float_rows`).
     #[test]
     fn rows_equal_the_one_row_kernel() {
         if !std::arch::is_x86_feature_detected!("avx512f") {
             eprintln!("skipped: this CPU lacks AVX-512F");
             return;
         }
-        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-        for n in [40, 64, 100, 2048, 2085] {
-            for nrows in [1, 2, 7, 16] {
-                let mut half_row = |scale: f32| {
-                    let mut b = vec![0u8; 2 * n];
-                    for c in b.chunks_exact_mut(2) {
-                        put_f16(c, rng.range(-scale, scale));
-                    }
-                    b
-                };
-                let y = half_row(4.0);
-                // rows padded apart (a stride longer than the row), as a view's may be
-                let stride = 2 * n + 64;
-                let mut x = vec![0u8; stride * nrows];
-                for r in 0..nrows {
-                    x[r * stride..r * stride + 2 * n].copy_from_slice(&half_row(1.0));
-                }
-                let want: Vec<u32> = (0..nrows)
-                    .map(|r| {
-                        let row = &x[r * stride..r * stride + 2 * n];
-                        // SAFETY: AVX-512F is present; row and y hold n halves.
-                        unsafe { f16_k512(n, row, &y) }.to_bits()
-                    })
-                    .collect();
-                for halves in [false, true] {
-                    let mut out = vec![0f32; nrows];
-                    // SAFETY: AVX-512F is present; nrows rows of n halves, stride apart.
-                    unsafe { super::rows(n, x.as_ptr(), stride, y.as_ptr(), &mut out, halves) };
-                    let got: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
-                    assert_eq!(got, want, "n {n}, {nrows} rows, halves {halves}");
-                }
-            }
-        }
+        // SAFETY: AVX-512F is present.
+        unsafe {
+            super::super::test_rows::check_float_rows(
+                ggml::Type::F16,
+                super::super::x86::f16_k512,
+                super::rows,
+            )
+        };
     }
 }

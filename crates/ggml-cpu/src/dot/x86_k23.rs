@@ -28,8 +28,8 @@ pub(super) fn q3_k_avx2(n: usize, x: &[u8], y: &[u8]) -> f32 {
 
 pub(super) fn q3_k_avx512(n: usize, x: &[u8], y: &[u8]) -> f32 {
     let nb = check(n, 256, x, 110, y, 292);
-    // SAFETY: handed out only after the AVX-512 dot-product set and GFNI were detected; `check` proved
-    // the sizes.
+    // SAFETY: handed out only after the AVX-512 dot-product set and GFNI were detected;
+    // `check` proved the sizes.
     unsafe {
         let y = y.as_ptr();
         hsum_ps(q3_k_rows_n::<1>(nb, &[x.as_ptr()], y, |ib| q3_k_column(y, ib))[0])
@@ -213,14 +213,14 @@ unsafe fn q3k_scales16(p: *const u8) -> __m256i {
 /// scale x (q - 4) x q8 of the chunk's values 4l..4l + 4, then d fused in per block).
 ///
 /// One 64-byte register holds chunk (0, s) in its low half and (1, s) in its high half, so the
-/// block's codes are four registers, each the OR of two vgf2p8affineqb (the code's two low
-/// bits moved down, its hmask bit moved to bit 2: 8% faster than shifts, masks and a masked
-/// add, 20% faster than the AVX2 kernel, from L2). vpdpbusd sums four (code, activation) products per dword,
+/// block's codes are four registers, each the OR of two vgf2p8affineqb (the code's two low bits
+/// moved down, its hmask bit moved to bit 2: 8% faster than shifts, masks and a masked add, 20%
+/// faster than the AVX2 kernel, from L2). vpdpbusd sums four (code, activation) products per dword,
 /// started from -4 x the four activations' sum (the code's bias, shared by the R rows); two
-/// registers' dword sums (|sum| <= 2048) go as the two words of a dword into vpdpwssd, whose
-/// scale words are scale x 256 (the byte picked into the high half by vpshufb, so no sign
-/// extension): the dword then holds 256 x the lane's exact sum, shifted back at the block's end
-/// (|256 x sum| < 2^28).
+/// registers' dword sums (|sum| <= 2048) go as the two words of a dword into vpdpwssd, whose scale
+/// words are scale x 256 (the byte picked into the high half by vpshufb, so no sign extension): the
+/// dword then holds 256 x the lane's exact sum, shifted back at the block's end (|256 x sum| <
+/// 2^28).
 ///
 /// # Safety
 /// The AVX-512 dot-product set and GFNI; each x[r] holds `nb` Q3_K blocks, `y` nb Q8_K blocks.
@@ -272,7 +272,7 @@ unsafe fn q3_k_rows_n<const R: usize>(
             let bx = x[r].add(110 * ib);
             let q3 = _mm512_loadu_si512(bx.add(32) as *const __m512i);
             // hmask in both halves: the high bits of chunk (0, s) are its bits s, of chunk
-            // (1, s) its bits 4 + s, tested into a byte mask
+            // (1, s) its bits 4 + s (gh[s] picks them)
             let hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(bx as *const __m256i));
             let t: [__m512i; 4] = std::array::from_fn(|s| {
                 let low = _mm512_gf2p8affine_epi64_epi8::<0>(q3, gl[s]);

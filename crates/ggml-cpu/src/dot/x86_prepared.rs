@@ -90,8 +90,32 @@ macro_rules! rows_fn {
 pub(super) use rows_fn;
 
 /// A prepared kernel's rows entry (`x86_k23::q3_k_rows`, `x86_iq4_xs::rows`).
-#[cfg(test)]
-pub(super) type RowsFn = unsafe fn(usize, *const u8, usize, *const u8, &[f32], &mut [f32], bool);
+pub(crate) type RowsFn = unsafe fn(usize, *const u8, usize, *const u8, &[f32], &mut [f32], bool);
+
+/// A weight type's prepared kernel: `prep(nb, y, buf)` fills a column's PREP_SLOTS * nb slots
+/// once per product, `rows` takes the chunks of rows.
+#[derive(Clone, Copy)]
+pub(crate) struct Kernel {
+    pub prep: unsafe fn(usize, *const u8, &mut [f32]),
+    pub rows: RowsFn,
+}
+
+/// The prepared kernel of `ty` on this CPU, if it has one: Q3_K (the AVX-512 dot-product set
+/// and GFNI) and IQ4_XS (and BMI2).
+pub(crate) fn kernel(ty: ggml::Type) -> Option<Kernel> {
+    let cpu = crate::simd::features::cpu();
+    match ty {
+        ggml::Type::Q3K if cpu.avx512_q3_k() => Some(Kernel {
+            prep: super::x86_k23::q3_k_prep,
+            rows: super::x86_k23::q3_k_rows,
+        }),
+        ggml::Type::Iq4Xs if cpu.avx512_iq4_xs() => Some(Kernel {
+            prep: super::x86_iq4_xs::prep,
+            rows: super::x86_iq4_xs::rows,
+        }),
+        _ => None,
+    }
+}
 
 /// The test of a prepared kernel: on random blocks (`block` bytes, the f16 d at byte `d_at`)
 /// every row of a chunk, one by one and by halves (odd and even row counts), equals the one-row

@@ -96,7 +96,7 @@ pub(crate) unsafe fn tile(
     #[cfg(target_arch = "x86_64")]
     {
         match (e, has_avx512()) {
-            (Elem::Bf16, _) => super::gemm_bf16::tile::<RN>(k, a, b, out),
+            (Elem::Bf16, _) => super::gemm_bf16::tile(k, a, b, out),
             (Elem::F32, true) => x86::tile_f32_avx512(k, a, b, out),
             (Elem::F16, true) => x86::tile_f16_avx512(k, a, b, out),
             (Elem::F32, false) => x86::tile_f32(k, a, b, out),

@@ -1,13 +1,13 @@
 //! BF16 weights times BF16 columns in llamafile's tinyBLAS order, as llama.cpp's AVX-512 build
 //! with `__AVX512BF16__` runs them for batches (tinyBLAS<32, __m512, __m512bh>): each cell one
 //! chain of vdpbf16ps over 32 values a step from zero, then GCC's _mm512_reduce_add_ps. The
-//! tile shape does not change a cell's bits; RM x N accumulators share each loaded vector.
+//! tile shape does not change a cell's bits; RM x RN accumulators share each loaded vector.
 //! This is the RM x RN tile (LLVM keeps its 12 sums in registers); the wide RM x RN_WIDE one
 //! is `gemm`'s, its loop in assembly beside the F16 one.
 
 use std::arch::x86_64::*;
 
-use super::gemm::RM;
+use super::gemm::{RM, RN};
 
 /// Values per step (tinyBLAS's KN for BF16).
 const KN: usize = super::gemm::BF16_KN;
@@ -18,26 +18,21 @@ pub(crate) fn available() -> bool {
     f.avx512f && f.avx512bf16
 }
 
-/// The RM x N cells of rows a[r] times columns b[c] over k values (a multiple of KN), cell
-/// (r, c) at out[r * N + c].
+/// The RM x RN cells of rows a[r] times columns b[c] over k values (a multiple of KN), cell
+/// (r, c) at out[r * RN + c].
 ///
 /// # Safety
 /// `available()`; k % KN == 0; every a[r] and b[c] points at k readable BF16 values; out holds
-/// RM * N floats.
+/// RM * RN floats.
 #[target_feature(enable = "avx512f,avx512bf16")]
-pub(crate) unsafe fn tile<const N: usize>(
-    k: usize,
-    a: &[*const u8; RM],
-    b: &[*const u8; N],
-    out: &mut [f32],
-) {
-    assert!(out.len() >= RM * N);
+pub(crate) unsafe fn tile(k: usize, a: &[*const u8; RM], b: &[*const u8; RN], out: &mut [f32]) {
+    assert!(out.len() >= RM * RN);
     // __m512bh and __m512i are both 64 plain bytes
     let load = |p: *const u8| {
         // SAFETY: the callers below read 64 bytes inside a row (the caller's promise).
         unsafe { std::mem::transmute::<__m512i, __m512bh>(_mm512_loadu_si512(p as *const __m512i)) }
     };
-    let mut acc = [[_mm512_setzero_ps(); RM]; N];
+    let mut acc = [[_mm512_setzero_ps(); RM]; RN];
     let mut l = 0;
     while l + KN <= k {
         let av: [__m512bh; RM] = std::array::from_fn(|r| load(a[r].wrapping_add(2 * l)));
@@ -51,7 +46,7 @@ pub(crate) unsafe fn tile<const N: usize>(
     }
     for (j, accj) in acc.iter().enumerate() {
         for (r, c) in accj.iter().enumerate() {
-            out[r * N + j] = crate::dot::x86_bf16::reduce_add(*c);
+            out[r * RN + j] = crate::dot::x86_bf16::reduce_add(*c);
         }
     }
 }
@@ -97,7 +92,7 @@ mod tests {
         };
         let mut o3 = [0f32; RM * 3];
         // SAFETY: as above.
-        unsafe { tile::<3>(k, &a, &b3, &mut o3) };
+        unsafe { tile(k, &a, &b3, &mut o3) };
         for r in 0..RM {
             for c in 0..6 {
                 assert_eq!(

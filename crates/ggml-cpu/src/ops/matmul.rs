@@ -670,9 +670,12 @@ enum ColumnRows {
     /// `dot::x86_f16_rows::rows`: F16 rows where the policy takes them one by one (not
     /// `dot::rows4_kernel`'s four a pass), row after row or two a pass from the halves.
     F16 { halves: bool },
-    /// `dot::x86_k23::q3_k_rows` (Q3_K) or `dot::x86_iq4_xs::rows` (IQ4_XS): the column
-    /// prepared once per thread, the rows one after another or two a pass from the halves.
-    Prepared { ty: Type, halves: bool },
+    /// `dot::x86_prepared::kernel`'s (Q3_K, IQ4_XS): the column prepared once per thread,
+    /// the rows one after another or two a pass from the halves.
+    Prepared {
+        kernel: crate::dot::x86_prepared::Kernel,
+        halves: bool,
+    },
     /// `dot::x86_bf16::rows`: BF16 rows where the policy takes them so (`bf16_rows`), row
     /// after row or two a pass from the halves.
     Bf16 { halves: bool },
@@ -706,14 +709,12 @@ impl ColumnRows {
             (Type::F16, Type::F16) if !cpu.f16_rows4(row_bytes) => Some(Self::F16 {
                 halves: cpu.rows_in_halves(ty, row_bytes),
             }),
-            (Type::Q3K, Type::Q8K) if !several && cpu.avx512_q3_k() => Some(Self::Prepared {
-                ty,
-                halves: cpu.rows_in_halves(ty, row_bytes),
-            }),
-            (Type::Iq4Xs, Type::Q8K) if !several && cpu.avx512_iq4_xs() => Some(Self::Prepared {
-                ty,
-                halves: cpu.rows_in_halves(ty, row_bytes),
-            }),
+            (Type::Q3K | Type::Iq4Xs, Type::Q8K) if !several => {
+                crate::dot::x86_prepared::kernel(ty).map(|kernel| Self::Prepared {
+                    kernel,
+                    halves: cpu.rows_in_halves(ty, row_bytes),
+                })
+            }
             (Type::Bf16, Type::Bf16) if cpu.bf16_rows() => Some(Self::Bf16 {
                 halves: cpu.rows_in_halves(ty, row_bytes),
             }),
@@ -747,19 +748,12 @@ fn column_rows(
             unsafe { q8r::prep(w, k / 32, y, buf) };
             buf
         }
-        ColumnRows::Prepared { ty, .. } => {
-            use crate::dot::{x86_iq4_xs as iq4, x86_k23 as k23};
+        ColumnRows::Prepared { kernel, .. } => {
             let nb = k / 256;
             let buf = p.scratch(crate::dot::x86_prepared::PREP_SLOTS * nb);
             // SAFETY: the kernel's CPU features are present (ColumnRows::of); y is one Q8_K
             // row of k values.
-            unsafe {
-                if ty == Type::Q3K {
-                    k23::q3_k_prep(nb, y, buf)
-                } else {
-                    iq4::prep(nb, y, buf)
-                }
-            };
+            unsafe { (kernel.prep)(nb, y, buf) };
             buf
         }
         ColumnRows::Q6K
@@ -790,13 +784,8 @@ fn column_rows(
                     ColumnRows::F16 { halves } => {
                         crate::dot::x86_f16_rows::rows(k, x, a.nb[1], y, out, halves)
                     }
-                    ColumnRows::Prepared { ty, halves } => {
-                        let (nb, s) = (k / 256, a.nb[1]);
-                        if ty == Type::Q3K {
-                            crate::dot::x86_k23::q3_k_rows(nb, x, s, y, prep, out, halves)
-                        } else {
-                            crate::dot::x86_iq4_xs::rows(nb, x, s, y, prep, out, halves)
-                        }
+                    ColumnRows::Prepared { kernel, halves } => {
+                        (kernel.rows)(k / 256, x, a.nb[1], y, prep, out, halves)
                     }
                     ColumnRows::Bf16 { halves } => {
                         crate::dot::x86_bf16::rows(k, x, a.nb[1], y, out, halves)

@@ -185,158 +185,162 @@ fn q4_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
     // scratch: a prepared span
     let buf = p.scratch(prep_bytes.div_ceil(4));
     let prep = buf.as_mut_ptr() as *mut u8;
-    let counter = p.counter;
-    // one column (generation): units in runs of consecutive spans (a few per thread), so the
-    // gemv's prefetches run on into the thread's own next span
+    // the span whose rows tmp holds prepared
+    let mut prepped = usize::MAX;
+    for_units(p, units, nr1, |ch| {
+        let (si, g) = (ch % spans, ch / spans);
+        let (c0, c1) = (g * GROUP, ((g + 1) * GROUP).min(nr1));
+        let r0 = si * span;
+        let n = span.min(nr0 - r0);
+        let src = a.row_ptr(r0, 0, 0) as *const u8;
+        // column c's results for rows r0 + at..
+        let store = |c: usize, at: usize, out: &[f32]| {
+            let (_, i11, i12, i13) = b_row(c);
+            for (r, v) in out.iter().enumerate() {
+                // SAFETY: (r0 + at + r, c) is a cell of dst, which belongs to this unit only.
+                unsafe { (d.ptr(r0 + at + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
+            }
+        };
+        // the unit's columns by order: the gemm's first, then the gemv's
+        let mut gemm = [0usize; GROUP];
+        let mut gemv = [0usize; GROUP];
+        let (mut ng, mut nv) = (0, 0);
+        for c in c0..c1 {
+            if plan.order(c % ne11, ne11) == ktile::Order::RepackGemm {
+                gemm[ng] = c;
+                ng += 1;
+            } else {
+                gemv[nv] = c;
+                nv += 1;
+            }
+        }
+        // a group's row r has block ib at its first block + bs * ib
+        let bs = K_GROUP * K_BLOCK;
+        let row0 = |r: usize| src.wrapping_add((r / K_GROUP) * nb * bs + (r % K_GROUP) * K_BLOCK);
+        if avx512 {
+            #[cfg(target_arch = "x86_64")]
+            {
+                use crate::dot::x86_k4x16::{gemm16, prep16, ROWS};
+                if ng > 0 && prepped != si {
+                    let x: [*const u8; ROWS] = std::array::from_fn(row0);
+                    // SAFETY: rows r < n are in this weight (n is 8 or 16, whole groups), each
+                    // nb blocks bs apart; prep holds prep_bytes.
+                    unsafe { prep16(nb, bs, &x, n, prep) };
+                    prepped = si;
+                }
+                let mut i = 0;
+                while i < ng {
+                    macro_rules! pass {
+                        ($w:expr) => {{
+                            let b: [*const u8; $w] = std::array::from_fn(|j| b_row(gemm[i + j]).0);
+                            let mut out = [[0.0f32; ROWS]; $w];
+                            // SAFETY: AVX-512 VNNI is present; prep holds the span prepared;
+                            // each column has nb Q8_K blocks.
+                            unsafe { gemm16::<$w>(nb, prep, &b, &mut out) };
+                            for (j, o) in out.iter().enumerate() {
+                                store(gemm[i + j], 0, &o[..n]);
+                            }
+                            $w
+                        }};
+                    }
+                    i += match ng - i {
+                        6.. => pass!(6),
+                        4..=5 => pass!(4),
+                        3 => pass!(3),
+                        2 => pass!(2),
+                        _ => pass!(1),
+                    };
+                }
+                for h in 0..n / K_GROUP {
+                    let x8: [*const u8; K_GROUP] = std::array::from_fn(|r| row0(h * K_GROUP + r));
+                    for &c in &gemv[..nv] {
+                        let mut out = [0.0f32; K_GROUP];
+                        // SAFETY: as above, one column.
+                        unsafe {
+                            crate::dot::x86_k512::q4_k_gemv8_strided(
+                                nb,
+                                bs,
+                                &x8,
+                                b_row(c).0,
+                                &mut out,
+                            )
+                        };
+                        store(c, h * K_GROUP, &out);
+                    }
+                }
+            }
+        } else {
+            // AVX2 (every CPU with CPU_REPACK has it): the gemm's columns through the 8-row
+            // kernel on the group prepared once, the gemv's through the 8-row gemv, read
+            // where the rows lie (x86_k4x8)
+            #[cfg(target_arch = "x86_64")]
+            {
+                use crate::dot::x86_k4x8::{gemm8, gemv8, prep8, ROWS};
+                // (repack::layout_for asks for the same features: AVX2, FMA, F16C)
+                debug_assert!(crate::dot::x86_k4x8::available());
+                let x: [*const u8; ROWS] = std::array::from_fn(row0);
+                if ng > 0 && prepped != si {
+                    // SAFETY: the span is one group of 8 rows, each nb blocks bs apart;
+                    // prep holds prep_bytes.
+                    unsafe { prep8(nb, bs, &x, prep) };
+                    prepped = si;
+                }
+                let mut i = 0;
+                while i < ng {
+                    macro_rules! pass {
+                        ($w:expr) => {{
+                            let b: [*const u8; $w] = std::array::from_fn(|j| b_row(gemm[i + j]).0);
+                            let mut out = [[0.0f32; ROWS]; $w];
+                            // SAFETY: available() holds; prep holds the group prepared;
+                            // each column has nb Q8_K blocks.
+                            unsafe { gemm8::<$w>(nb, prep, &b, &mut out) };
+                            for (j, o) in out.iter().enumerate() {
+                                store(gemm[i + j], 0, o);
+                            }
+                            $w
+                        }};
+                    }
+                    i += match ng - i {
+                        4.. => pass!(4),
+                        3 => pass!(3),
+                        2 => pass!(2),
+                        _ => pass!(1),
+                    };
+                }
+                for &c in &gemv[..nv] {
+                    let mut out = [0.0f32; ROWS];
+                    // SAFETY: available() holds; the group's 8 rows have nb blocks bs
+                    // apart; the column has nb Q8_K blocks.
+                    unsafe { gemv8(nb, bs, &x, b_row(c).0, &mut out) };
+                    store(c, 0, &out);
+                }
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            {
+                let _ = (&gemm, &gemv, ng, nv, row0, &mut prepped, prep);
+                unreachable!("CPU_REPACK holds Q4_K only where its kernels run");
+            }
+        }
+    });
+}
+
+/// Takes this thread's work units from the shared counter (its first is `p.ith`) and runs
+/// `unit` on each. For one column (generation) a counter value stands for a run of
+/// consecutive units, a few runs per thread, so each thread streams long stretches of the
+/// weight and its gemv's prefetches run on into its own next unit (Q2_K's panels one a value
+/// read at 13-14 GB/s at -t 2 against 22 at -t 1); otherwise one unit a value.
+fn for_units(p: &Params, units: usize, nr1: usize, mut unit: impl FnMut(usize)) {
     let run = if nr1 == 1 {
         units.div_ceil(super::matmul::STREAM_CHUNKS * p.nth)
     } else {
         1
     };
     let mut k = p.ith;
-    // the span whose rows tmp holds prepared
-    let mut prepped = usize::MAX;
     while k * run < units {
         for ch in k * run..((k + 1) * run).min(units) {
-            let (si, g) = (ch % spans, ch / spans);
-            let (c0, c1) = (g * GROUP, ((g + 1) * GROUP).min(nr1));
-            let r0 = si * span;
-            let n = span.min(nr0 - r0);
-            let src = a.row_ptr(r0, 0, 0) as *const u8;
-            // column c's results for rows r0 + at..
-            let store = |c: usize, at: usize, out: &[f32]| {
-                let (_, i11, i12, i13) = b_row(c);
-                for (r, v) in out.iter().enumerate() {
-                    // SAFETY: (r0 + at + r, c) is a cell of dst, which belongs to this unit only.
-                    unsafe { (d.ptr(r0 + at + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
-                }
-            };
-            // the unit's columns by order: the gemm's first, then the gemv's
-            let mut gemm = [0usize; GROUP];
-            let mut gemv = [0usize; GROUP];
-            let (mut ng, mut nv) = (0, 0);
-            for c in c0..c1 {
-                if plan.order(c % ne11, ne11) == ktile::Order::RepackGemm {
-                    gemm[ng] = c;
-                    ng += 1;
-                } else {
-                    gemv[nv] = c;
-                    nv += 1;
-                }
-            }
-            // a group's row r has block ib at its first block + bs * ib
-            let bs = K_GROUP * K_BLOCK;
-            let row0 =
-                |r: usize| src.wrapping_add((r / K_GROUP) * nb * bs + (r % K_GROUP) * K_BLOCK);
-            if avx512 {
-                #[cfg(target_arch = "x86_64")]
-                {
-                    use crate::dot::x86_k4x16::{gemm16, prep16, ROWS};
-                    if ng > 0 && prepped != si {
-                        let x: [*const u8; ROWS] = std::array::from_fn(row0);
-                        // SAFETY: rows r < n are in this weight (n is 8 or 16, whole groups), each
-                        // nb blocks bs apart; prep holds prep_bytes.
-                        unsafe { prep16(nb, bs, &x, n, prep) };
-                        prepped = si;
-                    }
-                    let mut i = 0;
-                    while i < ng {
-                        macro_rules! pass {
-                            ($w:expr) => {{
-                                let b: [*const u8; $w] =
-                                    std::array::from_fn(|j| b_row(gemm[i + j]).0);
-                                let mut out = [[0.0f32; ROWS]; $w];
-                                // SAFETY: AVX-512 VNNI is present; prep holds the span prepared;
-                                // each column has nb Q8_K blocks.
-                                unsafe { gemm16::<$w>(nb, prep, &b, &mut out) };
-                                for (j, o) in out.iter().enumerate() {
-                                    store(gemm[i + j], 0, &o[..n]);
-                                }
-                                $w
-                            }};
-                        }
-                        i += match ng - i {
-                            6.. => pass!(6),
-                            4..=5 => pass!(4),
-                            3 => pass!(3),
-                            2 => pass!(2),
-                            _ => pass!(1),
-                        };
-                    }
-                    for h in 0..n / K_GROUP {
-                        let x8: [*const u8; K_GROUP] =
-                            std::array::from_fn(|r| row0(h * K_GROUP + r));
-                        for &c in &gemv[..nv] {
-                            let mut out = [0.0f32; K_GROUP];
-                            // SAFETY: as above, one column.
-                            unsafe {
-                                crate::dot::x86_k512::q4_k_gemv8_strided(
-                                    nb,
-                                    bs,
-                                    &x8,
-                                    b_row(c).0,
-                                    &mut out,
-                                )
-                            };
-                            store(c, h * K_GROUP, &out);
-                        }
-                    }
-                }
-            } else {
-                // AVX2 (every CPU with CPU_REPACK has it): the gemm's columns through the 8-row
-                // kernel on the group prepared once, the gemv's through the 8-row gemv, read
-                // where the rows lie (x86_k4x8)
-                #[cfg(target_arch = "x86_64")]
-                {
-                    use crate::dot::x86_k4x8::{gemm8, gemv8, prep8, ROWS};
-                    // (repack::layout_for asks for the same features: AVX2, FMA, F16C)
-                    debug_assert!(crate::dot::x86_k4x8::available());
-                    let x: [*const u8; ROWS] = std::array::from_fn(row0);
-                    if ng > 0 && prepped != si {
-                        // SAFETY: the span is one group of 8 rows, each nb blocks bs apart;
-                        // prep holds prep_bytes.
-                        unsafe { prep8(nb, bs, &x, prep) };
-                        prepped = si;
-                    }
-                    let mut i = 0;
-                    while i < ng {
-                        macro_rules! pass {
-                            ($w:expr) => {{
-                                let b: [*const u8; $w] =
-                                    std::array::from_fn(|j| b_row(gemm[i + j]).0);
-                                let mut out = [[0.0f32; ROWS]; $w];
-                                // SAFETY: available() holds; prep holds the group prepared;
-                                // each column has nb Q8_K blocks.
-                                unsafe { gemm8::<$w>(nb, prep, &b, &mut out) };
-                                for (j, o) in out.iter().enumerate() {
-                                    store(gemm[i + j], 0, o);
-                                }
-                                $w
-                            }};
-                        }
-                        i += match ng - i {
-                            4.. => pass!(4),
-                            3 => pass!(3),
-                            2 => pass!(2),
-                            _ => pass!(1),
-                        };
-                    }
-                    for &c in &gemv[..nv] {
-                        let mut out = [0.0f32; ROWS];
-                        // SAFETY: available() holds; the group's 8 rows have nb blocks bs
-                        // apart; the column has nb Q8_K blocks.
-                        unsafe { gemv8(nb, bs, &x, b_row(c).0, &mut out) };
-                        store(c, 0, &out);
-                    }
-                }
-                #[cfg(not(target_arch = "x86_64"))]
-                {
-                    let _ = (&gemm, &gemv, ng, nv, row0, &mut prepped, prep);
-                    unreachable!("CPU_REPACK holds Q4_K only where its kernels run");
-                }
-            }
+            unit(ch);
         }
-        k = counter.fetch_add(1, Ordering::Relaxed);
+        k = p.counter.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -396,97 +400,84 @@ fn q2_k(p: &mut Params, a: &TRef, ne11: usize, nr1: usize, d: &TRef, b_row: BRow
         (ROWS * row_bytes).div_ceil(4)
     });
     let tmp = buf.as_mut_ptr() as *mut u8;
-    let counter = p.counter;
     let gemm_col = |c: usize| c % ne11 < ne11 - ne11 % 4;
-    // one column (generation): units in runs of consecutive panels (a few per thread), as
-    // q4_k's, so each thread streams long stretches (one panel a unit: -t 2 read the 1.1B
-    // Q2_K's panels at 13-14 GB/s against 22 at -t 1)
-    let run = if nr1 == 1 {
-        units.div_ceil(super::matmul::STREAM_CHUNKS * p.nth)
-    } else {
-        1
-    };
-    let mut k = p.ith;
-    while k * run < units {
-        for ch in k * run..((k + 1) * run).min(units) {
-            let (pi, g) = (ch % panels.len(), ch / panels.len());
-            let (c0, c1) = (g * GROUP, ((g + 1) * GROUP).min(nr1));
-            let (r0, n) = panels[pi];
-            let src = a.row_ptr(r0, 0, 0) as *const u8;
-            let store = |c: usize, out: &[f32]| {
-                let (_, i11, i12, i13) = b_row(c);
-                for (r, v) in out.iter().enumerate().take(n) {
-                    // SAFETY: (r0 + r, c) is a cell of dst, which belongs to this unit only.
-                    unsafe { (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
-                }
-            };
-            if fast {
-                // the unit's columns by order: the gemm's, then the gemv's
-                let mut gemm = [0usize; GROUP];
-                let mut gemv = [0usize; GROUP];
-                let (mut ng, mut nv) = (0, 0);
-                for c in c0..c1 {
-                    if gemm_col(c) {
-                        gemm[ng] = c;
-                        ng += 1;
-                    } else {
-                        gemv[nv] = c;
-                        nv += 1;
-                    }
-                }
-                macro_rules! pass {
-                    ($cols:expr, $i:expr, $w:expr, $gemm:expr) => {{
-                        let y: [*const u8; $w] = std::array::from_fn(|j| b_row($cols[$i + j]).0);
-                        let mut out = [[0.0f32; ROWS]; $w];
-                        // SAFETY: available() holds; the panel at r0 has n rows of nb blocks in
-                        // the layout of repack::pack; every column has nb Q8_K blocks.
-                        unsafe { q2::panel::<$w, $gemm>(nb, n, src, &y, &mut out) };
-                        for (j, o) in out.iter().enumerate() {
-                            store($cols[$i + j], o);
-                        }
-                        $w
-                    }};
-                }
-                let mut i = 0;
-                while i < ng {
-                    i += match ng - i {
-                        4.. => pass!(gemm, i, 4, true),
-                        2..=3 => pass!(gemm, i, 2, true),
-                        _ => pass!(gemm, i, 1, true),
-                    };
-                }
-                let mut i = 0;
-                while i < nv {
-                    i += match nv - i {
-                        2.. => pass!(gemv, i, 2, false),
-                        _ => pass!(gemv, i, 1, false),
-                    };
-                }
-            } else {
-                // SAFETY: the panel holds n rows of nb blocks at src; tmp has room for 16 rows.
-                let rows = unsafe {
-                    let packed = std::slice::from_raw_parts(src, n * row_bytes);
-                    let rows = std::slice::from_raw_parts_mut(tmp, n * row_bytes);
-                    let ne = [a.ne[0] as i64, n as i64, 1, 1];
-                    repack::unpack(repack::Layout::Q2KPanels, ne, packed, rows);
-                    &*rows
-                };
-                let y_bytes = nb * 292;
-                for c in c0..c1 {
-                    // SAFETY: every column has nb Q8_K blocks.
-                    let y = unsafe { std::slice::from_raw_parts(b_row(c).0, y_bytes) };
-                    let out: Vec<f32> = (0..n)
-                        .map(|r| {
-                            let x = &rows[r * row_bytes..(r + 1) * row_bytes];
-                            q2::dot_ref(gemm_col(c), nb, x, y)
-                        })
-                        .collect();
-                    store(c, &out);
+    for_units(p, units, nr1, |ch| {
+        let (pi, g) = (ch % panels.len(), ch / panels.len());
+        let (c0, c1) = (g * GROUP, ((g + 1) * GROUP).min(nr1));
+        let (r0, n) = panels[pi];
+        let src = a.row_ptr(r0, 0, 0) as *const u8;
+        let store = |c: usize, out: &[f32]| {
+            let (_, i11, i12, i13) = b_row(c);
+            for (r, v) in out.iter().enumerate().take(n) {
+                // SAFETY: (r0 + r, c) is a cell of dst, which belongs to this unit only.
+                unsafe { (d.ptr(r0 + r, i11, i12, i13) as *mut f32).write_unaligned(*v) };
+            }
+        };
+        if fast {
+            // the unit's columns by order: the gemm's, then the gemv's
+            let mut gemm = [0usize; GROUP];
+            let mut gemv = [0usize; GROUP];
+            let (mut ng, mut nv) = (0, 0);
+            for c in c0..c1 {
+                if gemm_col(c) {
+                    gemm[ng] = c;
+                    ng += 1;
+                } else {
+                    gemv[nv] = c;
+                    nv += 1;
                 }
             }
+            macro_rules! pass {
+                ($cols:expr, $i:expr, $w:expr, $gemm:expr) => {{
+                    let y: [*const u8; $w] = std::array::from_fn(|j| b_row($cols[$i + j]).0);
+                    let mut out = [[0.0f32; ROWS]; $w];
+                    // SAFETY: available() holds; the panel at r0 has n rows of nb blocks in
+                    // the layout of repack::pack; every column has nb Q8_K blocks.
+                    unsafe { q2::panel::<$w, $gemm>(nb, n, src, &y, &mut out) };
+                    for (j, o) in out.iter().enumerate() {
+                        store($cols[$i + j], o);
+                    }
+                    $w
+                }};
+            }
+            let mut i = 0;
+            while i < ng {
+                i += match ng - i {
+                    4.. => pass!(gemm, i, 4, true),
+                    2..=3 => pass!(gemm, i, 2, true),
+                    _ => pass!(gemm, i, 1, true),
+                };
+            }
+            let mut i = 0;
+            while i < nv {
+                i += match nv - i {
+                    2.. => pass!(gemv, i, 2, false),
+                    _ => pass!(gemv, i, 1, false),
+                };
+            }
+        } else {
+            // SAFETY: the panel holds n rows of nb blocks at src; tmp has room for 16 rows.
+            let rows = unsafe {
+                let packed = std::slice::from_raw_parts(src, n * row_bytes);
+                let rows = std::slice::from_raw_parts_mut(tmp, n * row_bytes);
+                let ne = [a.ne[0] as i64, n as i64, 1, 1];
+                repack::unpack(repack::Layout::Q2KPanels, ne, packed, rows);
+                &*rows
+            };
+            let y_bytes = nb * 292;
+            for c in c0..c1 {
+                // SAFETY: every column has nb Q8_K blocks.
+                let y = unsafe { std::slice::from_raw_parts(b_row(c).0, y_bytes) };
+                let out: Vec<f32> = (0..n)
+                    .map(|r| {
+                        let x = &rows[r * row_bytes..(r + 1) * row_bytes];
+                        q2::dot_ref(gemm_col(c), nb, x, y)
+                    })
+                    .collect();
+                store(c, &out);
+            }
         }
-        k = counter.fetch_add(1, Ordering::Relaxed);
-    }
+    });
 }
 
 /// MXFP4 in panels (`repack::Layout::Mxfp4Panels`) times Q8_0 columns, each cell in llama.cpp's

@@ -26,22 +26,22 @@
 //! chain per cell, and a bit test against the kernel or reference whose order they keep.
 //!
 //! On an AVX-512 CPU the kernels follow ggml's AVX-512 code where one exists (its AVX-512 build's
-//! logs are the fixtures there: `test_fixtures::simd_class()`); the IQ/TQ/FP4 types run their
-//! AVX2 kernels, as ggml's AVX-512 build compiles the same AVX2 code for them, except IQ4_XS
-//! (`dot::x86_iq4_xs`) and Q3_K (`dot::x86_k23`, with GFNI), whose 512-bit kernels compute
-//! ggml's AVX2 integer lanes and float steps (same digits; the AVX-512 fixture checks them).
-//! The AVX-512 VNNI tiles of prompt processing (`ops::qtile`'s Q4_0/IQ4_NL panels and two-cell Q8_0 tile,
+//! logs are the fixtures there: `test_fixtures::simd_class()`); the IQ/TQ/FP4 types run their AVX2
+//! kernels, as ggml's AVX-512 build compiles the same AVX2 code for them, except IQ4_XS
+//! (`dot::x86_iq4_xs`) and Q3_K (`dot::x86_k23`, with GFNI), whose 512-bit kernels compute ggml's
+//! AVX2 integer lanes and float steps (same digits; the AVX-512 fixture checks them). The AVX-512
+//! VNNI tiles of prompt processing (`ops::qtile`'s Q4_0/IQ4_NL panels and two-cell Q8_0 tile,
 //! `dot::x86_k512`'s Q3_K/Q5_K/Q6_K tiles and multi-row mat-vecs, the 16-row gemms of
 //! `dot::x86_k4x16` (repacked Q4_K), `dot::x86_kt16` (tiled K-quants) and `dot::x86_q0x16`
 //! (Q8_0/Q4_0/Q5_0), `dot::x86_mxfp4_repack`'s VNNI panels (repacked MXFP4), the eight-row
-//! Q8_0/Q4_1 mat-vecs of `dot::x86_rows8`, the Q8_0 row loop of `dot::x86_q8_0_rows`,
-//! `ops::gemm`'s 4 x 6 F16 tile) are new kernels for llama.cpp's orders, not new orders: they
-//! compute each block's integer sum, which is exact, with other instructions, and keep every
-//! output cell's chain of float operations, so they give the same digits (each has a test
-//! against the kernel it replaces). Not llama.cpp's digits: the scalar kernels of a CPU
-//! without AVX2/FMA, which are the portable definitions every SIMD kernel is tested against
-//! (equal up to summation order). On aarch64 the NEON dot products give the bits of ggml's
-//! NEON build (armv8-a, or +dotprod where FEAT_DotProd is detected; `dot::tests_neon`).
+//! Q8_0/Q4_1 mat-vecs of `dot::x86_rows8`, the Q8_0 row loop of `dot::x86_q8_0_rows`, `ops::gemm`'s
+//! 4 x 6 F16 tile) are new kernels for llama.cpp's orders, not new orders: they compute each
+//! block's integer sum, which is exact, with other instructions, and keep every output cell's chain
+//! of float operations, so they give the same digits (each has a test against the kernel it
+//! replaces). Not llama.cpp's digits: the scalar kernels of a CPU without AVX2/FMA, which are the
+//! portable definitions every SIMD kernel is tested against (equal up to summation order). On
+//! aarch64 the NEON dot products give the bits of ggml's NEON build (armv8-a, or +dotprod where
+//! FEAT_DotProd is detected; `dot::tests_neon`).
 
 use std::sync::OnceLock;
 
